@@ -1,0 +1,135 @@
+# SPDX-License-Identifier: MIT
+#
+# tracevisor - top-level build.
+#
+#   make            dependencies (cached), build/tracevisor.efi and the test payload
+#   make usb        build/tracevisor-usb.img, a GPT disk with an EFI system partition
+#   make test       unit + qemu + bochs tiers; final line "N passed, N failed, N skipped"
+#   make unit       host unit tests only (ASan + UBSan)
+#   make test-qemu  / make test-bochs   one emulator tier
+#   make clean
+#
+# Third-party code (newlib, lwIP, Bochs) is built by scripts/deps.sh into
+# $(TRACEVISOR_CACHE) (default ~/.cache/tracevisor), never into the tree.
+
+BUILD := build
+export TRACEVISOR_CACHE ?= $(HOME)/.cache/tracevisor
+
+.DEFAULT_GOAL := all
+.DELETE_ON_ERROR:
+.SUFFIXES:
+
+# --- dependencies --------------------------------------------------------
+# deps.sh rewrites deps.mk only when its contents change, so make restarts
+# only then; it runs on every invocation so a wiped cache is rebuilt.
+ifeq ($(filter clean help,$(MAKECMDGOALS)),)
+include $(BUILD)/deps.mk
+endif
+$(BUILD)/deps.mk: FORCE
+	@mkdir -p $(BUILD)
+	@bash scripts/deps.sh $@
+
+.PHONY: deps FORCE
+deps: $(BUILD)/deps.mk
+FORCE:
+
+# --- toolchain -----------------------------------------------------------
+CC ?= cc
+ifeq ($(origin CC),default)
+CC := gcc
+endif
+LD := ld
+OBJCOPY := objcopy
+GIT_REV := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+	-Wno-unused-parameter
+EFI_INC := /usr/include/efi
+CC_INC := $(shell $(CC) -print-file-name=include)
+
+# Freestanding, no SSE/x87 anywhere (code in VMX root must not touch the
+# guest's FPU/vector state), no red zone (exit handlers run on our stack),
+# position independent (the firmware loads us anywhere).
+EFI_CFLAGS := -std=gnu11 -O2 -g -ffreestanding -fno-stack-protector \
+	-fno-stack-check -fshort-wchar -mno-red-zone -fPIC -mgeneral-regs-only \
+	-fno-strict-aliasing -fno-asynchronous-unwind-tables -fno-omit-frame-pointer \
+	-DGNU_EFI_USE_MS_ABI -DTV_GIT='"$(GIT_REV)"' $(WARN) \
+	-nostdinc -isystem $(NEWLIB_DIR)/include -isystem $(CC_INC) \
+	-isystem $(EFI_INC) -isystem $(EFI_INC)/x86_64 \
+	-I. -Inet/lwip/include -isystem $(LWIP_INC)
+
+EFI_LDFLAGS := -nostdlib --no-undefined -znocombreloc -z noexecstack \
+	-T linker.ld -shared -Bsymbolic
+EFI_CRT0 := /usr/lib/crt0-efi-x86_64.o
+EFI_LIBS := --start-group $(NEWLIB_DIR)/lib/libc.a /usr/lib/libgnuefi.a \
+	$(LWIP_DIR)/lib/liblwip.a --end-group
+EFI_SECTIONS := -j .text -j .sdata -j .data -j .dynamic -j .dynsym \
+	-j .rel -j .rela -j .rel.* -j .rela.* -j .reloc
+
+# --- tracevisor.efi --------------------------------------------------------
+TV_SRCS := \
+	boot/efi_main.c boot/efi_util.c boot/chainload.c boot/load_option.c \
+	boot/libc_glue.c \
+	vmm/log.c vmm/config.c vmm/caps.c vmm/memmap.c vmm/hw/hw_x86.c \
+	drivers/serial.c \
+	net/net.c net/lwip_port.c
+TV_OBJS := $(patsubst %.c,$(BUILD)/efi/%.o,$(TV_SRCS))
+
+$(BUILD)/efi/%.o: %.c | $(BUILD)/deps.mk
+	@mkdir -p $(dir $@)
+	$(CC) $(EFI_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/tracevisor.so: $(TV_OBJS) linker.ld
+	$(LD) $(EFI_LDFLAGS) $(EFI_CRT0) $(TV_OBJS) $(EFI_LIBS) -o $@
+
+# The build refuses an image with SSE/x87 code or non-RELATIVE relocations.
+$(BUILD)/%.efi: $(BUILD)/%.so scripts/check-efi.sh
+	bash scripts/check-efi.sh $<
+	$(OBJCOPY) $(EFI_SECTIONS) --target efi-app-x86_64 $< $@
+
+# --- test payload: a stand-in OS loader ------------------------------------
+PAYLOAD_SRCS := tests/payload/payload.c vmm/hw/hw_x86.c
+PAYLOAD_OBJS := $(patsubst %.c,$(BUILD)/efi/%.o,$(PAYLOAD_SRCS))
+$(BUILD)/payload.so: $(PAYLOAD_OBJS) linker.ld
+	$(LD) $(EFI_LDFLAGS) $(EFI_CRT0) $(PAYLOAD_OBJS) $(EFI_LIBS) -o $@
+
+.PHONY: all
+all: $(BUILD)/tracevisor.efi $(BUILD)/payload.efi
+
+# --- USB image -------------------------------------------------------------
+.PHONY: usb
+usb: $(BUILD)/tracevisor-usb.img
+$(BUILD)/tracevisor-usb.img: $(BUILD)/tracevisor.efi docs/tracevisor.conf.sample scripts/mkimage.sh
+	bash scripts/mkimage.sh $@ EFI/BOOT/BOOTX64.EFI=$(BUILD)/tracevisor.efi \
+		EFI/tracevisor/tracevisor.conf=docs/tracevisor.conf.sample
+
+# --- host unit tests ----------------------------------------------------------
+HOST_CC ?= $(CC)
+HOST_CFLAGS := -std=gnu11 -g -O1 $(WARN) -fsanitize=address,undefined \
+	-fno-sanitize-recover=all -fno-omit-frame-pointer -I. -Itests/fakes
+UNIT_LIB_SRCS := vmm/log.c vmm/config.c vmm/caps.c vmm/memmap.c \
+	boot/load_option.c drivers/serial.c tests/fakes/hw_fake.c
+UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/host/%,$(wildcard tests/unit/test_*.c))
+
+$(BUILD)/host/test_%: tests/unit/test_%.c $(UNIT_LIB_SRCS) $(wildcard vmm/*.h boot/*.h drivers/*.h tests/fakes/*.h) | $(BUILD)/deps.mk
+	@mkdir -p $(dir $@)
+	$(HOST_CC) $(HOST_CFLAGS) $< $(UNIT_LIB_SRCS) -lcmocka -o $@
+
+.PHONY: unit test test-qemu test-bochs
+unit: $(UNIT_TESTS)
+	@bash tests/run-tests.sh unit
+
+test-qemu: all $(BUILD)/tracevisor-usb.img
+	@bash tests/run-tests.sh qemu
+
+test-bochs: all $(BUILD)/tracevisor-usb.img
+	@bash tests/run-tests.sh bochs
+
+test: all $(BUILD)/tracevisor-usb.img $(UNIT_TESTS)
+	@bash tests/run-tests.sh unit qemu bochs
+
+.PHONY: clean
+clean:
+	rm -rf $(BUILD)
+
+-include $(TV_OBJS:.o=.d) $(PAYLOAD_OBJS:.o=.d)

@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * efi_main.c - tracevisor's entry from the firmware.
+ *
+ * Order: logger up (COM1 + console + a boot-time ring), banner with the
+ * CPU's tracing capabilities, configuration, memory map, then chainload
+ * of the OS loader.  Nothing here may stop the machine from booting: every
+ * problem is reported and the boot goes on without tracevisor's part.
+ */
+#include <efi.h>
+#include <string.h>
+
+#include "boot/chainload.h"
+#include "boot/efi_util.h"
+#include "boot/libc_glue.h"
+#include "drivers/serial.h"
+#include "vmm/caps.h"
+#include "vmm/config.h"
+#include "vmm/hw.h"
+#include "vmm/log.h"
+#include "vmm/memmap.h"
+#include "vmm/msr.h"
+#include "vmm/version.h"
+#include "net/net.h"
+
+#define CONFIG_FILE "\\EFI\\tracevisor\\tracevisor.conf"
+#define CONFIG_MAX_BYTES (64 * 1024)
+#define HEAP_BYTES (1024 * 1024)
+
+static struct serial_port com;
+static uint8_t boot_ring_mem[8192] __attribute__((aligned(8)));
+static struct log_ring boot_ring;
+static struct log_ring main_ring;
+
+static void report_vmx(const struct cpu_caps *caps)
+{
+	uint64_t fc;
+
+	if (!caps->vmx) {
+		log_warn("VT-x not available: CPUID.1:ECX.VMX[bit 5] is 0%s; the OS will boot untraced",
+			 caps->hypervisor ? " (running under a hypervisor that does not expose VMX)" : "");
+		return;
+	}
+	/* IA32_FEATURE_CONTROL exists whenever CPUID reports VMX or SMX (SDM 4 2.1). */
+	fc = hw_rdmsr(MSR_IA32_FEATURE_CONTROL);
+	if ((fc & FEATURE_CONTROL_LOCK) && !(fc & FEATURE_CONTROL_VMXON_OUTSIDE_SMX)) {
+		log_warn("VT-x disabled by firmware: IA32_FEATURE_CONTROL=%#llx is locked without VMXON outside SMX; enable VT-x in the firmware setup",
+			 (unsigned long long)fc);
+		return;
+	}
+	log_info("VT-x available: CPUID.1:ECX.VMX=1, IA32_FEATURE_CONTROL=%#llx (%s)",
+		 (unsigned long long)fc,
+		 (fc & FEATURE_CONTROL_LOCK) ? "locked, VMXON outside SMX allowed"
+					     : "unlocked: tracevisor will lock it");
+}
+
+static void load_config(struct tv_config *cfg)
+{
+	struct config_result res;
+	char *text;
+	UINTN len;
+	EFI_STATUS st;
+
+	config_defaults(cfg);
+	st = efi_read_file(efi_self->DeviceHandle, CONFIG_FILE, &text, &len, CONFIG_MAX_BYTES);
+	if (st == EFI_NOT_FOUND) {
+		log_info("config: no %s on tracevisor's volume, using defaults", CONFIG_FILE);
+		return;
+	}
+	if (EFI_ERROR(st)) {
+		log_err("config: cannot read %s: %s%s; using defaults", CONFIG_FILE,
+			efi_strerror(st), st == EFI_BAD_BUFFER_SIZE ? " (larger than 64 KiB)" : "");
+		return;
+	}
+	log_info("config: read %s (%llu bytes)", CONFIG_FILE, (unsigned long long)len);
+	config_parse(cfg, text, len, &res);
+	for (uint32_t i = 0; i < res.nerrors && i < CONFIG_MAX_ERRORS; i++)
+		log_err("config: %s:%u: %s", CONFIG_FILE, res.errors[i].line, res.errors[i].msg);
+	if (res.nerrors > CONFIG_MAX_ERRORS)
+		log_err("config: %u more errors not shown", res.nerrors - CONFIG_MAX_ERRORS);
+	if (res.nerrors)
+		log_err("config: %u error(s); those lines were ignored and their keys keep their defaults",
+			res.nerrors);
+	efi_bs->FreePool(text);
+}
+
+static void apply_config(const struct tv_config *cfg)
+{
+	EFI_PHYSICAL_ADDRESS pa;
+	UINTN pages = (UINTN)cfg->log_ring_kb / 4;
+	EFI_STATUS st;
+
+	log_set_level(cfg->log_level);
+	if (cfg->serial_port != com.base) {
+		log_remove_sink(serial_write);
+		if (cfg->serial_port) {
+			if (serial_init(&com, cfg->serial_port) == 0)
+				log_add_sink(serial_write, &com);
+			else
+				log_warn("serial: no UART at %#x", cfg->serial_port);
+		} else {
+			com.base = 0;
+		}
+	}
+	if (!cfg->console)
+		log_remove_sink(efi_console_sink);
+
+	/*
+	 * The log ring outlives the firmware: EfiReservedMemoryType is never
+	 * handed to the OS as RAM nor mapped by it for runtime services.
+	 */
+	st = efi_bs->AllocatePages(AllocateAnyPages, EfiReservedMemoryType, pages, &pa);
+	if (EFI_ERROR(st) || log_ring_init(&main_ring, (void *)(uintptr_t)pa,
+					   (uint64_t)cfg->log_ring_kb * 1024)) {
+		log_err("log: cannot reserve a %u KiB log ring (%s); keeping the 8 KiB boot ring",
+			cfg->log_ring_kb, efi_strerror(st));
+		return;
+	}
+	memset((void *)(uintptr_t)pa, 0, (size_t)pages * 4096);
+	log_set_ring(NULL);
+	log_ring_move(&main_ring, &boot_ring);
+	log_set_ring(&main_ring);
+	log_info("log: %u KiB ring at %#llx (reserved memory)", cfg->log_ring_kb,
+		 (unsigned long long)pa);
+}
+
+static void report_memory_map(void)
+{
+	UINTN size = 0, key, dsize;
+	UINT32 dver;
+	void *map = NULL;
+	struct mm_summary sum;
+	size_t bad;
+	EFI_STATUS st;
+	int rc;
+
+	st = efi_bs->GetMemoryMap(&size, NULL, &key, &dsize, &dver);
+	if (st != EFI_BUFFER_TOO_SMALL) {
+		log_err("memory: GetMemoryMap failed: %s", efi_strerror(st));
+		return;
+	}
+	/* The pool allocation itself may add descriptors: leave room. */
+	size += 8 * dsize;
+	if (EFI_ERROR(efi_bs->AllocatePool(EfiLoaderData, size, &map)))
+		return;
+	st = efi_bs->GetMemoryMap(&size, map, &key, &dsize, &dver);
+	if (EFI_ERROR(st)) {
+		log_err("memory: GetMemoryMap failed: %s", efi_strerror(st));
+		goto out;
+	}
+	rc = mm_summarize(map, size, dsize, &sum, &bad);
+	if (rc) {
+		log_err("memory: firmware map rejected at descriptor %zu: %s", bad, mm_strerror(rc));
+		goto out;
+	}
+	mm_log(&sum);
+out:
+	efi_bs->FreePool(map);
+}
+
+/* The TSC rate, measured against the firmware's Stall() (20 ms). */
+static uint64_t calibrate_tsc(void)
+{
+	uint64_t t0 = hw_rdtsc(), t1;
+
+	efi_bs->Stall(20000);
+	t1 = hw_rdtsc();
+	return (t1 - t0) * 50;
+}
+
+/* Called by gnu-efi's crt0 with the SysV ABI after self-relocation. */
+EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *st);
+
+EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
+{
+	struct cpu_caps caps;
+	struct tv_config cfg;
+	EFI_STATUS st;
+	EFI_PHYSICAL_ADDRESS heap;
+	char vendor[48];
+	uint64_t tsc_hz;
+
+	st = efi_util_init(image, systab);
+	log_ring_init(&boot_ring, boot_ring_mem, sizeof(boot_ring_mem));
+	log_set_ring(&boot_ring);
+	if (serial_init(&com, 0x3f8) == 0)
+		log_add_sink(serial_write, &com);
+	log_add_sink(efi_console_sink, NULL);
+	if (EFI_ERROR(st)) {
+		log_err("tracevisor: no loaded-image protocol for our own image: %s", efi_strerror(st));
+		return st;
+	}
+	/* newlib's malloc (used by nothing on the hot paths) draws from here. */
+	if (!EFI_ERROR(efi_bs->AllocatePages(AllocateAnyPages, EfiLoaderData,
+					     HEAP_BYTES / 4096, &heap)))
+		libc_glue_set_heap((void *)(uintptr_t)heap, HEAP_BYTES);
+
+	efi_ucs2_to_ascii(vendor, sizeof(vendor), systab->FirmwareVendor, sizeof(vendor));
+	log_info("tracevisor %s (%s) - branch tracing hypervisor", TV_VERSION, TV_GIT);
+	log_info("image handle %p, loaded at %p, %llu bytes; firmware \"%s\" rev %#x, UEFI %u.%u",
+		 (void *)image, efi_self->ImageBase, (unsigned long long)efi_self->ImageSize,
+		 vendor, systab->FirmwareRevision, systab->Hdr.Revision >> 16,
+		 (systab->Hdr.Revision & 0xffff) / 10);
+
+	caps_read(&caps);
+	caps_log(&caps);
+	report_vmx(&caps);
+
+	load_config(&cfg);
+	apply_config(&cfg);
+	config_log(&cfg);
+	report_memory_map();
+
+	tsc_hz = calibrate_tsc();
+	log_info("tsc: %llu.%03llu MHz (measured over 20 ms of firmware Stall)",
+		 (unsigned long long)(tsc_hz / 1000000),
+		 (unsigned long long)(tsc_hz / 1000 % 1000));
+	if (net_init(tsc_hz))
+		log_warn("net: lwIP not initialised");
+
+	st = chainload(&cfg);
+	log_err("tracevisor: returning to the firmware (%s)", efi_strerror(st));
+	return st;
+}

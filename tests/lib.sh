@@ -1,0 +1,105 @@
+# shellcheck shell=bash
+# tests/lib.sh - shared helpers for the emulator scenarios.
+#
+# A scenario prints one line per check: "ok NAME", "not ok NAME: why" or
+# "skip NAME: why"; tests/run-tests.sh counts them.  Logs of failed runs
+# are kept under build/test-logs/ and their tail is printed.
+
+TV_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+TV_BUILD=$TV_ROOT/build
+TV_LOGS=$TV_BUILD/test-logs
+mkdir -p "$TV_LOGS"
+
+# tv_dep KEY - a value from build/deps.mk ("KEY := value").
+tv_dep() {
+	awk -v k="$1" '$1 == k && $2 == ":=" { $1 = ""; $2 = ""; sub(/^ +/, ""); print; exit }' \
+		"$TV_BUILD/deps.mk"
+}
+
+tv_ok() { echo "ok $1"; }
+tv_fail() { echo "not ok $1: $2"; TV_FAILED=1; }
+tv_skip() { echo "skip $1: $2"; }
+
+# tv_expect NAME LOG REGEX - the log contains a line matching REGEX.
+tv_expect() {
+	if grep -Eq -- "$3" "$2"; then tv_ok "$1"; else tv_fail "$1" "no line matching /$3/ in $(basename "$2")"; fi
+}
+
+# tv_reject NAME LOG REGEX - no line matches REGEX.
+tv_reject() {
+	local hit
+	hit=$(grep -Em1 -- "$3" "$2" || true)
+	if [ -z "$hit" ]; then tv_ok "$1"; else tv_fail "$1" "unexpected: $hit"; fi
+}
+
+# tv_keep_log LOG - on failure: print the tail, say where the log is.
+tv_keep_log() {
+	if [ "${TV_FAILED:-0}" != 0 ]; then
+		echo "---- last 40 lines of $1 ----"
+		tail -n 40 "$1" | tr -d '\r' | sed 's/^/| /'
+		echo "---- full log kept at $1 ----"
+	fi
+}
+
+# tv_handles LOG - "TVHANDLE PARENT": tracevisor's image handle and the
+# payload's parent handle, both as 16-digit hex, from a serial log.
+tv_handles() {
+	local tv parent
+	tv=$(tr -d '\r' <"$1" | sed -n 's/.*image handle 0x\([0-9a-f]*\),.*/\1/p' | head -1)
+	parent=$(tr -d '\r' <"$1" | sed -n 's/.*TRACEVISOR-PAYLOAD: image 0x[0-9a-f]* parent 0x\([0-9a-f]*\).*/\1/p' | head -1)
+	printf '%016x %016x\n' "0x${tv:-0}" "0x${parent:-0}"
+}
+
+# tv_image OUT DEST=SRC... - a test disk image (GPT + FAT32 ESP).
+tv_image() {
+	TV_IMAGE_MIB=${TV_IMAGE_MIB:-40} bash "$TV_ROOT/scripts/mkimage.sh" "$@" >/dev/null
+}
+
+# tv_qemu LOG SECONDS STICK DISK2 - boot OVMF under QEMU TCG with STICK as a
+# USB mass-storage device (first in boot order) and DISK2 as a second
+# (virtio) disk.  No network, no VMX (TCG has none).  Echoes QEMU's status.
+tv_qemu() {
+	local log=$1 secs=$2 stick=$3 disk2=$4 rc=0
+	rm -f "$log"
+	timeout --kill-after=5 "$secs" qemu-system-x86_64 -machine q35 -m 256 -cpu max \
+		-bios "$(tv_dep OVMF_FD)" -nographic -no-reboot \
+		-device qemu-xhci \
+		-drive if=none,id=stick,format=raw,file="$stick" \
+		-device usb-storage,drive=stick,bootindex=0 \
+		-drive if=none,id=disk2,format=raw,file="$disk2" \
+		-device virtio-blk-pci,drive=disk2,bootindex=1 \
+		-net none -serial file:"$log" -monitor none -display none \
+		</dev/null >"$log.stdout" 2>&1 || rc=$?
+	echo "$rc"
+}
+
+# tv_bochs LOG SECONDS DISK [CPUS] - boot OVMF under Bochs 3.0 (VMX, EPT,
+# MTF) with DISK as the first ATA disk, Skylake-X CPUs.  Echoes Bochs's
+# exit status.  A killed Bochs leaves DISK.lock behind: removed first.
+tv_bochs() {
+	local log=$1 secs=$2 disk=$3 cpus=${4:-2} rc=0 rc_file
+	local bochs
+	bochs=$(tv_dep BOCHS)
+	rc_file=$log.bochsrc
+	rm -f "$log" "$disk.lock"
+	cat >"$rc_file" <<RC
+megs: 512
+romimage: file=$(tv_dep OVMF_FD)
+vgaromimage: file=$(tv_dep VGABIOS)
+cpu: model=corei7_skylake_x, count=$cpus, ips=100000000, ignore_bad_msrs=1
+pci: enabled=1, chipset=i440fx
+display_library: nogui
+com1: enabled=1, mode=file, dev=$log
+boot: disk
+ata0-master: type=disk, path=$disk, mode=flat
+log: $log.bochs
+panic: action=fatal
+error: action=report
+info: action=ignore
+debug: action=ignore
+RC
+	(cd "$(dirname "$log")" && timeout --kill-after=5 "$secs" "$bochs" -q -f "$rc_file" \
+		</dev/null >"$log.stdout" 2>&1) || rc=$?
+	rm -f "$disk.lock"
+	echo "$rc"
+}

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * payload.c - a stand-in OS loader for the emulator tiers.
+ *
+ * Started by tracevisor's chainload, it proves three things the tests
+ * check on the serial log: it ran ("TRACEVISOR-PAYLOAD-OK"), who started
+ * it (its parent image handle, which must equal the handle tracevisor
+ * logged), and that the machine then powers off cleanly.
+ */
+#include <efi.h>
+#include <stdint.h>
+
+#include "vmm/hw.h"
+
+#define COM1 0x3f8
+
+static EFI_SYSTEM_TABLE *st;
+
+static void com1_puts(const char *s)
+{
+	for (; *s; s++) {
+		for (int i = 0; i < 100000 && !(hw_inb(COM1 + 5) & 0x20); i++)
+			hw_pause();
+		hw_outb(COM1, (uint8_t)*s);
+	}
+}
+
+static void say(const char *s)
+{
+	CHAR16 w[160];
+	int n = 0;
+
+	com1_puts(s);
+	com1_puts("\r\n");
+	for (; *s && n < 156; s++)
+		w[n++] = (CHAR16)*s;
+	w[n++] = '\r';
+	w[n++] = '\n';
+	w[n] = 0;
+	st->ConOut->OutputString(st->ConOut, w);
+}
+
+static char *hex(char *p, uint64_t v)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	*p++ = '0';
+	*p++ = 'x';
+	for (int sh = 60; sh >= 0; sh -= 4)
+		*p++ = digits[(v >> sh) & 0xf];
+	*p = '\0';
+	return p;
+}
+
+static char *append(char *p, const char *s)
+{
+	while (*s)
+		*p++ = *s++;
+	*p = '\0';
+	return p;
+}
+
+EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab);
+
+EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
+{
+	EFI_GUID li_guid = EFI_LOADED_IMAGE_PROTOCOL_GUID;
+	EFI_LOADED_IMAGE_PROTOCOL *li = NULL;
+	char line[160], *p;
+
+	st = systab;
+	p = append(line, "TRACEVISOR-PAYLOAD: image ");
+	p = hex(p, (uint64_t)(uintptr_t)image);
+	p = append(p, " parent ");
+	if (!EFI_ERROR(st->BootServices->HandleProtocol(image, &li_guid, (void **)&li)) && li)
+		p = hex(p, (uint64_t)(uintptr_t)li->ParentHandle);
+	else
+		p = append(p, "unknown");
+	say(line);
+	say("TRACEVISOR-PAYLOAD-OK");
+
+	/* Give the UART a moment to drain before the power goes. */
+	st->BootServices->Stall(20000);
+	st->RuntimeServices->ResetSystem(EfiResetShutdown, EFI_SUCCESS, 0, NULL);
+	/* Bochs: its shutdown port, in case the firmware's reset did not stop it. */
+	for (const char *s = "Shutdown"; *s; s++)
+		hw_outb(0x8900, (uint8_t)*s);
+	say("TRACEVISOR-PAYLOAD: power-off failed");
+	return EFI_DEVICE_ERROR;
+}

@@ -1,0 +1,331 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * config.c - parser for tracevisor.conf.  Pure: no I/O, no allocation.
+ */
+#include "vmm/config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+void config_defaults(struct tv_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->loader[0] = '\0';
+	cfg->log_level = LOG_INFO;
+	cfg->serial_port = 0x3f8;
+	cfg->console = true;
+	cfg->log_ring_kb = 256;
+}
+
+/* --- value parsers: return 0, or -1 with a reason in err ------------------ */
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+	uint64_t v = 0;
+	int base = 10;
+
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+		base = 16;
+		s += 2;
+	}
+	if (!*s)
+		return -1;
+	for (; *s; s++) {
+		unsigned d;
+
+		if (*s >= '0' && *s <= '9')
+			d = (unsigned)(*s - '0');
+		else if (base == 16 && *s >= 'a' && *s <= 'f')
+			d = (unsigned)(*s - 'a' + 10);
+		else if (base == 16 && *s >= 'A' && *s <= 'F')
+			d = (unsigned)(*s - 'A' + 10);
+		else
+			return -1;
+		if (v > (UINT64_MAX - d) / (uint64_t)base)
+			return -1;
+		v = v * (uint64_t)base + d;
+	}
+	*out = v;
+	return 0;
+}
+
+static int parse_bool(const char *s, bool *out)
+{
+	static const char *const yes[] = { "on", "yes", "true", "1" };
+	static const char *const no[] = { "off", "no", "false", "0" };
+
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		if (!strcmp(s, yes[i])) {
+			*out = true;
+			return 0;
+		}
+		if (!strcmp(s, no[i])) {
+			*out = false;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+typedef int (*key_fn)(struct tv_config *cfg, const char *val, char *err, size_t errlen);
+
+static int key_loader(struct tv_config *cfg, const char *val, char *err, size_t errlen)
+{
+	size_t n = strlen(val);
+
+	if (n == 0 || n >= sizeof(cfg->loader)) {
+		snprintf(err, errlen, "loader path must be 1..%zu characters",
+			 sizeof(cfg->loader) - 1);
+		return -1;
+	}
+	if (val[0] != '\\' && val[0] != '/') {
+		snprintf(err, errlen, "loader path must be absolute on this volume, e.g. \\EFI\\debian\\grubx64.efi");
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (val[i] < 0x20 || val[i] > 0x7e) {
+			snprintf(err, errlen, "loader path may hold printable ASCII only");
+			return -1;
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		cfg->loader[i] = val[i] == '/' ? '\\' : val[i];
+	cfg->loader[n] = '\0';
+	return 0;
+}
+
+static int key_log_level(struct tv_config *cfg, const char *val, char *err, size_t errlen)
+{
+	for (int l = LOG_ERR; l <= LOG_DEBUG; l++) {
+		if (!strcmp(val, log_level_name((enum log_level)l))) {
+			cfg->log_level = (enum log_level)l;
+			return 0;
+		}
+	}
+	snprintf(err, errlen, "log_level must be err, warn, info or debug");
+	return -1;
+}
+
+static int key_serial(struct tv_config *cfg, const char *val, char *err, size_t errlen)
+{
+	static const uint16_t com[] = { 0x3f8, 0x2f8, 0x3e8, 0x2e8 };
+	uint64_t port;
+
+	if (!strcmp(val, "off") || !strcmp(val, "none")) {
+		cfg->serial_port = 0;
+		return 0;
+	}
+	if (!strncmp(val, "com", 3) && val[3] >= '1' && val[3] <= '4' && !val[4]) {
+		cfg->serial_port = com[val[3] - '1'];
+		return 0;
+	}
+	if (parse_u64(val, &port) || port == 0 || port > 0xfff8) {
+		snprintf(err, errlen, "serial must be off, com1..com4 or an I/O port 0x1..0xfff8");
+		return -1;
+	}
+	cfg->serial_port = (uint16_t)port;
+	return 0;
+}
+
+static int key_console(struct tv_config *cfg, const char *val, char *err, size_t errlen)
+{
+	if (parse_bool(val, &cfg->console)) {
+		snprintf(err, errlen, "console must be on or off");
+		return -1;
+	}
+	return 0;
+}
+
+static int key_log_ring_kb(struct tv_config *cfg, const char *val, char *err, size_t errlen)
+{
+	uint64_t kb;
+
+	if (parse_u64(val, &kb) || kb < 4 || kb > 4096 || (kb & (kb - 1))) {
+		snprintf(err, errlen, "log_ring_kb must be a power of two from 4 to 4096");
+		return -1;
+	}
+	cfg->log_ring_kb = (uint32_t)kb;
+	return 0;
+}
+
+static const struct config_key {
+	const char *name;
+	key_fn fn;
+} config_keys[] = {
+	{ "loader", key_loader },
+	{ "log_level", key_log_level },
+	{ "serial", key_serial },
+	{ "console", key_console },
+	{ "log_ring_kb", key_log_ring_kb },
+};
+
+#define NKEYS (sizeof(config_keys) / sizeof(config_keys[0]))
+
+static void add_error(struct config_result *res, uint32_t line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void add_error(struct config_result *res, uint32_t line, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (res->nerrors < CONFIG_MAX_ERRORS) {
+		struct config_error *e = &res->errors[res->nerrors];
+
+		e->line = line;
+		va_start(ap, fmt);
+		vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+		va_end(ap);
+	}
+	res->nerrors++;
+}
+
+static int is_space(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+static int is_key_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* Parse one line (no line end, NUL-terminated, may be modified in place). */
+static void parse_line(struct tv_config *cfg, char *s, uint32_t lineno,
+		       uint32_t seen[NKEYS], struct config_result *res)
+{
+	char *key, *val, *eq, *end;
+	char err[100];
+	size_t i;
+
+	while (is_space(*s))
+		s++;
+	if (*s == '\0' || *s == '#' || *s == ';')
+		return;
+	eq = strchr(s, '=');
+	if (!eq) {
+		add_error(res, lineno, "expected `key = value`");
+		return;
+	}
+	key = s;
+	end = eq;
+	while (end > key && is_space(end[-1]))
+		end--;
+	*end = '\0';
+	if (*key == '\0') {
+		add_error(res, lineno, "missing key before '='");
+		return;
+	}
+	for (char *k = key; *k; k++) {
+		if (!is_key_char(*k)) {
+			add_error(res, lineno, "bad character in key (keys are lower-case a-z, 0-9, _)");
+			return;
+		}
+	}
+
+	val = eq + 1;
+	while (is_space(*val))
+		val++;
+	if (*val == '"') {
+		char *close = strchr(val + 1, '"');
+
+		if (!close) {
+			add_error(res, lineno, "unterminated quote in value of %s", key);
+			return;
+		}
+		end = close + 1;
+		while (is_space(*end))
+			end++;
+		if (*end && *end != '#' && *end != ';') {
+			add_error(res, lineno, "text after closing quote in value of %s", key);
+			return;
+		}
+		*close = '\0';
+		val++;
+	} else {
+		/* A comment starts at '#' or ';' that follows whitespace. */
+		for (end = val; *end; end++)
+			if ((*end == '#' || *end == ';') && end > val && is_space(end[-1]))
+				break;
+		while (end > val && is_space(end[-1]))
+			end--;
+		*end = '\0';
+	}
+
+	for (i = 0; i < NKEYS; i++)
+		if (!strcmp(key, config_keys[i].name))
+			break;
+	if (i == NKEYS) {
+		add_error(res, lineno, "unknown key '%.40s'", key);
+		return;
+	}
+	if (seen[i]) {
+		add_error(res, lineno, "duplicate key '%s' (first set on line %u)",
+			  key, seen[i]);
+		return;
+	}
+	if (*val == '\0') {
+		add_error(res, lineno, "empty value for %s", key);
+		return;
+	}
+	err[0] = '\0';
+	if (config_keys[i].fn(cfg, val, err, sizeof(err))) {
+		add_error(res, lineno, "%s", err);
+		return;
+	}
+	seen[i] = lineno;
+}
+
+uint32_t config_parse(struct tv_config *cfg, const char *text, size_t len,
+		      struct config_result *res)
+{
+	uint32_t seen[NKEYS] = { 0 };
+	char line[CONFIG_LINE_MAX + 1];
+	uint32_t lineno = 0;
+	size_t pos = 0;
+
+	memset(res, 0, sizeof(*res));
+	if (len >= 3 && (uint8_t)text[0] == 0xef && (uint8_t)text[1] == 0xbb &&
+	    (uint8_t)text[2] == 0xbf)
+		pos = 3;
+
+	while (pos < len) {
+		size_t start = pos, n;
+		int bad = 0;
+
+		lineno++;
+		while (pos < len && text[pos] != '\n')
+			pos++;
+		n = pos - start;
+		if (pos < len)
+			pos++; /* skip '\n' */
+		if (n && text[start + n - 1] == '\r')
+			n--;
+		if (n > CONFIG_LINE_MAX) {
+			add_error(res, lineno, "line longer than %d characters", CONFIG_LINE_MAX);
+			continue;
+		}
+		for (size_t i = 0; i < n; i++) {
+			uint8_t c = (uint8_t)text[start + i];
+
+			if ((c < 0x20 && c != '\t') || c == 0x7f)
+				bad = 1;
+		}
+		if (bad) {
+			add_error(res, lineno, "control character in line");
+			continue;
+		}
+		memcpy(line, text + start, n);
+		line[n] = '\0';
+		parse_line(cfg, line, lineno, seen, res);
+	}
+	return res->nerrors;
+}
+
+void config_log(const struct tv_config *cfg)
+{
+	log_info("config: loader=%s log_level=%s serial=%#x console=%s log_ring_kb=%u",
+		 cfg->loader[0] ? cfg->loader : "(next BootOrder entry)",
+		 log_level_name(cfg->log_level), cfg->serial_port,
+		 cfg->console ? "on" : "off", cfg->log_ring_kb);
+}

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * config.h - tracevisor.conf: `key = value` lines, `#` or `;` comments.
+ *
+ * The file lives at \EFI\tracevisor\tracevisor.conf on tracevisor's own
+ * volume.  Keys, values and defaults are documented in docs/CONFIG.md.
+ * A bad line never stops the machine from booting: it is reported with
+ * its line number and the key keeps its default (or earlier good value).
+ */
+#ifndef TV_CONFIG_H
+#define TV_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vmm/log.h"
+
+#define CONFIG_PATH_MAX 256
+#define CONFIG_LINE_MAX 1024
+#define CONFIG_MAX_ERRORS 16
+
+struct tv_config {
+	char loader[CONFIG_PATH_MAX];  /* "" = next BootOrder entry */
+	enum log_level log_level;
+	uint16_t serial_port;          /* 0 = no serial logging */
+	bool console;                  /* log to the firmware console */
+	uint32_t log_ring_kb;          /* power of two, 4..4096 */
+};
+
+struct config_error {
+	uint32_t line;                 /* 1-based */
+	char msg[120];
+};
+
+struct config_result {
+	uint32_t nerrors;              /* all errors, even past CONFIG_MAX_ERRORS */
+	struct config_error errors[CONFIG_MAX_ERRORS];
+};
+
+/* config_defaults - fill cfg with the documented defaults. */
+void config_defaults(struct tv_config *cfg);
+
+/*
+ * config_parse - apply text[0..len) on top of *cfg.
+ * text need not be NUL-terminated and may use LF or CRLF line ends and
+ * start with a UTF-8 byte-order mark.  Every malformed line (unknown key,
+ * bad value, missing '=', duplicate key, over-long line, NUL or control
+ * byte) is recorded in *res with its line number and leaves cfg unchanged
+ * for that key.  Returns the number of errors (0 on a clean file).
+ */
+uint32_t config_parse(struct tv_config *cfg, const char *text, size_t len,
+		      struct config_result *res);
+
+/* config_log - write the effective configuration to the log at info. */
+void config_log(const struct tv_config *cfg);
+
+#endif /* TV_CONFIG_H */

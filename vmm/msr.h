@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * msr.h - architectural MSR numbers and bits, SDM Vol. 4 names.
+ */
+#ifndef TV_MSR_H
+#define TV_MSR_H
+
+#define MSR_IA32_FEATURE_CONTROL 0x0000003a
+#define FEATURE_CONTROL_LOCK                (1ull << 0)
+#define FEATURE_CONTROL_VMXON_INSIDE_SMX    (1ull << 1)
+#define FEATURE_CONTROL_VMXON_OUTSIDE_SMX   (1ull << 2)
+
+#define MSR_IA32_DEBUGCTL        0x000001d9
+#define MSR_IA32_PERF_CAPABILITIES 0x00000345
+#define MSR_IA32_VMX_BASIC       0x00000480
+
+#endif /* TV_MSR_H */
