@@ -7,12 +7,16 @@
 #   make test       unit + qemu + bochs tiers; final line "N passed, N failed, N skipped"
 #   make unit       host unit tests only (ASan + UBSan)
 #   make test-qemu  / make test-bochs   one emulator tier
+#   make run        boot the USB image in QEMU (EMU=bochs: Bochs 3.0 with VT-x)
 #   make clean
 #
 # Third-party code (newlib, lwIP, Bochs) is built by scripts/deps.sh into
 # $(TRACEVISOR_CACHE) (default ~/.cache/tracevisor), never into the tree.
 
 BUILD := build
+# V=1 shows full command lines.
+V ?= 0
+Q := $(if $(filter 1,$(V)),,@)
 export TRACEVISOR_CACHE ?= $(HOME)/.cache/tracevisor
 
 .DEFAULT_GOAL := all
@@ -77,21 +81,25 @@ TV_OBJS := $(patsubst %.c,$(BUILD)/efi/%.o,$(TV_SRCS))
 
 $(BUILD)/efi/%.o: %.c | $(BUILD)/deps.mk
 	@mkdir -p $(dir $@)
-	$(CC) $(EFI_CFLAGS) -MMD -MP -c $< -o $@
+	@echo "  CC      $<"
+	$(Q)$(CC) $(EFI_CFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/tracevisor.so: $(TV_OBJS) linker.ld
-	$(LD) $(EFI_LDFLAGS) $(EFI_CRT0) $(TV_OBJS) $(EFI_LIBS) -o $@
+	@echo "  LD      $@"
+	$(Q)$(LD) $(EFI_LDFLAGS) $(EFI_CRT0) $(TV_OBJS) $(EFI_LIBS) -o $@
 
 # The build refuses an image with SSE/x87 code or non-RELATIVE relocations.
 $(BUILD)/%.efi: $(BUILD)/%.so scripts/check-efi.sh
-	bash scripts/check-efi.sh $<
-	$(OBJCOPY) $(EFI_SECTIONS) --target efi-app-x86_64 $< $@
+	$(Q)bash scripts/check-efi.sh $<
+	@echo "  EFI     $@"
+	$(Q)$(OBJCOPY) $(EFI_SECTIONS) --target efi-app-x86_64 $< $@
 
 # --- test payload: a stand-in OS loader ------------------------------------
 PAYLOAD_SRCS := tests/payload/payload.c vmm/hw/hw_x86.c
 PAYLOAD_OBJS := $(patsubst %.c,$(BUILD)/efi/%.o,$(PAYLOAD_SRCS))
 $(BUILD)/payload.so: $(PAYLOAD_OBJS) linker.ld
-	$(LD) $(EFI_LDFLAGS) $(EFI_CRT0) $(PAYLOAD_OBJS) $(EFI_LIBS) -o $@
+	@echo "  LD      $@"
+	$(Q)$(LD) $(EFI_LDFLAGS) $(EFI_CRT0) $(PAYLOAD_OBJS) $(EFI_LIBS) -o $@
 
 .PHONY: all
 all: $(BUILD)/tracevisor.efi $(BUILD)/payload.efi
@@ -100,7 +108,7 @@ all: $(BUILD)/tracevisor.efi $(BUILD)/payload.efi
 .PHONY: usb
 usb: $(BUILD)/tracevisor-usb.img
 $(BUILD)/tracevisor-usb.img: $(BUILD)/tracevisor.efi docs/tracevisor.conf.sample scripts/mkimage.sh
-	bash scripts/mkimage.sh $@ EFI/BOOT/BOOTX64.EFI=$(BUILD)/tracevisor.efi \
+	$(Q)bash scripts/mkimage.sh $@ EFI/BOOT/BOOTX64.EFI=$(BUILD)/tracevisor.efi \
 		EFI/tracevisor/tracevisor.conf=docs/tracevisor.conf.sample
 
 # --- host unit tests ----------------------------------------------------------
@@ -113,7 +121,8 @@ UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/host/%,$(wildcard tests/unit/te
 
 $(BUILD)/host/test_%: tests/unit/test_%.c $(UNIT_LIB_SRCS) $(wildcard vmm/*.h boot/*.h drivers/*.h tests/fakes/*.h) | $(BUILD)/deps.mk
 	@mkdir -p $(dir $@)
-	$(HOST_CC) $(HOST_CFLAGS) $< $(UNIT_LIB_SRCS) -lcmocka -o $@
+	@echo "  HOSTCC  $@"
+	$(Q)$(HOST_CC) $(HOST_CFLAGS) $< $(UNIT_LIB_SRCS) -lcmocka -o $@
 
 .PHONY: unit test test-qemu test-bochs
 unit: $(UNIT_TESTS)
@@ -127,6 +136,10 @@ test-bochs: all $(BUILD)/tracevisor-usb.img
 
 test: all $(BUILD)/tracevisor-usb.img $(UNIT_TESTS)
 	@bash tests/run-tests.sh unit qemu bochs
+
+.PHONY: run
+run: all $(BUILD)/tracevisor-usb.img
+	bash scripts/run.sh $(EMU)
 
 .PHONY: clean
 clean:

@@ -44,11 +44,11 @@ static void report_vmx(const struct cpu_caps *caps)
 	/* IA32_FEATURE_CONTROL exists whenever CPUID reports VMX or SMX (SDM 4 2.1). */
 	fc = hw_rdmsr(MSR_IA32_FEATURE_CONTROL);
 	if ((fc & FEATURE_CONTROL_LOCK) && !(fc & FEATURE_CONTROL_VMXON_OUTSIDE_SMX)) {
-		log_warn("VT-x disabled by firmware: IA32_FEATURE_CONTROL=%#llx is locked without VMXON outside SMX; enable VT-x in the firmware setup",
+		log_warn("VT-x disabled by firmware: IA32_FEATURE_CONTROL=0x%llx is locked without VMXON outside SMX; enable VT-x in the firmware setup",
 			 (unsigned long long)fc);
 		return;
 	}
-	log_info("VT-x available: CPUID.1:ECX.VMX=1, IA32_FEATURE_CONTROL=%#llx (%s)",
+	log_info("VT-x available: CPUID.1:ECX.VMX=1, IA32_FEATURE_CONTROL=0x%llx (%s)",
 		 (unsigned long long)fc,
 		 (fc & FEATURE_CONTROL_LOCK) ? "locked, VMXON outside SMX allowed"
 					     : "unlocked: tracevisor will lock it");

@@ -50,7 +50,7 @@ run_scenarios() {
 
 for tier in "$@"; do
 	case "$tier" in
-	unit) run_unit ;;
+	unit) run_unit; run_scenarios build ;;
 	qemu|bochs) run_scenarios "$tier" ;;
 	*) echo "run-tests: unknown tier $tier" >&2; exit 2 ;;
 	esac

@@ -27,7 +27,7 @@ tv_expect "bad-config: loader failure explained" "$log" 'cannot load loader=\\EF
 tv_expect "bad-config: returns to firmware" "$log" 'returning to the firmware'
 tv_expect "bad-config: firmware booted on" "$log" 'TRACEVISOR-PAYLOAD-OK'
 read -r tvh parent < <(tv_handles "$log")
-if [ "$parent" != 0000000000000000 ] && [ "$tvh" != "$parent" ]; then
+if grep -q "TRACEVISOR-PAYLOAD: image" "$log" && [ "$tvh" != 0000000000000000 ] && [ "$tvh" != "$parent" ]; then
 	tv_ok "bad-config: payload started by the firmware, not tracevisor"
 else
 	tv_fail "bad-config: payload started by the firmware" "tracevisor handle $tvh, payload parent $parent"
