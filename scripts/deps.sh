@@ -92,6 +92,14 @@ progress() {
 	echo "deps: $*"
 }
 
+# Steps that found everything in place say so only with TRACEVISOR_VERBOSE=1,
+# so an up-to-date `make` prints one line.
+quiet_progress() {
+	if [ "${TRACEVISOR_VERBOSE:-0}" = 1 ]; then
+		echo "deps: $*"
+	fi
+}
+
 die() {
 	echo "deps: FAILED: $*" >&2
 	REPORTED=1
@@ -188,7 +196,7 @@ step_packages() {
 		grep -qx "$p" <<<"$installed" || missing+=("$p")
 	done
 	if [ ${#missing[@]} -eq 0 ]; then
-		progress "packages ... ok ($(wc -w <<<"$PACKAGES") installed)"
+		quiet_progress "packages ... ok ($(wc -w <<<"$PACKAGES") installed)"
 		return
 	fi
 	progress "packages ... installing ${missing[*]}"
@@ -238,7 +246,7 @@ step_src_lists() {
 	CURRENT_STEP=deb-src
 	want=$(src_list_text)
 	if [ -r "$SRC_LIST" ] && [ "$(cat "$SRC_LIST")" = "$want" ]; then
-		progress "deb-src entries ... ok ($SRC_LIST)"
+		quiet_progress "deb-src entries ... ok ($SRC_LIST)"
 		return
 	fi
 	progress "deb-src entries ... writing $SRC_LIST, apt-get update"
@@ -266,7 +274,7 @@ fetch_orig() {
 	local dest=$CACHE/downloads/$file line="" sel uri apt_sha tmp
 	CURRENT_STEP="$name source"
 	if [ -f "$dest" ] && [ "$(sha256_of "$dest")" = "$sha" ]; then
-		progress "$name source ... cached ($file)"
+		quiet_progress "$name source ... cached ($file)"
 		return
 	fi
 	for sel in "$@"; do
@@ -383,7 +391,7 @@ step_newlib() {
 	final=$CACHE/newlib-$NEWLIB_VERSION-$key
 	NEWLIB_DIR=$final
 	if [ -f "$final/.stamp" ]; then
-		progress "newlib $NEWLIB_VERSION ... cached ($final)"
+		quiet_progress "newlib $NEWLIB_VERSION ... cached ($final)"
 		return
 	fi
 	progress "newlib $NEWLIB_VERSION ... building (~80 s on 2 cores)"
@@ -434,7 +442,7 @@ step_lwip() {
 	final=$CACHE/lwip-$LWIP_VERSION-$key
 	LWIP_DIR=$final
 	if [ -f "$final/.stamp" ]; then
-		progress "lwip $LWIP_VERSION ... cached ($final)"
+		quiet_progress "lwip $LWIP_VERSION ... cached ($final)"
 		return
 	fi
 	progress "lwip $LWIP_VERSION ... building (~10 s)"
@@ -498,7 +506,7 @@ step_bochs() {
 	final=$CACHE/bochs-$BOCHS_VERSION-$key
 	BOCHS=$final/bin/bochs
 	if [ -f "$final/.stamp" ]; then
-		progress "bochs $BOCHS_VERSION ... cached ($final)"
+		quiet_progress "bochs $BOCHS_VERSION ... cached ($final)"
 		return
 	fi
 	progress "bochs $BOCHS_VERSION ... building (~3 min on 2 cores; log $CACHE/logs/bochs.log)"
@@ -527,7 +535,7 @@ find_firmware() {
 	[ -n "$OVMF_FD" ] || die "firmware: no combined OVMF.fd in /usr/share/ovmf (package ovmf)"
 	VGABIOS=/usr/share/vgabios/vgabios.bin
 	[ -f "$VGABIOS" ] || die "firmware: no $VGABIOS (package vgabios)"
-	progress "firmware ... ok ($OVMF_FD, $VGABIOS)"
+	quiet_progress "firmware ... ok ($OVMF_FD, $VGABIOS)"
 }
 
 write_fragment() {
@@ -549,7 +557,7 @@ EOF
 	# rebuild what depends on it.
 	if cmp -s "$tmp" "$OUT_MK"; then
 		rm -f "$tmp"
-		progress "$OUT_MK ... unchanged"
+		quiet_progress "$OUT_MK ... unchanged"
 	else
 		mv -f "$tmp" "$OUT_MK"
 		progress "wrote $OUT_MK"
