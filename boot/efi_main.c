@@ -12,6 +12,7 @@
 
 #include "boot/chainload.h"
 #include "boot/efi_util.h"
+#include "boot/vmx_boot.h"
 #include "boot/libc_glue.h"
 #include "drivers/serial.h"
 #include "vmm/caps.h"
@@ -124,38 +125,75 @@ static void apply_config(const struct tv_config *cfg)
 		 (unsigned long long)pa);
 }
 
-static void report_memory_map(void)
+static int report_memory_map(struct mm_summary *sum)
 {
 	UINTN size = 0, key, dsize;
 	UINT32 dver;
 	void *map = NULL;
-	struct mm_summary sum;
 	size_t bad;
 	EFI_STATUS st;
-	int rc;
+	int rc = -1;
 
 	st = efi_bs->GetMemoryMap(&size, NULL, &key, &dsize, &dver);
 	if (st != EFI_BUFFER_TOO_SMALL) {
 		log_err("memory: GetMemoryMap failed: %s", efi_strerror(st));
-		return;
+		return -1;
 	}
 	/* The pool allocation itself may add descriptors: leave room. */
 	size += 8 * dsize;
 	if (EFI_ERROR(efi_bs->AllocatePool(EfiLoaderData, size, &map)))
-		return;
+		return -1;
 	st = efi_bs->GetMemoryMap(&size, map, &key, &dsize, &dver);
 	if (EFI_ERROR(st)) {
 		log_err("memory: GetMemoryMap failed: %s", efi_strerror(st));
 		goto out;
 	}
-	rc = mm_summarize(map, size, dsize, &sum, &bad);
+	rc = mm_summarize(map, size, dsize, sum, &bad);
 	if (rc) {
 		log_err("memory: firmware map rejected at descriptor %zu: %s", bad, mm_strerror(rc));
 		goto out;
 	}
-	mm_log(&sum);
+	mm_log(sum);
 out:
 	efi_bs->FreePool(map);
+	return rc;
+}
+
+/* The blue pill, when VT-x is there and the config allows it. */
+static void virtualize(const struct cpu_caps *caps, const struct tv_config *cfg,
+		       const struct mm_summary *sum, int map_ok)
+{
+	struct vmx_boot_params p;
+	struct hw_cpuid_regs r;
+	uint64_t top;
+
+	if (!caps->vmx)
+		return;  /* reported in the banner */
+	if (!cfg->vmx) {
+		log_info("vmx: off in tracevisor.conf; booting unvirtualized");
+		return;
+	}
+	if (map_ok) {
+		log_err("vmx: no usable memory map; booting unvirtualized");
+		return;
+	}
+	memset(&p, 0, sizeof(p));
+	hw_cpuid(0x80000000u, 0, &r);
+	p.phys_addr_bits = 36;
+	if (r.eax >= 0x80000008u) {
+		hw_cpuid(0x80000008u, 0, &r);
+		p.phys_addr_bits = r.eax & 0xff;
+	}
+	/* All RAM and MMIO the firmware knows, and at least the 4 GiB below. */
+	top = sum->top_of_all > (4ull << 30) ? sum->top_of_all : (4ull << 30);
+	p.map_top = (top + (1ull << 30) - 1) & ~((1ull << 30) - 1);
+	p.log_ring = log_get_ring();
+	p.log_ring_pa = (uint64_t)(uintptr_t)main_ring.buf;
+	p.log_ring_bytes = main_ring.size;
+	p.serial_port = com.base;
+	p.console_sink = cfg->console ? efi_console_sink : NULL;
+	if (vmx_boot(&p))
+		log_warn("vmx: booting unvirtualized");
 }
 
 /* The TSC rate, measured against the firmware's Stall() (20 ms). */
@@ -179,6 +217,8 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	EFI_PHYSICAL_ADDRESS heap;
 	char vendor[48];
 	uint64_t tsc_hz;
+	struct mm_summary sum;
+	int map_rc;
 
 	st = efi_util_init(image, systab);
 	log_ring_init(&boot_ring, boot_ring_mem, sizeof(boot_ring_mem));
@@ -209,7 +249,7 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	load_config(&cfg);
 	apply_config(&cfg);
 	config_log(&cfg);
-	report_memory_map();
+	map_rc = report_memory_map(&sum);
 
 	tsc_hz = calibrate_tsc();
 	log_info("tsc: %llu.%03llu MHz (measured over 20 ms of firmware Stall)",
@@ -217,6 +257,8 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 		 (unsigned long long)(tsc_hz / 1000 % 1000));
 	if (net_init(tsc_hz))
 		log_warn("net: lwIP not initialised");
+
+	virtualize(&caps, &cfg, &sum, map_rc);
 
 	st = chainload(&cfg);
 	log_err("tracevisor: returning to the firmware (%s)", efi_strerror(st));

@@ -16,6 +16,7 @@ void config_defaults(struct tv_config *cfg)
 	cfg->serial_port = 0x3f8;
 	cfg->console = true;
 	cfg->log_ring_kb = 256;
+	cfg->vmx = true;
 }
 
 /* --- value parsers: return 0, or -1 with a reason in err ------------------ */
@@ -149,6 +150,15 @@ static int key_log_ring_kb(struct tv_config *cfg, const char *val, char *err, si
 	return 0;
 }
 
+static int key_vmx(struct tv_config *cfg, const char *val, char *err, size_t errlen)
+{
+	if (parse_bool(val, &cfg->vmx)) {
+		snprintf(err, errlen, "vmx must be on or off");
+		return -1;
+	}
+	return 0;
+}
+
 static const struct config_key {
 	const char *name;
 	key_fn fn;
@@ -158,6 +168,7 @@ static const struct config_key {
 	{ "serial", key_serial },
 	{ "console", key_console },
 	{ "log_ring_kb", key_log_ring_kb },
+	{ "vmx", key_vmx },
 };
 
 #define NKEYS (sizeof(config_keys) / sizeof(config_keys[0]))
@@ -324,8 +335,8 @@ uint32_t config_parse(struct tv_config *cfg, const char *text, size_t len,
 
 void config_log(const struct tv_config *cfg)
 {
-	log_info("config: loader=%s log_level=%s serial=%#x console=%s log_ring_kb=%u",
+	log_info("config: loader=%s log_level=%s serial=%#x console=%s log_ring_kb=%u vmx=%s",
 		 cfg->loader[0] ? cfg->loader : "(next BootOrder entry)",
 		 log_level_name(cfg->log_level), cfg->serial_port,
-		 cfg->console ? "on" : "off", cfg->log_ring_kb);
+		 cfg->console ? "on" : "off", cfg->log_ring_kb, cfg->vmx ? "on" : "off");
 }

@@ -26,6 +26,7 @@ struct tv_config {
 	uint16_t serial_port;          /* 0 = no serial logging */
 	bool console;                  /* log to the firmware console */
 	uint32_t log_ring_kb;          /* power of two, 4..4096 */
+	bool vmx;                      /* virtualize (blue pill) when VT-x is there */
 };
 
 struct config_error {

@@ -93,4 +93,23 @@ int hw_vmwrite(uint64_t field, uint64_t value);
 int hw_invept(uint64_t type, uint64_t eptp);
 int hw_invvpid(uint64_t type, uint16_t vpid, uint64_t linear);
 
+/*
+ * hw_vmcall - guest side: VMCALL with RAX/RBX/RCX/RDX = in[0..3]; the
+ * registers after it return in out[0..3].  Raises #UD without a
+ * hypervisor: check CPUID leaf 0x40000000 first.
+ */
+void hw_vmcall(const uint64_t in[4], uint64_t out[4]);
+
+/*
+ * hw_vmx_launch_here - VMLAUNCH the current VMCS so that the guest goes on
+ * from this very call (vmx_entry.S writes GUEST_RSP/RIP/RFLAGS for its
+ * own frame).  Returns 0 in the guest after a successful launch, or
+ * HW_VMX_FAIL_INVALID/HW_VMX_FAIL_VALID in VMX root when VMLAUNCH failed.
+ * A VM entry that fails its checks later comes back through
+ * hw_vmx_launch_fail_return(), making this return that error instead.
+ */
+int hw_vmx_launch_here(void);
+/* Unwind the launch frame at launch_rsp (the GUEST_RSP) returning err. */
+__attribute__((noreturn)) void hw_vmx_launch_fail_return(uint64_t launch_rsp, int err);
+
 #endif /* TV_HW_H */

@@ -151,6 +151,12 @@ int log_add_sink(log_sink_fn fn, void *ctx)
 	return -1;
 }
 
+void log_clear_sinks(void)
+{
+	memset(g_log.sinks, 0, sizeof(g_log.sinks));
+	g_log.lock = 0;
+}
+
 void log_remove_sink(log_sink_fn fn)
 {
 	for (int i = 0; i < LOG_MAX_SINKS; i++) {

@@ -90,6 +90,8 @@ void log_set_ring(struct log_ring *ring);
 struct log_ring *log_get_ring(void);
 /* Register a sink; returns 0 or -1 when all LOG_MAX_SINKS are taken. */
 int log_add_sink(log_sink_fn fn, void *ctx);
+/* Forget every sink (a relocated copy of tracevisor starts afresh). */
+void log_clear_sinks(void);
 /* Remove every sink registered with fn (e.g. the console at handover). */
 void log_remove_sink(log_sink_fn fn);
 /* Messages above this level are dropped everywhere (default LOG_INFO). */

@@ -53,6 +53,8 @@ struct per_cpu {
 	uint64_t cr0_mask, cr4_mask;
 
 	enum vcpu_sipi_state sipi_state;
+	bool launching;           /* VMLAUNCH issued, no exit seen yet */
+	uint64_t launch_rsp;      /* GUEST_RSP of the launch, to unwind a failed entry */
 	bool launched;
 	bool stopped;             /* the panic path halted this CPU */
 	struct vcpu_stats stats;

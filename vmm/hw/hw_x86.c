@@ -288,3 +288,14 @@ int hw_invvpid(uint64_t type, uint16_t vpid, uint64_t linear)
 			 : "=qm"(cf), "=qm"(zf) : "m"(desc), "r"(type) : "cc", "memory");
 	return hw_vmx_status(cf, zf);
 }
+
+void hw_vmcall(const uint64_t in[4], uint64_t out[4])
+{
+	uint64_t a = in[0], b = in[1], c = in[2], d = in[3];
+
+	__asm__ volatile("vmcall" : "+a"(a), "+b"(b), "+c"(c), "+d"(d) : : "memory");
+	out[0] = a;
+	out[1] = b;
+	out[2] = c;
+	out[3] = d;
+}

@@ -1,0 +1,329 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vmx_boot.c - the blue pill: reserve memory, copy tracevisor into it,
+ * build the host world and EPT, then launch every CPU into VMX non-root
+ * operation with its live firmware state.
+ *
+ * Memory: one EfiReservedMemoryType allocation holds everything the
+ * hypervisor will ever use (resident image copy, per-CPU VMXON/VMCS/MSR
+ * bitmap/GDT/TSS/stack, IDT, page pool for host page tables and EPT).
+ * Reserved memory is never reported to the OS as usable RAM and is not
+ * mapped for runtime services (unlike EfiRuntimeServices*, which
+ * SetVirtualAddressMap would relocate), and EPT makes it non-present for
+ * the guest.  After this, nothing is allocated.
+ */
+#include "boot/vmx_boot.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "boot/efi_util.h"
+#include "vmm/ept.h"
+#include "vmm/exit.h"
+#include "vmm/host.h"
+#include "vmm/hv.h"
+#include "vmm/log.h"
+#include "vmm/mtrr.h"
+#include "vmm/page_pool.h"
+#include "vmm/reloc.h"
+#include "vmm/vmx.h"
+
+#define HOST_STACK_BYTES (64 * 1024)
+#define POOL_BYTES (8ull * 1024 * 1024)
+#define MAX_CPUS 64
+#define AP_TIMEOUT_US 5000000
+
+/* --- EFI_MP_SERVICES_PROTOCOL (UEFI PI spec, vol. 2, 13.4) --------------- */
+#define TV_MP_SERVICES_GUID \
+	{ 0x3fdda605, 0xa76e, 0x4f46, { 0xad, 0x29, 0x12, 0xf4, 0x53, 0x1b, 0x3d, 0x08 } }
+struct tv_mp_services;
+typedef void(EFIAPI *tv_ap_procedure)(void *arg);
+struct tv_processor_info {
+	UINT64 processor_id;
+	UINT32 status_flag;
+	UINT32 package, core, thread;
+	UINT8 extended[24];       /* PI 1.7 ExtendedInformation, unused */
+};
+struct tv_mp_services {
+	EFI_STATUS(EFIAPI *get_number_of_processors)(struct tv_mp_services *self, UINTN *n, UINTN *enabled);
+	EFI_STATUS(EFIAPI *get_processor_info)(struct tv_mp_services *self, UINTN cpu,
+					       struct tv_processor_info *info);
+	EFI_STATUS(EFIAPI *startup_all_aps)(struct tv_mp_services *self, tv_ap_procedure proc,
+					    BOOLEAN single, EFI_EVENT ev, UINTN timeout, void *arg,
+					    UINTN **failed);
+	EFI_STATUS(EFIAPI *startup_this_ap)(struct tv_mp_services *self, tv_ap_procedure proc,
+					    UINTN cpu, EFI_EVENT ev, UINTN timeout, void *arg,
+					    BOOLEAN *finished);
+	EFI_STATUS(EFIAPI *switch_bsp)(struct tv_mp_services *self, UINTN cpu, BOOLEAN enable_old);
+	EFI_STATUS(EFIAPI *enable_disable_ap)(struct tv_mp_services *self, UINTN cpu, BOOLEAN enable,
+					      UINT32 *health);
+	EFI_STATUS(EFIAPI *who_am_i)(struct tv_mp_services *self, UINTN *cpu);
+};
+#define PROCESSOR_AS_BSP_BIT 0x1
+#define PROCESSOR_ENABLED_BIT 0x2
+
+/* Symbols of the image (linker.ld, gnu-efi crt0). */
+extern char ImageBase[];
+extern char _DYNAMIC[];
+extern char vmx_exit_entry[];
+extern char host_stub_table[];
+extern const uint32_t host_stub_count;
+
+struct launch_slot {
+	struct per_cpu *cpu;
+	const struct vmx_host_env *env;
+	int rc;                   /* guest-side result, in the original image */
+};
+
+static struct launch_slot slots[MAX_CPUS];
+
+/* Runs on the target CPU, from the firmware-loaded original image. */
+static int launch_this_cpu(struct per_cpu *cpu, const struct vmx_host_env *env)
+{
+	struct cpu_snapshot snap;
+	char why[120];
+	int rc;
+
+	rc = vmx_cpu_enable(cpu);
+	if (rc)
+		return rc;
+	vmx_snapshot(&snap);
+	if (vmx_compute_controls(cpu, (snap.efer & EFER_LMA) != 0, why, sizeof(why))) {
+		log_err("vmx: cpu %u: %s", cpu->index, why);
+		vmx_cpu_disable(cpu);
+		return -1;
+	}
+	if (vmx_write_vmcs(cpu, &snap, env)) {
+		vmx_cpu_disable(cpu);
+		return -1;
+	}
+	cpu->launching = true;
+	rc = hw_vmx_launch_here();
+	/* rc == 0: we are the guest now; cpu (hidden memory) is off limits. */
+	if (rc == 0)
+		return 0;
+	if (rc != VMX_ERR_ENTRY_FAILED) {
+		uint64_t err = 0;
+
+		hw_vmread(VMCS_VM_INSTRUCTION_ERROR, &err);
+		log_err("vmx: cpu %u: VMLAUNCH failed: VM-instruction error %llu (%s)", cpu->index,
+			(unsigned long long)err, vmx_instruction_error_text((uint32_t)err));
+		vmcs_dump();
+	}
+	cpu->launching = false;
+	vmx_cpu_disable(cpu);
+	return rc;
+}
+
+static void EFIAPI ap_entry(void *arg)
+{
+	struct launch_slot *s = arg;
+
+	s->rc = launch_this_cpu(s->cpu, s->env);
+}
+
+static struct tv_mp_services *find_mp(void)
+{
+	EFI_GUID guid = TV_MP_SERVICES_GUID;
+	struct tv_mp_services *mp = NULL;
+
+	if (EFI_ERROR(efi_bs->LocateProtocol(&guid, NULL, (void **)&mp)))
+		return NULL;
+	return mp;
+}
+
+/* Call fn in the resident copy: same offset from the copy's base. */
+#define IN_COPY(copy, sym) ((__typeof__(&(sym)))(void *)((copy) + ((char *)&(sym) - ImageBase)))
+
+int vmx_boot(const struct vmx_boot_params *p)
+{
+	struct tv_mp_services *mp = find_mp();
+	UINTN ncpu = 1, nenabled = 1, bsp = 0;
+	uint64_t image_bytes, percpu_bytes, total, region_pa, off;
+	uint8_t *region, *copy;
+	struct per_cpu *cpus;
+	struct page_pool pool;
+	struct vmx_host_env *envs;
+	struct hv_boot_info *bi;
+	struct mtrr_state *mtrr;
+	struct ept *ept;
+	struct ept_params eparams;
+	struct hw_cpuid_regs r;
+	uint8_t *idt, *guest_tss;
+	uint64_t host_cr3;
+	long nrel;
+	int rc, ok = 1;
+	EFI_STATUS st;
+
+	if (mp) {
+		mp->get_number_of_processors(mp, &ncpu, &nenabled);
+		mp->who_am_i(mp, &bsp);
+	} else {
+		log_warn("vmx: no MP services protocol: virtualizing the boot CPU only");
+	}
+	if (ncpu > MAX_CPUS) {
+		log_err("vmx: %llu CPUs, at most %d supported: not virtualizing",
+			(unsigned long long)ncpu, MAX_CPUS);
+		return -1;
+	}
+
+	/* --- one reservation for everything --------------------------------- */
+	image_bytes = (efi_self->ImageSize + 4095) & ~4095ull;
+	percpu_bytes = 4 * 4096 + HOST_STACK_BYTES;  /* VMXON, VMCS, MSR bitmap, GDT+TSS, stack */
+	total = image_bytes + ncpu * percpu_bytes + 4096 /* per_cpu array */ +
+		4096 /* boot info, envs, EPT and MTRR state */ + 2 * 4096 /* IDT, guest TSS */ +
+		POOL_BYTES;
+	if (ncpu * sizeof(struct per_cpu) > 4096 ||
+	    sizeof(*bi) + ncpu * sizeof(*envs) + sizeof(*ept) + sizeof(*mtrr) > 4096) {
+		log_err("vmx: per-CPU state too large for %llu CPUs", (unsigned long long)ncpu);
+		return -1;
+	}
+	st = efi_bs->AllocatePages(AllocateAnyPages, EfiReservedMemoryType, total / 4096, &region_pa);
+	if (EFI_ERROR(st)) {
+		log_err("vmx: cannot reserve %llu KiB: %s", (unsigned long long)(total >> 10),
+			efi_strerror(st));
+		return -1;
+	}
+	region = (uint8_t *)(uintptr_t)region_pa;
+	memset(region, 0, total);
+	log_info("vmx: reserved %llu KiB at %#llx (EfiReservedMemoryType) for %llu CPUs",
+		 (unsigned long long)(total >> 10), (unsigned long long)region_pa,
+		 (unsigned long long)ncpu);
+
+	/* --- the resident copy ---------------------------------------------- */
+	copy = region;
+	memcpy(copy, ImageBase, efi_self->ImageSize);
+	nrel = reloc_image(copy, image_bytes, (uint64_t)(_DYNAMIC - ImageBase));
+	if (nrel < 0) {
+		log_err("vmx: relocating the resident copy failed (%ld)", nrel);
+		return -1;
+	}
+	off = image_bytes;
+	cpus = (struct per_cpu *)(region + off);
+	off += 4096;
+	bi = (struct hv_boot_info *)(region + off);
+	envs = (struct vmx_host_env *)(bi + 1);
+	ept = (struct ept *)(envs + ncpu);
+	mtrr = (struct mtrr_state *)(ept + 1);
+	off += 4096;
+	idt = region + off;
+	off += 4096;
+	guest_tss = region + off;
+	off += 4096;
+	for (UINTN i = 0; i < ncpu; i++) {
+		uint8_t *pc = region + off + i * percpu_bytes;
+		uint64_t top;
+
+		cpus[i].index = (uint32_t)i;
+		cpus[i].vpid = (uint16_t)(i + 1);
+		cpus[i].vmxon_pa = (uint64_t)(uintptr_t)pc;
+		cpus[i].vmcs_pa = (uint64_t)(uintptr_t)pc + 4096;
+		cpus[i].msr_bitmap_pa = (uint64_t)(uintptr_t)pc + 2 * 4096;
+		msr_bitmap_build(pc + 2 * 4096);
+		host_build_gdt(pc + 3 * 4096, (uint64_t)(uintptr_t)pc + 3 * 4096 + 256);
+		top = (uint64_t)(uintptr_t)pc + percpu_bytes;
+		cpus[i].host_stack_top = top;
+		/* The exit stub finds its per_cpu at HOST_RSP (vmx_entry.S). */
+		*(struct per_cpu **)(uintptr_t)(top - 16) = &cpus[i];
+		if (mp) {
+			struct tv_processor_info info;
+
+			memset(&info, 0, sizeof(info));
+			if (!EFI_ERROR(mp->get_processor_info(mp, i, &info)))
+				cpus[i].apic_id = (uint32_t)info.processor_id;
+		}
+	}
+	off += ncpu * percpu_bytes;
+	if (page_pool_init(&pool, region + off, POOL_BYTES)) {
+		log_err("vmx: page pool setup failed");
+		return -1;
+	}
+
+	/* --- host world and EPT --------------------------------------------- */
+	host_build_idt(idt, (uint64_t)(uintptr_t)IN_COPY(copy, host_stub_table),
+		       *IN_COPY(copy, host_stub_count));
+	hw_cpuid(1, 0, &r);
+	mtrr_read(mtrr, p->phys_addr_bits, (r.edx & (1u << 12)) != 0);
+	memset(&eparams, 0, sizeof(eparams));
+	eparams.top = p->map_top;
+	eparams.mtrr = mtrr;
+	eparams.ept_vpid_cap = hw_rdmsr(MSR_IA32_VMX_EPT_VPID_CAP);
+	eparams.hidden[0].base = region_pa;
+	eparams.hidden[0].size = total;
+	eparams.hidden[1].base = p->log_ring_pa;
+	eparams.hidden[1].size = p->log_ring_bytes;
+	eparams.nhidden = 2;
+	rc = ept_build(ept, &pool, &eparams);
+	if (rc) {
+		log_err("vmx: building EPT failed: %s", ept_strerror(rc));
+		return -1;
+	}
+	hw_cpuid(0x80000001u, 0, &r);
+	host_cr3 = host_build_page_tables(&pool, p->map_top, (r.edx & (1u << 26)) != 0);
+	if (!host_cr3) {
+		log_err("vmx: page pool exhausted building host page tables");
+		return -1;
+	}
+	for (UINTN i = 0; i < ncpu; i++) {
+		envs[i].cr3 = host_cr3;
+		envs[i].gdt_base = cpus[i].vmxon_pa + 3 * 4096;
+		envs[i].tss_base = envs[i].gdt_base + 256;
+		envs[i].idt_base = (uint64_t)(uintptr_t)idt;
+		envs[i].exit_rip = (uint64_t)(uintptr_t)IN_COPY(copy, vmx_exit_entry);
+		envs[i].eptp = ept->eptp;
+		envs[i].guest_tss_base = (uint64_t)(uintptr_t)guest_tss;
+	}
+	log_info("vmx: EPT built (EPTP %#llx), %llu of %llu pool pages used",
+		 (unsigned long long)ept->eptp, (unsigned long long)pool.used,
+		 (unsigned long long)pool.npages);
+
+	bi->log_ring = p->log_ring;
+	bi->log_level = log_get_level();
+	bi->serial_port = p->serial_port;
+	bi->cpus = cpus;
+	bi->ncpus = (uint32_t)ncpu;
+	IN_COPY(copy, hv_init)(bi);
+
+	/* --- launch: APs first, one at a time, then this CPU ----------------- */
+	if (p->console_sink)
+		log_remove_sink(p->console_sink);  /* ConOut is BSP-only */
+	for (UINTN i = 0; i < ncpu && ok; i++) {
+		BOOLEAN finished = FALSE;
+
+		if (i == bsp)
+			continue;
+		slots[i].cpu = &cpus[i];
+		slots[i].env = &envs[i];
+		slots[i].rc = -100;
+		st = mp->startup_this_ap(mp, ap_entry, i, NULL, AP_TIMEOUT_US, &slots[i], &finished);
+		if (EFI_ERROR(st) || slots[i].rc) {
+			log_err("vmx: cpu %llu did not launch (%s, rc %d)", (unsigned long long)i,
+				efi_strerror(st), slots[i].rc);
+			ok = 0;
+		} else {
+			log_info("vmx: cpu %llu (APIC %u) now runs as a guest", (unsigned long long)i,
+				 cpus[i].apic_id);
+		}
+	}
+	if (ok) {
+		/*
+		 * From VMLAUNCH on, this CPU is a guest and reserved memory is
+		 * not present: the log ring is the resident copy's alone.
+		 */
+		log_set_ring(NULL);
+		rc = launch_this_cpu(&cpus[bsp], &envs[bsp]);
+		if (rc) {
+			log_set_ring(p->log_ring);
+			log_err("vmx: boot CPU did not launch (rc %d)", rc);
+			ok = 0;
+		}
+	}
+	if (p->console_sink)
+		log_add_sink(p->console_sink, NULL);
+	if (!ok) {
+		log_err("vmx: not every CPU could be virtualized; CPUs already launched stay virtualized (devirtualization not implemented yet)");
+		return -1;
+	}
+	log_info("vmx: all %llu CPUs run as guests of tracevisor", (unsigned long long)ncpu);
+	return 0;
+}

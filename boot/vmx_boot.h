@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vmx_boot.h - virtualize every CPU (the blue pill).
+ */
+#ifndef TV_VMX_BOOT_H
+#define TV_VMX_BOOT_H
+
+#include <stdint.h>
+
+#include "vmm/log.h"
+
+struct vmx_boot_params {
+	uint32_t phys_addr_bits;     /* CPUID.80000008H:EAX[7:0] */
+	uint64_t map_top;            /* EPT/host map covers [0, map_top) */
+	struct log_ring *log_ring;   /* handed to the resident copy */
+	uint64_t log_ring_pa, log_ring_bytes;
+	uint16_t serial_port;
+	log_sink_fn console_sink;    /* removed while APs run (ConOut is BSP-only) */
+};
+
+/*
+ * vmx_boot - reserve, relocate, build host state and EPT, launch all CPUs.
+ * Returns 0 when every CPU runs as a guest (this call returns in the
+ * guest), -1 otherwise with the reason logged; the machine then boots on.
+ */
+int vmx_boot(const struct vmx_boot_params *p);
+
+#endif /* TV_VMX_BOOT_H */

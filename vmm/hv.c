@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hv.c - initialisation of the resident copy.
+ */
+#include "vmm/hv.h"
+
+#include "drivers/serial.h"
+
+static struct serial_port hv_com;
+
+void hv_init(const struct hv_boot_info *bi)
+{
+	/* Sinks copied from the original point into the original: drop them. */
+	log_clear_sinks();
+	log_set_ring(bi->log_ring);
+	log_set_level(bi->log_level);
+	if (bi->serial_port && serial_init(&hv_com, bi->serial_port) == 0)
+		log_add_sink(serial_write, &hv_com);
+	log_info("hv: resident copy initialised, %u CPUs", bi->ncpus);
+}

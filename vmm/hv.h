@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hv.h - the resident half of tracevisor.
+ *
+ * boot/ copies the whole image into reserved memory and calls hv_init()
+ * in that copy; from then on VM exits run the copy's code on the copy's
+ * globals, while the firmware-loaded original goes on as guest-side boot
+ * code (chainload) until the OS reclaims it.  The two halves share only
+ * what struct hv_boot_info points to.
+ */
+#ifndef TV_HV_H
+#define TV_HV_H
+
+#include <stdint.h>
+
+#include "vmm/log.h"
+#include "vmm/vcpu.h"
+
+struct hv_boot_info {
+	struct log_ring *log_ring;    /* reserved memory */
+	enum log_level log_level;
+	uint16_t serial_port;         /* 0: none */
+	struct per_cpu *cpus;
+	uint32_t ncpus;
+};
+
+/* hv_init - called in the resident copy before any CPU launches. */
+void hv_init(const struct hv_boot_info *bi);
+
+#endif /* TV_HV_H */
