@@ -148,6 +148,7 @@ int vmx_boot(const struct vmx_boot_params *p)
 	struct mtrr_state *mtrr;
 	struct ept *ept;
 	struct ept_params eparams;
+	struct ept_range hidden[2];
 	struct hw_cpuid_regs r;
 	uint8_t *idt, *guest_tss;
 	uint64_t host_cr3;
@@ -243,15 +244,18 @@ int vmx_boot(const struct vmx_boot_params *p)
 	host_build_idt(idt, (uint64_t)(uintptr_t)IN_COPY(copy, host_stub_table),
 		       *IN_COPY(copy, host_stub_count));
 	hw_cpuid(1, 0, &r);
-	mtrr_read(mtrr, p->phys_addr_bits, (r.edx & (1u << 12)) != 0);
+	mtrr_read(mtrr, (r.edx & (1u << 12)) != 0, p->phys_addr_bits);
+	hidden[0].base = region_pa;
+	hidden[0].size = total;
+	hidden[1].base = p->log_ring_pa;
+	hidden[1].size = p->log_ring_bytes;
 	memset(&eparams, 0, sizeof(eparams));
 	eparams.top = p->map_top;
+	eparams.allow_1g = true;
+	eparams.allow_2m = true;
 	eparams.mtrr = mtrr;
 	eparams.ept_vpid_cap = hw_rdmsr(MSR_IA32_VMX_EPT_VPID_CAP);
-	eparams.hidden[0].base = region_pa;
-	eparams.hidden[0].size = total;
-	eparams.hidden[1].base = p->log_ring_pa;
-	eparams.hidden[1].size = p->log_ring_bytes;
+	eparams.hidden = hidden;
 	eparams.nhidden = 2;
 	rc = ept_build(ept, &pool, &eparams);
 	if (rc) {

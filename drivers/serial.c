@@ -43,6 +43,12 @@ int serial_init(struct serial_port *sp, uint16_t base)
 	return 0;
 }
 
+void serial_attach(struct serial_port *sp, uint16_t base)
+{
+	sp->base = base;
+	sp->timeouts = 0;
+}
+
 static void serial_putc(struct serial_port *sp, char c)
 {
 	for (int i = 0; i < UART_SPIN_LIMIT; i++) {

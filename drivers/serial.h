@@ -20,6 +20,12 @@ struct serial_port {
  */
 int serial_init(struct serial_port *sp, uint16_t base);
 
+/*
+ * serial_attach - use a UART someone already programmed (no register
+ * writes: reprogramming clears the FIFO and loses what is in flight).
+ */
+void serial_attach(struct serial_port *sp, uint16_t base);
+
 /* serial_write - write text, "\n" as "\r\n"; a log_sink_fn (ctx = port). */
 void serial_write(void *ctx, const char *text, size_t len);
 

@@ -14,7 +14,10 @@ void hv_init(const struct hv_boot_info *bi)
 	log_clear_sinks();
 	log_set_ring(bi->log_ring);
 	log_set_level(bi->log_level);
-	if (bi->serial_port && serial_init(&hv_com, bi->serial_port) == 0)
+	if (bi->serial_port) {
+		/* Programmed by boot already: attach, do not reset its FIFO. */
+		serial_attach(&hv_com, bi->serial_port);
 		log_add_sink(serial_write, &hv_com);
+	}
 	log_info("hv: resident copy initialised, %u CPUs", bi->ncpus);
 }

@@ -12,6 +12,5 @@
 
 #define MSR_IA32_DEBUGCTL        0x000001d9
 #define MSR_IA32_PERF_CAPABILITIES 0x00000345
-#define MSR_IA32_VMX_BASIC       0x00000480
 
 #endif /* TV_MSR_H */

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "vmm/hw.h"
+#include "vmm/hypercall.h"
 
 #define COM1 0x3f8
 
@@ -60,6 +61,50 @@ static char *append(char *p, const char *s)
 	return p;
 }
 
+/*
+ * Report the hypervisor as a guest sees it: the CPUID leaf, the VMX bit
+ * (tracevisor hides it), and - only with tracevisor's signature, since
+ * VMCALL faults otherwise - the probe hypercall.
+ */
+static void probe_hypervisor(void)
+{
+	struct hw_cpuid_regs r;
+	char line[160], sig[13], *p;
+	uint64_t in[4] = { TV_HC_PROBE, 0, 0, 0 }, out[4];
+
+	hw_cpuid(1, 0, &r);
+	p = append(line, "TRACEVISOR-PAYLOAD: CPUID.1:ECX.VMX=");
+	p = append(p, (r.ecx & (1u << 5)) ? "1" : "0");
+	say(line);
+	hw_cpuid(TV_CPUID_LEAF_SIGNATURE, 0, &r);
+	for (int i = 0; i < 4; i++) {
+		sig[i] = (char)(r.ebx >> (8 * i));
+		sig[4 + i] = (char)(r.ecx >> (8 * i));
+		sig[8 + i] = (char)(r.edx >> (8 * i));
+	}
+	sig[12] = '\0';
+	for (int i = 0; i < 12; i++)
+		if (sig[i] && (sig[i] < 0x20 || sig[i] > 0x7e))
+			sig[i] = '?';
+	if (sig[0] != 't' || sig[1] != 'r' || sig[9] != 'r' || sig[10] != '\0') {
+		say("TRACEVISOR-PAYLOAD: hypervisor: none");
+		return;
+	}
+	p = append(line, "TRACEVISOR-PAYLOAD: hypervisor leaf: ");
+	p = append(p, sig);
+	p = append(p, " max ");
+	hex(p, r.eax);
+	say(line);
+	hw_vmcall(in, out);
+	p = append(line, "TRACEVISOR-PAYLOAD: vmcall probe: status ");
+	p = hex(p, out[0]);
+	p = append(p, " magic ");
+	p = hex(p, out[1]);
+	p = append(p, " abi ");
+	hex(p, out[2]);
+	say(line);
+}
+
 EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab);
 
 EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
@@ -77,6 +122,7 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	else
 		p = append(p, "unknown");
 	say(line);
+	probe_hypervisor();
 	say("TRACEVISOR-PAYLOAD-OK");
 
 	/* Give the UART a moment to drain before the power goes. */

@@ -1,0 +1,25 @@
+#!/bin/sh
+# init.sh - /init of the Linux fixture's initramfs (busybox sh).
+#
+# Prints what Linux sees ("TVLINUX: " and, from the probe, "TVPROBE: "
+# lines on the console, i.e. ttyS0) and powers the machine off.  The
+# scenarios grep these lines; see docs/LINUX-FIXTURE.md.
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin
+
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev 2>/dev/null
+
+echo "TVLINUX: init started"
+echo "TVLINUX: uptime $(cut -d' ' -f1 /proc/uptime) s, kernel $(uname -r)"
+/bin/tvprobe
+echo "TVLINUX: /proc/cpuinfo processors: $(grep -c '^processor' /proc/cpuinfo)"
+# SMP bring-up, hypervisor detection, APIC mode, and the ACPI tables Linux
+# took (under Bochs: linuxload's, signature APIC is the MADT).
+dmesg | grep -i -E 'smp:|Brought up|hypervisor|x2apic|ACPI: MADT|ACPI: (RSDP|XSDT|FACP|DSDT|FACS|APIC) |IOAPIC\[' |
+	sed 's/^/TVLINUX: /'
+echo "TVLINUX: powering off"
+# The UART must drain before the power goes (TESTBENCH.md: Bochs loses the
+# tail of the serial output otherwise).
+sleep 1
+poweroff -f

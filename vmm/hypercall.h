@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hypercall.h - the guest ABI of tracevisor (VMCALL), and the hooks a
+ * tracing backend registers to serve it.  docs/HYPERCALLS.md is the
+ * user-facing description of the same contract.
+ *
+ * Discovery: CPUID leaf 0x40000000 returns EBX:ECX:EDX = "trac" "evis"
+ * "or\0\0" and EAX = 0x40000001; leaf 0x40000001 returns EAX =
+ * TV_VERSION_CODE and EBX = TV_HC_ABI_VERSION.  CPUID never faults, so
+ * the probe is safe on bare metal; VMCALL without tracevisor raises #UD.
+ *
+ * Calling convention (64-bit mode; CPL 0 only, any other CPL gets #UD and
+ * nothing else changes):
+ *
+ *   in:  RAX = function (enum tv_hc_function), RBX, RCX, RDX = arguments
+ *   out: RAX = status: TV_HC_OK (0) or a negative TV_HC_E* code, sign
+ *        extended to 64 bits; results in RBX, RCX, RDX as listed per
+ *        function; every register a function does not list is preserved.
+ *
+ * Outside 64-bit mode (protected or real mode, compatibility mode) only
+ * the low 32 bits of each register are read, and results are written
+ * zero-extended from 32 bits (EAX = the 32-bit status).
+ *
+ *   TV_HC_PROBE        -> RBX = TV_HC_PROBE_MAGIC, RCX = TV_HC_ABI_VERSION,
+ *                         RDX = TV_VERSION_CODE
+ *   TV_HC_TRACE_START  RBX = flags (backend-defined; 0 = defaults)
+ *   TV_HC_TRACE_STOP   -
+ *   TV_HC_MARKER       RBX = 64-bit label id; RCX, RDX = up to 16 bytes
+ *                      of label text, little-endian: byte i of the label
+ *                      is byte i of RCX for i < 8, byte i - 8 of RDX for
+ *                      i >= 8 (not NUL-terminated when all 16 are used)
+ *
+ * Errors: TV_HC_EINVAL  unknown function number
+ *         TV_HC_ENOSYS  no tracing backend configured (no hook registered)
+ *         TV_HC_EBUSY   the backend refuses in its current state (e.g.
+ *                       start while tracing); backends may return any
+ *                       TV_HC_E* code
+ *
+ * This header is self-contained (stdint only) so guest-side tools may
+ * include it for the constants.
+ */
+#ifndef TV_HYPERCALL_H
+#define TV_HYPERCALL_H
+
+#include <stdint.h>
+
+/* Bumped whenever a function is added or a register's meaning changes. */
+#define TV_HC_ABI_VERSION 1
+
+/* "TRVS" in memory order: RBX of TV_HC_PROBE. */
+#define TV_HC_PROBE_MAGIC 0x53565254u
+
+/* CPUID hypervisor leaves (Intel reserves 0x40000000-0x4fffffff for them). */
+#define TV_CPUID_LEAF_SIGNATURE 0x40000000u
+#define TV_CPUID_LEAF_VERSION   0x40000001u
+#define TV_CPUID_LEAF_MAX       TV_CPUID_LEAF_VERSION
+
+enum tv_hc_function {
+	TV_HC_PROBE = 0,
+	TV_HC_TRACE_START = 1,
+	TV_HC_TRACE_STOP = 2,
+	TV_HC_MARKER = 3,
+};
+
+/* Status codes in RAX (the Linux errno numbers, negated). */
+#define TV_HC_OK       0
+#define TV_HC_EBUSY  (-16)
+#define TV_HC_EINVAL (-22)
+#define TV_HC_ENOSYS (-38)
+
+#define TV_HC_LABEL_LEN 16
+
+/* --- hypervisor side --------------------------------------------------- */
+
+struct per_cpu;
+
+/*
+ * The tracing backend.  Each hook runs in VMX root on the CPU that made
+ * the call, with that CPU's per_cpu; it returns TV_HC_OK or a negative
+ * TV_HC_E* code, which becomes the guest's RAX.  A NULL hook makes its
+ * function return TV_HC_ENOSYS.  label is exactly TV_HC_LABEL_LEN bytes,
+ * not necessarily NUL-terminated.
+ */
+struct hypercall_hooks {
+	int (*trace_start)(struct per_cpu *cpu, uint64_t flags);
+	int (*trace_stop)(struct per_cpu *cpu);
+	int (*marker)(struct per_cpu *cpu, uint64_t id, const char label[TV_HC_LABEL_LEN]);
+};
+
+/*
+ * hypercall_set_hooks - register the backend (NULL: none).  The struct is
+ * used in place, not copied: it must outlive the registration.  Safe to
+ * call while other CPUs take hypercalls (atomic pointer store).
+ */
+void hypercall_set_hooks(const struct hypercall_hooks *hooks);
+
+/* tv_hc_strerror - text for a TV_HC_* status ("unknown status" otherwise). */
+const char *tv_hc_strerror(int64_t status);
+
+#endif /* TV_HYPERCALL_H */
