@@ -60,7 +60,7 @@ EFI_CFLAGS := -std=gnu11 -O2 -g -ffreestanding -fno-stack-protector \
 	-DGNU_EFI_USE_MS_ABI -DTV_GIT='"$(GIT_REV)"' $(WARN) \
 	-nostdinc -isystem $(NEWLIB_DIR)/include -isystem $(CC_INC) \
 	-isystem $(EFI_INC) -isystem $(EFI_INC)/x86_64 \
-	-I. -Inet/lwip/include -isystem $(LWIP_INC)
+	-I. -Inet/lwip/include -isystem $(LWIP_INC) $(EXTRA_CFLAGS)
 
 EFI_LDFLAGS := -nostdlib --no-undefined -znocombreloc -z noexecstack \
 	-T linker.ld -shared -Bsymbolic

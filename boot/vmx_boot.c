@@ -27,6 +27,7 @@
 #include "vmm/page_pool.h"
 #include "vmm/reloc.h"
 #include "vmm/vmx.h"
+#include "vmm/vmx_check.h"
 
 #define HOST_STACK_BYTES (64 * 1024)
 #define POOL_BYTES (8ull * 1024 * 1024)
@@ -97,6 +98,13 @@ static int launch_this_cpu(struct per_cpu *cpu, const struct vmx_host_env *env)
 		vmx_cpu_disable(cpu);
 		return -1;
 	}
+#ifndef TV_FAULT_SKIP_CHECK
+	if (vmx_check_vmcs(&cpu->caps, why, sizeof(why))) {
+		log_err("vmx: cpu %u: VMCS check failed, not launching: %s", cpu->index, why);
+		vmx_cpu_disable(cpu);
+		return -1;
+	}
+#endif
 	cpu->launching = true;
 	rc = hw_vmx_launch_here();
 	/* rc == 0: we are the guest now; cpu (hidden memory) is off limits. */

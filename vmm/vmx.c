@@ -184,6 +184,8 @@ int vmx_write_vmcs(struct per_cpu *cpu, const struct cpu_snapshot *s,
 	W(VMCS_GUEST_ACTIVITY_STATE, ACTIVITY_ACTIVE);
 	W(VMCS_GUEST_PENDING_DBG_EXCEPTIONS, 0);
 	W(VMCS_VMCS_LINK_POINTER, ~0ull);
+	/* hw_vmx_launch_here rewrites it at the launch; set for the checks. */
+	W(VMCS_GUEST_RFLAGS, s->rflags);
 
 	/* --- host state: tracevisor's own tables in reserved memory --- */
 	W(VMCS_HOST_CR0, hw_read_cr0());
@@ -208,6 +210,10 @@ int vmx_write_vmcs(struct per_cpu *cpu, const struct cpu_snapshot *s,
 	W(VMCS_HOST_IA32_PAT, s->pat);
 	W(VMCS_HOST_RSP, cpu->host_stack_top - 16);
 	W(VMCS_HOST_RIP, h->exit_rip);
+#ifdef TV_FAULT_VMCS_FIELD
+	/* Fault injection for the bench: break one field on purpose. */
+	W(TV_FAULT_VMCS_FIELD, TV_FAULT_VMCS_VALUE);
+#endif
 	return rc;
 }
 

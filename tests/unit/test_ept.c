@@ -36,7 +36,7 @@
 #define ALL8(t)   (0x0101010101010101ull * (uint64_t)(t))
 
 #define HIDDEN_BASE 0x7ee00800ull   /* widened to 0x7ee00000 .. 0x7ee05000 */
-#define HIDDEN_SIZE 0x4a00ull
+#define HIDDEN_SIZE 0x4700ull   /* ends at 0x7ee04f00 */
 #define HIDDEN_PAGES 5
 
 struct fixture {
@@ -226,7 +226,7 @@ static void test_pool(void **state)
 	assert_int_equal(page_pool_pa(&pool, b + 17), 0x201011);
 	assert_ptr_equal(page_pool_va(&pool, 0x201011), b + 17);
 	assert_int_equal(page_pool_pa(&pool, mem + sizeof(mem)), PAGE_POOL_BAD_PA);
-	assert_int_equal(page_pool_pa(&pool, mem - 1), PAGE_POOL_BAD_PA);
+	assert_int_equal(page_pool_pa(&pool, (const void *)((uintptr_t)mem - 1)), PAGE_POOL_BAD_PA);
 	assert_null(page_pool_va(&pool, 0x1ff000));
 	assert_null(page_pool_va(&pool, 0x204000));
 	assert_non_null(page_pool_alloc(&pool));
@@ -453,8 +453,9 @@ static void test_bad_params(void **state)
 
 static void test_pool_exhaustion(void **state)
 {
-	struct fixture *f = fixture_new(7, 64 * GiB);  /* the 64 GiB map needs 7 */
-	uint8_t *snapshot = malloc(7 * 4096);
+	struct fixture *f = fixture_new(8, 64 * GiB);  /* the 64 GiB map needs 7 */
+	uint8_t *snapshot = malloc(8 * 4096);
+	struct ept_stats before;
 	struct ept_leaf l;
 
 	(void)state;
@@ -467,21 +468,24 @@ static void test_pool_exhaustion(void **state)
 	assert_int_equal(f->pool.used, 0);  /* refused before taking a page */
 	assert_int_equal(ept_lookup(&f->ept, 0, &l), EPT_ERR_NOT_MAPPED);
 
-	assert_int_equal(page_pool_init_at(&f->pool, f->mem, POOL_PA, 7 * 4096), 0);
+	assert_int_equal(page_pool_init_at(&f->pool, f->mem, POOL_PA, 8 * 4096), 0);
 	assert_int_equal(ept_build(&f->ept, &f->pool, &f->params), 0);
+	assert_int_equal(page_pool_avail(&f->pool), 1);
+
+	/* splitting a 1 GiB page needs two pages, one is left: refused,
+	 * no page taken, tables and stats untouched */
+	memcpy(snapshot, f->mem, 8 * 4096);
+	before = f->ept.stats;
+	assert_int_equal(ept_map_4k(&f->ept, &f->pool, 5 * GiB, 0x1000, EPT_R, MTRR_TYPE_WB),
+			 EPT_ERR_NOMEM);
+	assert_memory_equal(&before, &f->ept.stats, sizeof(before));
+	assert_memory_equal(snapshot, f->mem, 8 * 4096);
+	assert_int_equal(f->pool.used, 7);
+	check_identity(f, 0, 64 * GiB, true);
+	/* splitting a 2 MiB page needs one: fine */
+	assert_int_equal(ept_map_4k(&f->ept, &f->pool, 32 * GiB + 2 * MiB, 0x1000, EPT_R, MTRR_TYPE_WC), 0);
 	assert_int_equal(page_pool_avail(&f->pool), 0);
-
-	/* splitting a 1 GiB page needs two pages: refused, tables untouched */
-	memcpy(snapshot, f->mem, 7 * 4096);
-	{
-		struct ept_stats before = f->ept.stats;
-
-		assert_int_equal(ept_map_4k(&f->ept, &f->pool, 5 * GiB, 0x1000, EPT_R, MTRR_TYPE_WB),
-				 EPT_ERR_NOMEM);
-		assert_memory_equal(&before, &f->ept.stats, sizeof(before));
-	}
-	assert_memory_equal(snapshot, f->mem, 7 * 4096);
-	/* a 4 KiB leaf needs none: still works */
+	/* a 4 KiB leaf needs none: still works with the pool empty */
 	assert_int_equal(ept_map_4k(&f->ept, &f->pool, 0x7ee00000, 0x1000, EPT_R | EPT_W, MTRR_TYPE_WB), 0);
 	assert_int_equal(ept_lookup(&f->ept, 0x7ee00000, &l), 0);
 	assert_int_equal(l.hpa, 0x1000);
