@@ -150,7 +150,7 @@ int vmx_boot(const struct vmx_boot_params *p)
 	uint64_t image_bytes, percpu_bytes, total, region_pa, off;
 	uint8_t *region, *copy;
 	struct per_cpu *cpus;
-	struct page_pool pool;
+	struct page_pool *pool;
 	struct vmx_host_env *envs;
 	struct hv_boot_info *bi;
 	struct mtrr_state *mtrr;
@@ -183,7 +183,7 @@ int vmx_boot(const struct vmx_boot_params *p)
 		4096 /* boot info, envs, EPT and MTRR state */ + 2 * 4096 /* IDT, guest TSS */ +
 		POOL_BYTES;
 	if (ncpu * sizeof(struct per_cpu) > 4096 ||
-	    sizeof(*bi) + ncpu * sizeof(*envs) + sizeof(*ept) + sizeof(*mtrr) > 4096) {
+	    sizeof(*bi) + ncpu * sizeof(*envs) + sizeof(*ept) + sizeof(*mtrr) + sizeof(*pool) > 4096) {
 		log_err("vmx: per-CPU state too large for %llu CPUs", (unsigned long long)ncpu);
 		return -1;
 	}
@@ -214,6 +214,7 @@ int vmx_boot(const struct vmx_boot_params *p)
 	envs = (struct vmx_host_env *)(bi + 1);
 	ept = (struct ept *)(envs + ncpu);
 	mtrr = (struct mtrr_state *)(ept + 1);
+	pool = (struct page_pool *)(mtrr + 1);
 	off += 4096;
 	idt = region + off;
 	off += 4096;
@@ -243,7 +244,7 @@ int vmx_boot(const struct vmx_boot_params *p)
 		}
 	}
 	off += ncpu * percpu_bytes;
-	if (page_pool_init(&pool, region + off, POOL_BYTES)) {
+	if (page_pool_init(pool, region + off, POOL_BYTES)) {
 		log_err("vmx: page pool setup failed");
 		return -1;
 	}
@@ -265,13 +266,13 @@ int vmx_boot(const struct vmx_boot_params *p)
 	eparams.ept_vpid_cap = hw_rdmsr(MSR_IA32_VMX_EPT_VPID_CAP);
 	eparams.hidden = hidden;
 	eparams.nhidden = 2;
-	rc = ept_build(ept, &pool, &eparams);
+	rc = ept_build(ept, pool, &eparams);
 	if (rc) {
 		log_err("vmx: building EPT failed: %s", ept_strerror(rc));
 		return -1;
 	}
 	hw_cpuid(0x80000001u, 0, &r);
-	host_cr3 = host_build_page_tables(&pool, p->map_top, (r.edx & (1u << 26)) != 0);
+	host_cr3 = host_build_page_tables(pool, p->map_top, (r.edx & (1u << 26)) != 0);
 	if (!host_cr3) {
 		log_err("vmx: page pool exhausted building host page tables");
 		return -1;
@@ -286,14 +287,20 @@ int vmx_boot(const struct vmx_boot_params *p)
 		envs[i].guest_tss_base = (uint64_t)(uintptr_t)guest_tss;
 	}
 	log_info("vmx: EPT built (EPTP %#llx), %llu of %llu pool pages used",
-		 (unsigned long long)ept->eptp, (unsigned long long)pool.used,
-		 (unsigned long long)pool.npages);
+		 (unsigned long long)ept->eptp, (unsigned long long)pool->used,
+		 (unsigned long long)pool->npages);
 
 	bi->log_ring = p->log_ring;
 	bi->log_level = log_get_level();
 	bi->serial_port = p->serial_port;
 	bi->cpus = cpus;
 	bi->ncpus = (uint32_t)ncpu;
+	bi->ept = ept;
+	bi->pool = pool;
+	bi->scratch_pa = page_pool_pa(pool, page_pool_alloc(pool));
+	bi->hidden[0] = hidden[0];
+	bi->hidden[1] = hidden[1];
+	bi->nhidden = 2;
 	IN_COPY(copy, hv_init)(bi);
 
 	/* --- launch: APs first, one at a time, then this CPU ----------------- */

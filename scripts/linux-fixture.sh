@@ -57,7 +57,9 @@ else
 fi
 
 # --- 2. fetch and unpack (cached) ----------------------------------------------
-if [ -f "$kdir/.stamp" ] && [ -f "$kdir/vmlinuz" ]; then
+# Bump when what the cache holds changes: older caches are rebuilt.
+layout=2
+if [ -f "$kdir/.stamp" ] && [ -f "$kdir/vmlinuz" ] && grep -qx "layout=$layout" "$kdir/.stamp"; then
 	step "cache: $kdir (cached)"
 else
 	step "download: apt-get download $abi=$ver (~70 MB, once)"
@@ -86,7 +88,8 @@ else
 
 	# vmlinux: the bzImage's payload (boot protocol >= 2.08: payload_offset
 	# at 0x248 and payload_length at 0x24c, counted from the protected-mode
-	# code at (setup_sects + 1) * 512; setup_sects at 0x1f1) decompressed.
+	# code at (setup_sects + 1) * 512; setup_sects at 0x1f1) decompressed,
+	# then packed by elfpack (PT_LOAD data only, trailing zeros dropped).
 	rd() { od -An -t"u$2" -j "$1" -N "$2" "$stage/vmlinuz" | tr -d ' '; }
 	setup_sects=$(rd $((0x1f1)) 1)
 	[ "$setup_sects" != 0 ] || setup_sects=4
@@ -101,16 +104,19 @@ else
 	esac
 	if [ ${#unpack[@]} -gt 0 ] && command -v "${unpack[0]}" >/dev/null &&
 		dd if="$stage/vmlinuz" bs=64K iflag=skip_bytes,count_bytes skip="$poff" \
-			count="$plen" status=none | "${unpack[@]}" >"$stage/vmlinux" 2>/dev/null &&
-		[ "$(od -An -tx1 -N 4 "$stage/vmlinux" | tr -d ' ')" = 7f454c46 ]; then
-		step "vmlinux: $(( $(stat -c %s "$stage/vmlinux") / 1048576 )) MiB ELF (${unpack[0]} payload)"
+			count="$plen" status=none | "${unpack[@]}" >"$tmp/vmlinux.raw" 2>/dev/null &&
+		gcc -O2 -Wall -Wextra -Werror -o "$tmp/elfpack" "$root/tests/linux/elfpack.c" &&
+		"$tmp/elfpack" "$tmp/vmlinux.raw" "$stage/vmlinux"; then
+		step "vmlinux: $(( $(stat -c %s "$stage/vmlinux") / 1048576 )) MiB packed ELF (${unpack[0]} payload, $(( $(stat -c %s "$tmp/vmlinux.raw") / 1048576 )) MiB unpacked)"
 	else
 		rm -f "$stage/vmlinux"
 		step "vmlinux: not extracted (payload magic $magic), the EFI stub path still works"
 	fi
+	rm -f "$tmp/vmlinux.raw"
 
 	rm -rf "$stage/x"
-	printf 'abi=%s\nversion=%s\npackage=%s\n' "$abi" "$ver" "$(basename "$deb")" >"$stage/.stamp"
+	printf 'abi=%s\nversion=%s\npackage=%s\nlayout=%s\n' "$abi" "$ver" "$(basename "$deb")" \
+		"$layout" >"$stage/.stamp"
 	rm -rf "$kdir"
 	mv "$stage" "$kdir"
 	step "cache: $kdir"

@@ -7,10 +7,12 @@
 #include "drivers/serial.h"
 
 static struct serial_port hv_com;
+struct hv_boot_info hv;
 
 void hv_init(const struct hv_boot_info *bi)
 {
 	/* Sinks copied from the original point into the original: drop them. */
+	hv = *bi;
 	log_clear_sinks();
 	log_set_ring(bi->log_ring);
 	log_set_level(bi->log_level);

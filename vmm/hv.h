@@ -13,7 +13,9 @@
 
 #include <stdint.h>
 
+#include "vmm/ept.h"
 #include "vmm/log.h"
+#include "vmm/page_pool.h"
 #include "vmm/vcpu.h"
 
 struct hv_boot_info {
@@ -22,7 +24,15 @@ struct hv_boot_info {
 	uint16_t serial_port;         /* 0: none */
 	struct per_cpu *cpus;
 	uint32_t ncpus;
+	struct ept *ept;              /* shared by all CPUs */
+	struct page_pool *pool;       /* for EPT splits after boot */
+	uint64_t scratch_pa;          /* where guest accesses to hidden pages land */
+	struct ept_range hidden[2];   /* tracevisor's memory */
+	uint32_t nhidden;
 };
+
+/* The resident copy's view of the above, set by hv_init(). */
+extern struct hv_boot_info hv;
 
 /* hv_init - called in the resident copy before any CPU launches. */
 void hv_init(const struct hv_boot_info *bi);
