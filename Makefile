@@ -108,6 +108,9 @@ $(BUILD)/payload.so: $(PAYLOAD_OBJS) linker.ld
 .PHONY: all
 all: $(BUILD)/tracevisor.efi $(BUILD)/payload.efi
 
+# --- the Linux guest fixture (docs/LINUX-FIXTURE.md) ---------------------------
+include tests/linux/linux.mk
+
 # --- USB image -------------------------------------------------------------
 .PHONY: usb
 usb: $(BUILD)/tracevisor-usb.img
@@ -131,13 +134,13 @@ $(BUILD)/host/test_%: tests/unit/test_%.c $(UNIT_LIB_SRCS) $(wildcard vmm/*.h bo
 unit: $(UNIT_TESTS)
 	@bash tests/run-tests.sh unit
 
-test-qemu: all $(BUILD)/tracevisor-usb.img
+test-qemu: all $(BUILD)/tracevisor-usb.img linux-fixture
 	@bash tests/run-tests.sh qemu
 
-test-bochs: all $(BUILD)/tracevisor-usb.img
+test-bochs: all $(BUILD)/tracevisor-usb.img linux-fixture
 	@bash tests/run-tests.sh bochs
 
-test: all $(BUILD)/tracevisor-usb.img $(UNIT_TESTS)
+test: all $(BUILD)/tracevisor-usb.img $(UNIT_TESTS) linux-fixture
 	@bash tests/run-tests.sh unit qemu bochs
 
 .PHONY: run

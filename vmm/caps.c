@@ -168,16 +168,16 @@ int caps_describe_pt(const struct cpu_caps *c, char *buf, size_t len)
 
 		if (!(reg & f[i].bit))
 			continue;
-		w = snprintf(buf + (n < len ? n : len), n < len ? len - n : 0, ", %s", f[i].name);
+		w = snprintf(n < len ? buf + n : NULL, n < len ? len - n : 0, ", %s", f[i].name);
 		if (w < 0)
 			return w;
 		n += (size_t)w;
 	}
-	w = snprintf(buf + (n < len ? n : len), n < len ? len - n : 0, ")");
+	w = snprintf(n < len ? buf + n : NULL, n < len ? len - n : 0, ")");
 	return w < 0 ? w : (int)(n + (size_t)w);
 }
 
-static const char *yn(bool b)
+static const char *yes_no(bool b)
 {
 	return b ? "yes" : "no";
 }
@@ -190,13 +190,13 @@ void caps_log(const struct cpu_caps *c)
 		 c->vendor, c->family, c->family, c->model, c->model, c->stepping,
 		 c->brand[0] ? c->brand : "?");
 	log_info("caps: VMX %s, SMX %s, DS/BTS %s (DTES64 %s, DS-CPL %s), PDCM %s, hypervisor bit %s",
-		 yn(c->vmx), yn(c->smx), yn(c->ds), yn(c->dtes64), yn(c->ds_cpl),
-		 yn(c->pdcm), yn(c->hypervisor));
+		 yes_no(c->vmx), yes_no(c->smx), yes_no(c->ds), yes_no(c->dtes64), yes_no(c->ds_cpl),
+		 yes_no(c->pdcm), yes_no(c->hypervisor));
 	if (c->arch_lbr)
 		log_info("caps: arch LBR yes (max depth %u, CPL filter %s, branch filter %s, call stack %s, mispredict %s, timed %s)",
-			 c->arch_lbr_max_depth, yn(c->arch_lbr_cpl_filter),
-			 yn(c->arch_lbr_branch_filter), yn(c->arch_lbr_call_stack),
-			 yn(c->arch_lbr_mispredict), yn(c->arch_lbr_timed));
+			 c->arch_lbr_max_depth, yes_no(c->arch_lbr_cpl_filter),
+			 yes_no(c->arch_lbr_branch_filter), yes_no(c->arch_lbr_call_stack),
+			 yes_no(c->arch_lbr_mispredict), yes_no(c->arch_lbr_timed));
 	else
 		log_info("caps: arch LBR no (model-specific LBR format via PERF_CAPABILITIES%s)",
 			 c->pdcm ? "" : ": not readable, no PDCM");
@@ -205,5 +205,5 @@ void caps_log(const struct cpu_caps *c)
 	if (c->pt)
 		log_info("caps: PT MTC periods %#x, CYC thresholds %#x, PSB frequencies %#x",
 			 c->pt_mtc_periods, c->pt_cyc_thresholds, c->pt_psb_freqs);
-	log_info("caps: SVM %s, invariant TSC %s", yn(c->svm), yn(c->invariant_tsc));
+	log_info("caps: SVM %s, invariant TSC %s", yes_no(c->svm), yes_no(c->invariant_tsc));
 }

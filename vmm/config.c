@@ -256,7 +256,8 @@ static void parse_line(struct tv_config *cfg, char *s, uint32_t lineno,
 	} else {
 		/* A comment starts at '#' or ';' that follows whitespace. */
 		for (end = val; *end; end++)
-			if ((*end == '#' || *end == ';') && end > val && is_space(end[-1]))
+			if ((*end == '#' || *end == ';') &&
+			    (end > val ? is_space(end[-1]) : val > eq + 1))
 				break;
 		while (end > val && is_space(end[-1]))
 			end--;

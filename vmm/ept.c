@@ -64,7 +64,6 @@ static uint64_t phys_limit(uint32_t phys_bits)
 struct builder {
 	const struct ept_params *p;
 	struct page_pool *pool;   /* NULL: only count */
-	struct ept *ept;          /* NULL: only count */
 	bool use_1g, use_2m;
 	uint64_t tables;
 	struct ept_stats stats;
@@ -260,7 +259,6 @@ int ept_build(struct ept *ept, struct page_pool *pool, const struct ept_params *
 
 	builder_init(&b, p);
 	b.pool = pool;
-	b.ept = ept;
 	err = new_table(&b, EPT_LEVEL_PML4, &pml4, &pml4_pa);
 	if (!err)
 		err = build_table(&b, pml4, EPT_LEVEL_PML4, 0);

@@ -70,10 +70,6 @@
 #define XCR0_XTILECFG  (1ull << 17)
 #define XCR0_XTILEDATA (1ull << 18)
 
-/* IA32_FEATURE_CONTROL SENTER bits (SDM 4, table 2-2): SMX is hidden too. */
-#define FEATURE_CONTROL_SENTER_MASK (0x7full << 8)
-#define FEATURE_CONTROL_SENTER_ENABLE (1ull << 15)
-
 /* --- VMCS formats ------------------------------------------------------ */
 
 /* Guest PDPTE0..3 are consecutive 64-bit fields (SDM 3C B.2.3). */

@@ -22,16 +22,7 @@
 #include "vmm/exit.h"
 #include "vmm/hw.h"
 #include "vmm/log.h"
-/*
- * msr.h and vmx_defs.h (via exit.h) both define MSR_IA32_VMX_BASIC, with
- * different spellings of 0x480, which -Werror rejects.  Let msr.h's stand,
- * and keep working once either header drops its copy.
- */
-#undef MSR_IA32_VMX_BASIC
 #include "vmm/msr.h"
-#ifndef MSR_IA32_VMX_BASIC
-#define MSR_IA32_VMX_BASIC 0x480
-#endif
 
 static int feature_control_read(struct exit_ctx *ctx, uint32_t msr, uint64_t *value)
 {
@@ -40,7 +31,7 @@ static int feature_control_read(struct exit_ctx *ctx, uint32_t msr, uint64_t *va
 	(void)ctx;
 	(void)msr;
 	v &= ~(FEATURE_CONTROL_VMXON_INSIDE_SMX | FEATURE_CONTROL_VMXON_OUTSIDE_SMX |
-	       FEATURE_CONTROL_SENTER_MASK | FEATURE_CONTROL_SENTER_ENABLE);
+	       FEATURE_CONTROL_SENTER_LOCAL_MASK | FEATURE_CONTROL_SENTER_GLOBAL);
 	*value = v | FEATURE_CONTROL_LOCK;
 	return 0;
 }

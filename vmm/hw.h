@@ -78,6 +78,11 @@ void hw_cli(void);
 void hw_wbinvd(void);
 /* Stop this CPU for good: interrupts off, HLT in a loop. */
 __attribute__((noreturn)) void hw_stop_cpu(void);
+/*
+ * Leave for good: interrupts off, DF clear, jump to entry with RSI = rsi.
+ * The bench's Linux loader uses it for the kernel's 64-bit entry.
+ */
+__attribute__((noreturn)) void hw_jump_rsi(uint64_t entry, uint64_t rsi);
 
 /* --- VMX instructions (SDM 3C 31.2 conventions) ---------------------------- */
 #define HW_VMX_OK            0

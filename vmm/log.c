@@ -13,7 +13,7 @@
 
 int log_ring_init(struct log_ring *ring, void *mem, uint64_t size)
 {
-	if (!mem || size < 256 || (size & (size - 1)) != 0)
+	if (!mem || size < LOG_RING_MIN || (size & (size - 1)) != 0)
 		return -1;
 	memset(ring, 0, sizeof(*ring));
 	ring->buf = mem;
@@ -29,8 +29,11 @@ static void ring_copy_in(struct log_ring *r, uint64_t at, const void *src, size_
 
 	if (off + n > r->size)
 		first = (size_t)(r->size - off);
+	if (n == 0)
+		return;
 	memcpy(r->buf + off, src, first);
-	memcpy(r->buf, (const uint8_t *)src + first, n - first);
+	if (n > first)
+		memcpy(r->buf, (const uint8_t *)src + first, n - first);
 }
 
 static void ring_copy_out(const struct log_ring *r, uint64_t at, void *dst, size_t n)
@@ -38,10 +41,14 @@ static void ring_copy_out(const struct log_ring *r, uint64_t at, void *dst, size
 	uint64_t off = at & (r->size - 1);
 	size_t first = n;
 
+	if (n == 0)
+		return;
+
 	if (off + n > r->size)
 		first = (size_t)(r->size - off);
 	memcpy(dst, r->buf + off, first);
-	memcpy((uint8_t *)dst + first, r->buf, n - first);
+	if (n > first)
+		memcpy((uint8_t *)dst + first, r->buf, n - first);
 }
 
 static uint64_t entry_bytes(uint16_t len)
@@ -58,7 +65,7 @@ int log_ring_push(struct log_ring *r, uint64_t tsc, uint8_t level, uint8_t cpu,
 	if (len > LOG_MAX_LINE)
 		len = LOG_MAX_LINE;
 	need = entry_bytes((uint16_t)len);
-	/* LOG_MAX_LINE is far below the 256-byte minimum ring size. */
+	/* LOG_RING_MIN holds at least one maximal entry (header + LOG_MAX_LINE). */
 	while (r->head + need - r->tail > r->size) {
 		struct log_entry_hdr old;
 
@@ -86,12 +93,12 @@ int log_ring_pop(struct log_ring *r, struct log_entry_hdr *hdr, char *text, size
 		return -1;
 	ring_copy_out(r, r->tail, hdr, sizeof(*hdr));
 	n = hdr->len;
-	if (cap == 0)
+	if (cap == 0 || !text)
 		n = 0;
 	else if (n > cap - 1)
 		n = cap - 1;
 	ring_copy_out(r, r->tail + sizeof(*hdr), text, n);
-	if (cap)
+	if (cap && text)
 		text[n] = '\0';
 	r->tail += entry_bytes(hdr->len);
 	return (int)n;

@@ -26,6 +26,7 @@ enum log_level {
 };
 
 #define LOG_MAX_LINE 240  /* longer messages are cut and end in "..." */
+#define LOG_RING_MIN 512  /* smallest ring: holds one header + LOG_MAX_LINE */
 #define LOG_MAX_SINKS 4
 
 typedef void (*log_sink_fn)(void *ctx, const char *text, size_t len);
@@ -48,7 +49,7 @@ _Static_assert(sizeof(struct log_entry_hdr) == 24, "log entry header is 24 bytes
 
 struct log_ring {
 	uint8_t *buf;
-	uint64_t size;     /* power of two, >= 256 */
+	uint64_t size;     /* power of two, >= LOG_RING_MIN */
 	uint64_t head;     /* next byte to write */
 	uint64_t tail;     /* oldest entry */
 	uint64_t next_seq; /* sequence number of the next entry */
@@ -57,7 +58,7 @@ struct log_ring {
 
 /*
  * log_ring_init - use mem[0..size) as an empty ring.
- * Returns 0, or -1 if size is not a power of two >= 256 or mem is NULL.
+ * Returns 0, or -1 if size is not a power of two >= LOG_RING_MIN or mem is NULL.
  */
 int log_ring_init(struct log_ring *ring, void *mem, uint64_t size);
 

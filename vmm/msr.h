@@ -13,4 +13,8 @@
 #define MSR_IA32_DEBUGCTL        0x000001d9
 #define MSR_IA32_PERF_CAPABILITIES 0x00000345
 
+/* IA32_FEATURE_CONTROL: SENTER local function enables (14:8), global enable (15). */
+#define FEATURE_CONTROL_SENTER_LOCAL_MASK   (0x7full << 8)
+#define FEATURE_CONTROL_SENTER_GLOBAL       (1ull << 15)
+
 #endif /* TV_MSR_H */

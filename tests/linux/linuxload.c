@@ -14,10 +14,22 @@
  *      SCI as interrupt source overrides), and installs the RSDP with
  *      InstallConfigurationTable(ACPI_20_TABLE_GUID).  Layouts: ACPI 6.4,
  *      section 5.2 (checked below with static asserts).
- *   2. Linux.  LoadImage(\EFI\linux\vmlinuz) from this loader's own volume
- *      (a file device path, so the stub finds initrd= on the same volume),
- *      LoadOptions = \EFI\linux\cmdline.txt as UCS-2 (or a built-in
- *      default), StartImage.
+ *   2. Linux, one of two ways:
+ *      - EFI stub (the baseline): LoadImage(\EFI\linux\vmlinuz) from this
+ *        loader's own volume (a file device path, so the stub finds
+ *        initrd= on the same volume), LoadOptions = \EFI\linux\cmdline.txt
+ *        as UCS-2 (or a built-in default), StartImage.
+ *      - direct (when \EFI\linux\vmlinux exists): the uncompressed kernel
+ *        ELF (packed by tests/linux/elfpack.c), started through the 64-bit
+ *        boot protocol (Documentation/x86/boot.rst, zero-page.rst):
+ *        PT_LOAD segments at a 2 MiB aligned physical base (the kernel
+ *        fixes up its own page tables for any such base), the initrd named
+ *        by initrd= and the command line below 4 GiB, boot_params with an
+ *        e820 map made from the EFI memory map and acpi_rsdp_addr, then
+ *        ExitBootServices and a jump to the ELF entry (startup_64) with
+ *        RSI = boot_params.  Linux then boots as on a BIOS machine (no EFI
+ *        runtime services).  Under Bochs this skips the ~20 s the stub's
+ *        xz decompression takes.
  *
  * Everything it does is reported as "linuxload: ..." lines on COM1 and the
  * firmware console.  If Linux cannot be started it says why and powers
@@ -34,6 +46,7 @@
 #define MAX_CPUS 64
 
 #define KERNEL_PATH u"\\EFI\\linux\\vmlinuz"
+#define VMLINUX_PATH u"\\EFI\\linux\\vmlinux"
 #define CMDLINE_PATH u"\\EFI\\linux\\cmdline.txt"
 #define DEFAULT_CMDLINE                                                          \
 	"console=ttyS0,115200 initrd=\\EFI\\linux\\initrd.img quiet idle=halt "  \
@@ -72,6 +85,14 @@ static void say(const char *s)
 	w[n++] = '\n';
 	w[n] = 0;
 	st->ConOut->OutputString(st->ConOut, w);
+}
+
+/* After ExitBootServices: COM1 only. */
+static void say_com1(const char *s)
+{
+	com1_puts("linuxload: ");
+	com1_puts(s);
+	com1_puts("\r\n");
 }
 
 /* A tiny line builder: no printf in a freestanding image. */
@@ -508,16 +529,7 @@ static void find_cpus(struct platform *pf)
 	l_say(&l);
 }
 
-static int has_acpi20(void)
-{
-	EFI_GUID acpi20 = ACPI_20_TABLE_GUID;
-
-	for (UINTN i = 0; i < st->NumberOfTableEntries; i++)
-		if (!memcmp(&st->ConfigurationTable[i].VendorGuid, &acpi20, sizeof(acpi20)))
-			return 1;
-	return 0;
-}
-
+/* Zeroed pages below 4 GiB (ACPI 1.0 pointers are 32-bit); NULL when none. */
 static void *alloc_below_4g(EFI_MEMORY_TYPE type, UINTN pages)
 {
 	EFI_PHYSICAL_ADDRESS pa = 0xffffffffu;
@@ -575,8 +587,8 @@ static int install_acpi(const struct platform *pf)
 	/* FADT: PIIX4 PM1a event (4 bytes), control (2) and timer (4, 24-bit) blocks. */
 	acpi_header_init(&fadt->h, "FACP", sizeof(*fadt), 6);
 	fadt->minor_version = 4;
+	/* 32-bit FACS pointer only: with both set, Linux maps the FACS twice. */
 	fadt->firmware_ctrl = (uint32_t)(uintptr_t)facs;
-	fadt->x_firmware_ctrl = (uint64_t)(uintptr_t)facs;
 	fadt->dsdt = (uint32_t)(uintptr_t)dsdt;
 	fadt->x_dsdt = (uint64_t)(uintptr_t)dsdt;
 	fadt->sci_int = pf->sci;
@@ -710,40 +722,61 @@ static int install_acpi(const struct platform *pf)
 
 /* --- files on this loader's volume ------------------------------------------------ */
 
-/* Read a whole file into pool memory; returns NULL when missing (size 0). */
-static void *read_file(EFI_HANDLE device, const CHAR16 *path, UINTN *size)
+/* Open path on the volume of device for reading; NULL when missing. */
+static EFI_FILE_HANDLE open_file(EFI_HANDLE device, const CHAR16 *path)
 {
 	EFI_GUID sfs_guid = SIMPLE_FILE_SYSTEM_PROTOCOL;
 	EFI_SIMPLE_FILE_SYSTEM_PROTOCOL *sfs = NULL;
 	EFI_FILE_HANDLE root = NULL, f = NULL;
-	UINT64 end = 0;
-	void *buf = NULL;
-	UINTN n;
 
-	*size = 0;
 	if (EFI_ERROR(bs->HandleProtocol(device, &sfs_guid, (void **)&sfs)) ||
 	    EFI_ERROR(sfs->OpenVolume(sfs, &root)))
 		return NULL;
 	if (EFI_ERROR(root->Open(root, &f, (CHAR16 *)path, EFI_FILE_MODE_READ, 0)))
-		goto out;
-	if (EFI_ERROR(f->SetPosition(f, 0xffffffffffffffffULL)) || EFI_ERROR(f->GetPosition(f, &end)) ||
+		f = NULL;
+	root->Close(root);
+	return f;
+}
+
+static int file_size(EFI_FILE_HANDLE f, UINT64 *size)
+{
+	if (EFI_ERROR(f->SetPosition(f, 0xffffffffffffffffULL)) || EFI_ERROR(f->GetPosition(f, size)) ||
 	    EFI_ERROR(f->SetPosition(f, 0)))
-		goto out;
-	n = (UINTN)end;
-	if (EFI_ERROR(bs->AllocatePool(EfiLoaderData, n + 1, &buf)))
-		goto out;
-	if (EFI_ERROR(f->Read(f, &n, buf)) || n != (UINTN)end) {
-		bs->FreePool(buf);
-		buf = NULL;
-		goto out;
+		return -1;
+	return 0;
+}
+
+/* Read exactly len bytes at offset into dst; 0 or -1. */
+static int read_at(EFI_FILE_HANDLE f, UINT64 offset, void *dst, UINT64 len)
+{
+	UINTN n = (UINTN)len;
+
+	if (EFI_ERROR(f->SetPosition(f, offset)) || EFI_ERROR(f->Read(f, &n, dst)) || n != (UINTN)len)
+		return -1;
+	return 0;
+}
+
+/* Read a whole file into pool memory (NUL-terminated); NULL when missing. */
+static void *read_file(EFI_HANDLE device, const CHAR16 *path, UINTN *size)
+{
+	EFI_FILE_HANDLE f = open_file(device, path);
+	UINT64 end = 0;
+	void *buf = NULL;
+
+	*size = 0;
+	if (!f)
+		return NULL;
+	if (file_size(f, &end) == 0 &&
+	    !EFI_ERROR(bs->AllocatePool(EfiLoaderData, (UINTN)end + 1, &buf))) {
+		if (read_at(f, 0, buf, end) == 0) {
+			((char *)buf)[end] = '\0';
+			*size = (UINTN)end;
+		} else {
+			bs->FreePool(buf);
+			buf = NULL;
+		}
 	}
-	((char *)buf)[n] = '\0';
-	*size = n;
-out:
-	if (f)
-		f->Close(f);
-	if (root)
-		root->Close(root);
+	f->Close(f);
 	return buf;
 }
 
@@ -781,8 +814,11 @@ static EFI_DEVICE_PATH *file_device_path(EFI_HANDLE device, const CHAR16 *path)
 	return out;
 }
 
-/* The kernel command line as UCS-2: the file's first line, else the default. */
-static CHAR16 *command_line(EFI_HANDLE device, UINT32 *bytes)
+/*
+ * The kernel command line: the file's first line, else the default; as
+ * UCS-2 (returned, for the stub) and as ASCII in ascii[CMDLINE_MAX].
+ */
+static CHAR16 *command_line(EFI_HANDLE device, UINT32 *bytes, char *ascii)
 {
 	static CHAR16 w[CMDLINE_MAX];
 	struct line l = { .len = 0 };
@@ -791,11 +827,14 @@ static CHAR16 *command_line(EFI_HANDLE device, UINT32 *bytes)
 	const char *src = text ? text : DEFAULT_CMDLINE;
 	size_t n = 0;
 
-	for (; *src && *src != '\r' && *src != '\n' && n + 1 < CMDLINE_MAX; src++)
+	for (; *src && *src != '\r' && *src != '\n' && n + 1 < CMDLINE_MAX; src++) {
+		ascii[n] = *src;
 		w[n++] = (CHAR16)(uint8_t)*src;
+	}
 	while (n > 0 && w[n - 1] == ' ')
 		n--;
 	w[n] = 0;
+	ascii[n] = '\0';
 	*bytes = (UINT32)((n + 1) * sizeof(CHAR16));
 	if (text)
 		bs->FreePool(text);
@@ -803,6 +842,347 @@ static CHAR16 *command_line(EFI_HANDLE device, UINT32 *bytes)
 	l_w(&l, w);
 	l_say(&l);
 	return w;
+}
+
+/* --- direct boot of the uncompressed kernel (64-bit boot protocol) ------------------ */
+
+/*
+ * struct boot_params ("zero page"), Documentation/x86/zero-page.rst, and
+ * its setup header at 0x1f1, Documentation/x86/boot.rst.  Only the fields
+ * this loader writes; everything else stays zero (no EFI information:
+ * Linux boots as on a BIOS machine).
+ */
+#define BP_ACPI_RSDP_ADDR     0x070  /* u64, protocol 2.14 */
+#define BP_EXT_RAMDISK_IMAGE  0x0c0  /* u32 */
+#define BP_EXT_RAMDISK_SIZE   0x0c4  /* u32 */
+#define BP_EXT_CMD_LINE_PTR   0x0c8  /* u32 */
+#define BP_E820_ENTRIES       0x1e8  /* u8 */
+#define BP_BOOT_FLAG          0x1fe  /* u16 0xaa55 */
+#define BP_HEADER             0x202  /* u32 "HdrS" */
+#define BP_VERSION            0x206  /* u16 */
+#define BP_TYPE_OF_LOADER     0x210  /* u8, 0xff: undefined */
+#define BP_LOADFLAGS          0x211  /* u8 */
+#define BP_RAMDISK_IMAGE      0x218  /* u32 */
+#define BP_RAMDISK_SIZE       0x21c  /* u32 */
+#define BP_CMD_LINE_PTR       0x228  /* u32 */
+#define BP_KERNEL_ALIGNMENT   0x230  /* u32 */
+#define BP_CMDLINE_SIZE       0x238  /* u32 */
+#define BP_E820_TABLE         0x2d0  /* struct boot_e820_entry[128] */
+#define BP_E820_MAX           128
+#define BP_LOADED_HIGH        0x01
+
+struct boot_e820_entry {
+	uint64_t addr;
+	uint64_t size;
+	uint32_t type;
+} __attribute__((packed));
+_Static_assert(sizeof(struct boot_e820_entry) == 20, "boot_e820_entry");
+_Static_assert(BP_E820_TABLE + BP_E820_MAX * sizeof(struct boot_e820_entry) <= 4096, "zero page");
+
+#define E820_RAM      1
+#define E820_RESERVED 2
+#define E820_ACPI     3
+#define E820_NVS      4
+#define E820_UNUSABLE 5
+#define E820_PMEM     7
+
+/* ELF64 (System V gABI): only what a loader of an executable reads. */
+struct elf64_ehdr {
+	uint8_t ident[16];
+	uint16_t type, machine;
+	uint32_t version;
+	uint64_t entry, phoff, shoff;
+	uint32_t flags;
+	uint16_t ehsize, phentsize, phnum, shentsize, shnum, shstrndx;
+} __attribute__((packed));
+_Static_assert(sizeof(struct elf64_ehdr) == 64, "Elf64_Ehdr");
+
+struct elf64_phdr {
+	uint32_t type, flags;
+	uint64_t offset, vaddr, paddr, filesz, memsz, align;
+} __attribute__((packed));
+_Static_assert(sizeof(struct elf64_phdr) == 56, "Elf64_Phdr");
+
+#define PT_LOAD 1
+#define ELF_MAX_PHDRS 16
+#define KERNEL_ALIGN 0x200000ull  /* CONFIG_PHYSICAL_ALIGN */
+
+static void put8(uint8_t *bp, unsigned off, uint8_t v) { bp[off] = v; }
+static void put16(uint8_t *bp, unsigned off, uint16_t v) { memcpy(bp + off, &v, 2); }
+static void put32(uint8_t *bp, unsigned off, uint32_t v) { memcpy(bp + off, &v, 4); }
+static void put64(uint8_t *bp, unsigned off, uint64_t v) { memcpy(bp + off, &v, 8); }
+
+static uint32_t e820_type(UINT32 efi_type)
+{
+	switch (efi_type) {
+	case EfiLoaderCode:
+	case EfiLoaderData:
+	case EfiBootServicesCode:
+	case EfiBootServicesData:
+	case EfiConventionalMemory:
+		return E820_RAM;
+	case EfiACPIReclaimMemory:
+		return E820_ACPI;
+	case EfiACPIMemoryNVS:
+		return E820_NVS;
+	case EfiUnusableMemory:
+		return E820_UNUSABLE;
+	case 14:                   /* EfiPersistentMemory (UEFI 2.5) */
+		return E820_PMEM;
+	default:                   /* runtime services, reserved, MMIO */
+		return E820_RESERVED;
+	}
+}
+
+/* The e820 table in bp from the final EFI memory map; returns its length. */
+static unsigned build_e820(uint8_t *bp, const uint8_t *map, UINTN map_size, UINTN desc_size)
+{
+	struct boot_e820_entry *t = (struct boot_e820_entry *)(void *)(bp + BP_E820_TABLE);
+	unsigned n = 0;
+
+	for (UINTN off = 0; off + desc_size <= map_size; off += desc_size) {
+		const EFI_MEMORY_DESCRIPTOR *d = (const EFI_MEMORY_DESCRIPTOR *)(const void *)(map + off);
+		uint64_t start = d->PhysicalStart, size = d->NumberOfPages * 4096ull;
+		uint32_t type = e820_type(d->Type);
+
+		if (n > 0 && t[n - 1].type == type && t[n - 1].addr + t[n - 1].size == start) {
+			t[n - 1].size += size;
+			continue;
+		}
+		if (n == BP_E820_MAX)
+			break;             /* reported by the caller */
+		t[n].addr = start;
+		t[n].size = size;
+		t[n].type = type;
+		n++;
+	}
+	put8(bp, BP_E820_ENTRIES, (uint8_t)n);
+	return n;
+}
+
+/* Zeroed pages below 4 GiB for bytes; their physical address, 0 when none. */
+static uint64_t alloc_pages_low(EFI_MEMORY_TYPE type, uint64_t bytes)
+{
+	return (uint64_t)(uintptr_t)alloc_below_4g(type, (UINTN)((bytes + 4095) / 4096));
+}
+
+/* The value of initrd= in cmdline as a path (backslashes), in out[len]; 0 or -1. */
+static int initrd_path(const char *cmdline, CHAR16 *out, size_t len)
+{
+	const char *p = cmdline;
+	size_t n = 0;
+
+	while (*p) {
+		if ((p == cmdline || p[-1] == ' ') && !strncmp(p, "initrd=", 7))
+			break;
+		p++;
+	}
+	if (!*p)
+		return -1;
+	for (p += 7; *p && *p != ' ' && n + 1 < len; p++)
+		out[n++] = (CHAR16)(*p == '/' ? '\\' : *p);
+	out[n] = 0;
+	return n ? 0 : -1;
+}
+
+static __attribute__((noreturn)) void enter_kernel(uint64_t entry, uint64_t boot_params)
+{
+	/*
+	 * The 64-bit entry (startup_64) wants: long mode, paging with the
+	 * kernel identity mapped (the firmware's page tables map all memory 1:1),
+	 * interrupts off, RSI = boot_params.  It loads its own GDT, IDT, stack
+	 * and page tables.
+	 */
+	hw_jump_rsi(entry, boot_params);
+}
+
+/*
+ * Boot \EFI\linux\vmlinux directly.  Returns 1 when the file is absent
+ * (the caller takes the stub path), -1 after a failure it reported before
+ * ExitBootServices; does not return once the firmware is gone.
+ */
+static int direct_boot(EFI_HANDLE image, EFI_HANDLE device, const char *cmdline, uint64_t rsdp)
+{
+	struct line l = { .len = 0 };
+	EFI_FILE_HANDLE f = open_file(device, VMLINUX_PATH);
+	struct elf64_ehdr eh;
+	struct elf64_phdr ph[ELF_MAX_PHDRS];
+	uint64_t lo = ~0ull, hi = 0, base = 0, entry = 0, loaded = 0;
+	uint64_t initrd = 0, initrd_size = 0, bp_pa, cmd_pa;
+	CHAR16 ipath[128];
+	uint8_t *bp, *map = NULL;
+	UINTN map_size = 0, map_key = 0, desc_size = 0, map_alloc;
+	UINT32 desc_ver = 0;
+	unsigned ne;
+	size_t cmd_len = strlen(cmdline);
+	EFI_STATUS s = EFI_SUCCESS;
+
+	if (!f)
+		return 1;
+	say("\\EFI\\linux\\vmlinux present: direct boot of the uncompressed kernel");
+	if (read_at(f, 0, &eh, sizeof(eh)) != 0 || memcmp(eh.ident, "\177ELF\2\1", 6) != 0 ||
+	    eh.machine != 62 || eh.phentsize != sizeof(struct elf64_phdr) || eh.phnum == 0 ||
+	    eh.phnum > ELF_MAX_PHDRS ||
+	    read_at(f, eh.phoff, ph, (uint64_t)eh.phnum * sizeof(ph[0])) != 0) {
+		say("vmlinux: not an ELF64 x86-64 executable (or unreadable)");
+		goto fail;
+	}
+	for (unsigned i = 0; i < eh.phnum; i++) {
+		if (ph[i].type != PT_LOAD)
+			continue;
+		if (ph[i].paddr < lo)
+			lo = ph[i].paddr;
+		if (ph[i].paddr + ph[i].memsz > hi)
+			hi = ph[i].paddr + ph[i].memsz;
+	}
+	if (hi <= lo || (lo & (KERNEL_ALIGN - 1))) {
+		say("vmlinux: no PT_LOAD segments, or not 2 MiB aligned");
+		goto fail;
+	}
+	/* Where it was linked if that is free, else any 2 MiB aligned base below 4 GiB. */
+	base = lo;
+	if (EFI_ERROR(bs->AllocatePages(AllocateAddress, EfiLoaderCode, (hi - lo + 4095) / 4096,
+					&base))) {
+		uint64_t pa = alloc_pages_low(EfiLoaderCode, hi - lo + KERNEL_ALIGN);
+
+		if (!pa) {
+			say("vmlinux: no room for the kernel below 4 GiB");
+			goto fail;
+		}
+		base = (pa + KERNEL_ALIGN - 1) & ~(KERNEL_ALIGN - 1);
+	}
+	for (unsigned i = 0; i < eh.phnum; i++) {
+		uint8_t *dst = (uint8_t *)(uintptr_t)(base + (ph[i].paddr - lo));
+
+		if (ph[i].type != PT_LOAD)
+			continue;
+		if (ph[i].filesz > ph[i].memsz || read_at(f, ph[i].offset, dst, ph[i].filesz) != 0) {
+			say("vmlinux: reading a segment failed");
+			goto fail;
+		}
+		memset(dst + ph[i].filesz, 0, ph[i].memsz - ph[i].filesz);
+		loaded += ph[i].filesz;
+		/* The entry point is a physical address inside a segment (or a virtual one). */
+		if (eh.entry >= ph[i].paddr && eh.entry < ph[i].paddr + ph[i].memsz)
+			entry = base + (eh.entry - lo);
+		else if (eh.entry >= ph[i].vaddr && eh.entry < ph[i].vaddr + ph[i].memsz)
+			entry = base + (ph[i].paddr - lo) + (eh.entry - ph[i].vaddr);
+	}
+	f->Close(f);
+	f = NULL;
+	if (!entry) {
+		say("vmlinux: the entry point is in no PT_LOAD segment");
+		goto fail;
+	}
+	l_str(&l, "vmlinux: ");
+	l_dec(&l, loaded);
+	l_str(&l, " bytes loaded, image ");
+	l_hex(&l, base);
+	l_str(&l, "-");
+	l_hex(&l, base + (hi - lo) - 1);
+	l_str(&l, base == lo ? " (where linked)" : " (moved)");
+	l_str(&l, ", entry ");
+	l_hex(&l, entry);
+	l_say(&l);
+
+	if (initrd_path(cmdline, ipath, sizeof(ipath) / sizeof(ipath[0])) == 0) {
+		f = open_file(device, ipath);
+		if (!f || file_size(f, &initrd_size) != 0 ||
+		    !(initrd = alloc_pages_low(EfiLoaderData, initrd_size)) ||
+		    read_at(f, 0, (void *)(uintptr_t)initrd, initrd_size) != 0) {
+			l_str(&l, "initrd ");
+			l_w(&l, ipath);
+			l_str(&l, ": cannot read it");
+			l_say(&l);
+			goto fail;
+		}
+		f->Close(f);
+		f = NULL;
+		l_str(&l, "initrd ");
+		l_w(&l, ipath);
+		l_str(&l, ": ");
+		l_dec(&l, initrd_size);
+		l_str(&l, " bytes at ");
+		l_hex(&l, initrd);
+		l_say(&l);
+	}
+
+	bp_pa = alloc_pages_low(EfiLoaderData, 4096);
+	cmd_pa = alloc_pages_low(EfiLoaderData, cmd_len + 1);
+	if (!bp_pa || !cmd_pa) {
+		say("no memory for boot_params");
+		goto fail;
+	}
+	bp = (uint8_t *)(uintptr_t)bp_pa;
+	memset(bp, 0, 4096);
+	memcpy((void *)(uintptr_t)cmd_pa, cmdline, cmd_len + 1);
+	put64(bp, BP_ACPI_RSDP_ADDR, rsdp);
+	put16(bp, BP_BOOT_FLAG, 0xaa55);
+	put32(bp, BP_HEADER, 0x53726448u);   /* "HdrS" */
+	put16(bp, BP_VERSION, 0x020f);
+	put8(bp, BP_TYPE_OF_LOADER, 0xff);
+	put8(bp, BP_LOADFLAGS, BP_LOADED_HIGH);
+	put32(bp, BP_RAMDISK_IMAGE, (uint32_t)initrd);
+	put32(bp, BP_RAMDISK_SIZE, (uint32_t)initrd_size);
+	put32(bp, BP_EXT_RAMDISK_IMAGE, (uint32_t)(initrd >> 32));
+	put32(bp, BP_EXT_RAMDISK_SIZE, (uint32_t)(initrd_size >> 32));
+	put32(bp, BP_CMD_LINE_PTR, (uint32_t)cmd_pa);
+	put32(bp, BP_EXT_CMD_LINE_PTR, (uint32_t)(cmd_pa >> 32));
+	put32(bp, BP_CMDLINE_SIZE, CMDLINE_MAX - 1);
+	put32(bp, BP_KERNEL_ALIGNMENT, (uint32_t)KERNEL_ALIGN);
+	l_str(&l, "boot_params at ");
+	l_hex(&l, bp_pa);
+	l_str(&l, ", ACPI RSDP ");
+	l_hex(&l, rsdp);
+	l_str(&l, "; ExitBootServices and jump");
+	l_say(&l);
+
+	/* The final memory map: no allocation between GetMemoryMap and ExitBootServices. */
+	bs->GetMemoryMap(&map_size, NULL, &map_key, &desc_size, &desc_ver);
+	map_alloc = map_size + 16 * (desc_size ? desc_size : 48);
+	if (EFI_ERROR(bs->AllocatePool(EfiLoaderData, map_alloc, (void **)&map))) {
+		say("no memory for the memory map");
+		goto fail;
+	}
+	for (int tries = 0; tries < 3; tries++) {
+		map_size = map_alloc;
+		s = bs->GetMemoryMap(&map_size, (EFI_MEMORY_DESCRIPTOR *)(void *)map, &map_key,
+				     &desc_size, &desc_ver);
+		if (EFI_ERROR(s))
+			break;
+		s = bs->ExitBootServices(image, map_key);
+		if (!EFI_ERROR(s))
+			break;
+	}
+	if (EFI_ERROR(s)) {
+		l_str(&l, "ExitBootServices failed");
+		l_status(&l, s);
+		l_say(&l);
+		goto fail;
+	}
+
+	/* The firmware is gone: COM1 only from here. */
+	ne = build_e820(bp, map, map_size, desc_size);
+	l_str(&l, "e820: ");
+	l_dec(&l, ne);
+	l_str(&l, ne == BP_E820_MAX ? " entries (TRUNCATED), starting Linux" : " entries, starting Linux");
+	say_com1(l.buf);
+	enter_kernel(entry, bp_pa);
+
+fail:
+	if (f)
+		f->Close(f);
+	return -1;
+}
+
+static uint64_t find_rsdp(void)
+{
+	EFI_GUID acpi20 = ACPI_20_TABLE_GUID;
+
+	for (UINTN i = 0; i < st->NumberOfTableEntries; i++)
+		if (!memcmp(&st->ConfigurationTable[i].VendorGuid, &acpi20, sizeof(acpi20)))
+			return (uint64_t)(uintptr_t)st->ConfigurationTable[i].VendorTable;
+	return 0;
 }
 
 /* --- main ---------------------------------------------------------------------------- */
@@ -818,6 +1198,7 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	struct platform pf;
 	struct line l = { .len = 0 };
 	CHAR16 *cmdline;
+	static char cmdline_ascii[CMDLINE_MAX];
 	UINT32 cmdline_bytes = 0;
 	UINTN exit_size = 0;
 	CHAR16 *exit_data = NULL;
@@ -825,7 +1206,11 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 
 	st = systab;
 	bs = systab->BootServices;
-	/* No watchdog: Linux under Bochs takes minutes to call ExitBootServices. */
+	/*
+	 * No boot watchdog (UEFI 3.1.2: 5 minutes, armed by the boot manager):
+	 * an emulated boot that stays in boot services that long must fail
+	 * by its own timeout, not by a surprise reset.
+	 */
 	bs->SetWatchdogTimer(0, 0, 0, NULL);
 
 	l_str(&l, "started (firmware ");
@@ -842,7 +1227,7 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 
 	memset(&pf, 0, sizeof(pf));
 	find_cpus(&pf);
-	if (has_acpi20()) {
+	if (find_rsdp()) {
 		say("ACPI: firmware publishes ACPI 2.0 tables, installing none");
 	} else {
 		say("ACPI: firmware publishes no ACPI 2.0 table, building RSDP/XSDT/FADT/FACS/DSDT/MADT");
@@ -850,6 +1235,10 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 		pf.io_apic_id = io_apic_id();
 		install_acpi(&pf);
 	}
+
+	cmdline = command_line(li->DeviceHandle, &cmdline_bytes, cmdline_ascii);
+	if (direct_boot(image, li->DeviceHandle, cmdline_ascii, find_rsdp()) < 0)
+		say("direct boot failed, trying the EFI stub (\\EFI\\linux\\vmlinuz)");
 
 	kdp = file_device_path(li->DeviceHandle, KERNEL_PATH);
 	if (!kdp) {
@@ -867,11 +1256,10 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 		say("the kernel image has no EFI_LOADED_IMAGE_PROTOCOL");
 		power_off();
 	}
-	cmdline = command_line(li->DeviceHandle, &cmdline_bytes);
 	kli->LoadOptions = cmdline;
 	kli->LoadOptionsSize = cmdline_bytes;
 
-	l_str(&l, "starting \\EFI\\linux\\vmlinuz (");
+	l_str(&l, "starting \\EFI\\linux\\vmlinuz through its EFI stub (");
 	l_dec(&l, kli->ImageSize);
 	l_str(&l, " bytes at ");
 	l_hex(&l, (uint64_t)(uintptr_t)kli->ImageBase);

@@ -199,6 +199,12 @@ void hw_stop_cpu(void)
 		__asm__ volatile("cli; hlt");
 }
 
+void hw_jump_rsi(uint64_t entry, uint64_t rsi)
+{
+	__asm__ volatile("cli\n\tcld\n\tjmp *%0" : : "r"(entry), "S"(rsi) : "memory");
+	__builtin_unreachable();
+}
+
 /*
  * VMX instructions report through RFLAGS (SDM 3C 31.2): CF=1 is
  * VMfailInvalid, ZF=1 is VMfailValid, both clear is VMsucceed.

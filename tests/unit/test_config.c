@@ -1,0 +1,691 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_config.c - tracevisor.conf parsing (vmm/config.c): defaults, every
+ * key with good and bad values, the syntax rules of docs/CONFIG.md, error
+ * line numbers, and random input.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "vmm/config.h"
+
+static struct tv_config cfg;
+static struct config_result res;
+
+/* Parse a NUL-terminated text on top of the defaults. */
+static uint32_t parse(const char *text)
+{
+	config_defaults(&cfg);
+	return config_parse(&cfg, text, strlen(text), &res);
+}
+
+/* Parse exactly len bytes (the text may hold NULs). */
+static uint32_t parse_n(const char *text, size_t len)
+{
+	config_defaults(&cfg);
+	return config_parse(&cfg, text, len, &res);
+}
+
+static void assert_defaults(const struct tv_config *c)
+{
+	assert_string_equal(c->loader, "");
+	assert_int_equal(c->log_level, LOG_INFO);
+	assert_int_equal(c->serial_port, 0x3f8);
+	assert_true(c->console);
+	assert_int_equal(c->log_ring_kb, 256);
+	assert_true(c->vmx);
+}
+
+/* Exactly one error, on line, whose message contains needle. */
+static void assert_one_error(uint32_t line, const char *needle)
+{
+	assert_int_equal(res.nerrors, 1);
+	assert_int_equal(res.errors[0].line, line);
+	if (!strstr(res.errors[0].msg, needle))
+		fail_msg("error message \"%s\" lacks \"%s\"", res.errors[0].msg, needle);
+}
+
+/* --- defaults and good input ------------------------------------------------ */
+
+static void test_defaults(void **state)
+{
+	(void)state;
+	memset(&cfg, 0xa5, sizeof(cfg));
+	config_defaults(&cfg);
+	assert_defaults(&cfg);
+}
+
+static void test_empty_file(void **state)
+{
+	(void)state;
+	assert_int_equal(parse(""), 0);
+	assert_int_equal(res.nerrors, 0);
+	assert_defaults(&cfg);
+	/* A NULL text of length 0 is an empty file too. */
+	config_defaults(&cfg);
+	assert_int_equal(config_parse(&cfg, NULL, 0, &res), 0);
+	assert_defaults(&cfg);
+}
+
+static void test_only_comments_and_blank_lines(void **state)
+{
+	(void)state;
+	assert_int_equal(parse("# tracevisor.conf\n"
+			       "; another comment style\n"
+			       "\n"
+			       "   \t  \n"
+			       "   # indented comment with key = value inside\n"
+			       "\t; serial = com2\n"), 0);
+	assert_defaults(&cfg);
+}
+
+static void test_every_key_good(void **state)
+{
+	(void)state;
+	assert_int_equal(parse("loader = \\EFI\\debian\\grubx64.efi\n"
+			       "log_level = debug\n"
+			       "serial = com2\n"
+			       "console = off\n"
+			       "log_ring_kb = 1024\n"
+			       "vmx = off\n"), 0);
+	assert_string_equal(cfg.loader, "\\EFI\\debian\\grubx64.efi");
+	assert_int_equal(cfg.log_level, LOG_DEBUG);
+	assert_int_equal(cfg.serial_port, 0x2f8);
+	assert_false(cfg.console);
+	assert_int_equal(cfg.log_ring_kb, 1024);
+	assert_false(cfg.vmx);
+}
+
+static void test_loader_slashes_become_backslashes(void **state)
+{
+	(void)state;
+	assert_int_equal(parse("loader=/EFI/Microsoft/Boot/bootmgfw.efi\n"), 0);
+	assert_string_equal(cfg.loader, "\\EFI\\Microsoft\\Boot\\bootmgfw.efi");
+	/* Mixed separators, spaces inside the path kept. */
+	assert_int_equal(parse("loader = /EFI\\my os/boot.efi   \n"), 0);
+	assert_string_equal(cfg.loader, "\\EFI\\my os\\boot.efi");
+}
+
+static void test_loader_length_limits(void **state)
+{
+	char text[CONFIG_PATH_MAX + 32];
+	char path[CONFIG_PATH_MAX + 1];
+
+	(void)state;
+	/* 255 characters fit (CONFIG_PATH_MAX - 1). */
+	memset(path, 'a', sizeof(path));
+	path[0] = '\\';
+	path[CONFIG_PATH_MAX - 1] = '\0';
+	snprintf(text, sizeof(text), "loader = %s\n", path);
+	assert_int_equal(parse(text), 0);
+	assert_int_equal(strlen(cfg.loader), CONFIG_PATH_MAX - 1);
+	/* 256 do not. */
+	path[CONFIG_PATH_MAX - 1] = 'a';
+	path[CONFIG_PATH_MAX] = '\0';
+	snprintf(text, sizeof(text), "loader = %s\n", path);
+	assert_int_equal(parse(text), 1);
+	assert_one_error(1, "1..255 characters");
+	assert_string_equal(cfg.loader, "");
+}
+
+static void test_log_levels(void **state)
+{
+	static const struct { const char *v; enum log_level l; } t[] = {
+		{ "err", LOG_ERR }, { "warn", LOG_WARN }, { "info", LOG_INFO }, { "debug", LOG_DEBUG },
+	};
+	char text[64];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		snprintf(text, sizeof(text), "log_level = %s\n", t[i].v);
+		assert_int_equal(parse(text), 0);
+		assert_int_equal(cfg.log_level, t[i].l);
+	}
+}
+
+static void test_serial_values(void **state)
+{
+	static const struct { const char *v; uint16_t port; } t[] = {
+		{ "off", 0 }, { "none", 0 }, { "com1", 0x3f8 }, { "com2", 0x2f8 },
+		{ "com3", 0x3e8 }, { "com4", 0x2e8 }, { "0x3F8", 0x3f8 }, { "0X2f8", 0x2f8 },
+		{ "1016", 0x3f8 }, { "0x1", 1 }, { "0xfff8", 0xfff8 }, { "65528", 0xfff8 },
+	};
+	char text[64];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		snprintf(text, sizeof(text), "serial = %s\n", t[i].v);
+		assert_int_equal(parse(text), 0);
+		assert_int_equal(cfg.serial_port, t[i].port);
+	}
+}
+
+static void test_bool_spellings(void **state)
+{
+	static const struct { const char *v; bool b; } t[] = {
+		{ "on", true }, { "yes", true }, { "true", true }, { "1", true },
+		{ "off", false }, { "no", false }, { "false", false }, { "0", false },
+	};
+	char text[64];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		snprintf(text, sizeof(text), "console = %s\nvmx = %s\n", t[i].v, t[i].v);
+		assert_int_equal(parse(text), 0);
+		assert_int_equal(cfg.console, t[i].b);
+		assert_int_equal(cfg.vmx, t[i].b);
+	}
+}
+
+static void test_log_ring_kb_powers_of_two(void **state)
+{
+	char text[64];
+
+	(void)state;
+	for (uint32_t kb = 4; kb <= 4096; kb *= 2) {
+		snprintf(text, sizeof(text), "log_ring_kb = %u\n", kb);
+		assert_int_equal(parse(text), 0);
+		assert_int_equal(cfg.log_ring_kb, kb);
+	}
+	assert_int_equal(parse("log_ring_kb = 0x400\n"), 0);
+	assert_int_equal(cfg.log_ring_kb, 1024);
+}
+
+static void test_quotes_and_trailing_comments(void **state)
+{
+	(void)state;
+	assert_int_equal(parse("loader = \"\\EFI\\a#b;c\\x.efi\"   # quoted: # kept\n"
+			       "serial = com2   # the debug header\n"
+			       "log_level = warn\t; semicolon comment after a tab\n"
+			       "console = \"off\"\n"
+			       "vmx=\"on\";comment right after the quote\n"), 0);
+	assert_string_equal(cfg.loader, "\\EFI\\a#b;c\\x.efi");
+	assert_int_equal(cfg.serial_port, 0x2f8);
+	assert_int_equal(cfg.log_level, LOG_WARN);
+	assert_false(cfg.console);
+	assert_true(cfg.vmx);
+}
+
+static void test_hash_without_space_is_part_of_value(void **state)
+{
+	(void)state;
+	/* '#' only starts a comment after whitespace. */
+	assert_int_equal(parse("loader = \\EFI\\c#sharp.efi\n"), 0);
+	assert_string_equal(cfg.loader, "\\EFI\\c#sharp.efi");
+	assert_int_equal(parse("serial = com1#x\n"), 1);
+	assert_one_error(1, "serial must be");
+}
+
+static void test_crlf_bom_tabs(void **state)
+{
+	(void)state;
+	assert_int_equal(parse("\xef\xbb\xbf"
+			       "\tlog_level\t=\tdebug\t\r\n"
+			       "serial = com3\r\n"
+			       "  loader = /boot.efi  \r\n"
+			       "\r\n"
+			       "# c\r\n"), 0);
+	assert_int_equal(cfg.log_level, LOG_DEBUG);
+	assert_int_equal(cfg.serial_port, 0x3e8);
+	assert_string_equal(cfg.loader, "\\boot.efi");
+}
+
+static void test_bom_only_at_start(void **state)
+{
+	(void)state;
+	/* A BOM on line 2 is not skipped: its bytes make a bad key. */
+	assert_int_equal(parse("vmx = off\n\xef\xbb\xbfserial = com2\n"), 1);
+	assert_one_error(2, "bad character in key");
+	assert_false(cfg.vmx);
+	assert_int_equal(cfg.serial_port, 0x3f8);
+	/* A lone BOM is an empty file. */
+	assert_int_equal(parse("\xef\xbb\xbf"), 0);
+	assert_defaults(&cfg);
+}
+
+static void test_no_trailing_newline(void **state)
+{
+	(void)state;
+	assert_int_equal(parse("console = off\nlog_ring_kb = 64"), 0);
+	assert_false(cfg.console);
+	assert_int_equal(cfg.log_ring_kb, 64);
+	/* and an error on that last line gets its number */
+	assert_int_equal(parse("console = off\n\nlog_ring_kb = 65"), 1);
+	assert_one_error(3, "log_ring_kb");
+	assert_int_equal(cfg.log_ring_kb, 256);
+}
+
+static void test_applies_on_top_of_existing_config(void **state)
+{
+	(void)state;
+	config_defaults(&cfg);
+	cfg.serial_port = 0x2e8;
+	cfg.log_ring_kb = 8;
+	assert_int_equal(config_parse(&cfg, "vmx = off\n", 10, &res), 0);
+	assert_int_equal(cfg.serial_port, 0x2e8);
+	assert_int_equal(cfg.log_ring_kb, 8);
+	assert_false(cfg.vmx);
+}
+
+static void test_len_bounds_the_text(void **state)
+{
+	const char text[] = "vmx = off\nserial = com2\n";
+
+	(void)state;
+	/* Only the first line is inside len; the rest must not be read. */
+	assert_int_equal(parse_n(text, 10), 0);
+	assert_false(cfg.vmx);
+	assert_int_equal(cfg.serial_port, 0x3f8);
+	/* Cut in the middle of a value: "ser" is a line without '='. */
+	assert_int_equal(parse_n(text, 13), 1);
+	assert_one_error(2, "expected `key = value`");
+}
+
+/* --- malformed input ---------------------------------------------------------- */
+
+static void test_unknown_key(void **state)
+{
+	(void)state;
+	assert_int_equal(parse("# c\nvmx = off\nverbosity = 3\n"), 1);
+	assert_one_error(3, "unknown key 'verbosity'");
+	assert_false(cfg.vmx);
+}
+
+static void test_missing_equals(void **state)
+{
+	(void)state;
+	assert_int_equal(parse("\n\nserial com2\n"), 1);
+	assert_one_error(3, "expected `key = value`");
+	assert_int_equal(cfg.serial_port, 0x3f8);
+}
+
+static void test_empty_key(void **state)
+{
+	(void)state;
+	assert_int_equal(parse("= com2\n"), 1);
+	assert_one_error(1, "missing key");
+	assert_int_equal(parse("x=1\n \t = 1\n"), 2);
+	assert_int_equal(res.errors[1].line, 2);
+	assert_non_null(strstr(res.errors[1].msg, "missing key"));
+}
+
+static void test_bad_key_chars(void **state)
+{
+	static const char *const bad[] = {
+		"Serial = com2\n", "log-level = info\n", "log level = info\n",
+		"vmx! = on\n", "se\xc3\xa9rial = com2\n",
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(parse(bad[i]), 1);
+		assert_one_error(1, "bad character in key");
+		assert_defaults(&cfg);
+	}
+}
+
+static void test_empty_value(void **state)
+{
+	static const char *const keys[] = {
+		"loader", "log_level", "serial", "console", "log_ring_kb", "vmx",
+	};
+	char text[64];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		snprintf(text, sizeof(text), "%s =   \n", keys[i]);
+		assert_int_equal(parse(text), 1);
+		assert_one_error(1, "empty value");
+		assert_defaults(&cfg);
+		/* quoted empty value */
+		snprintf(text, sizeof(text), "%s = \"\"\n", keys[i]);
+		assert_int_equal(parse(text), 1);
+		assert_one_error(1, "empty value");
+		assert_defaults(&cfg);
+		/* only a comment after '=': still empty, not the comment text */
+		snprintf(text, sizeof(text), "%s = # later\n", keys[i]);
+		assert_int_equal(parse(text), 1);
+		assert_one_error(1, "empty value");
+		assert_defaults(&cfg);
+		snprintf(text, sizeof(text), "%s =\t; later\n", keys[i]);
+		assert_int_equal(parse(text), 1);
+		assert_one_error(1, "empty value");
+		assert_defaults(&cfg);
+	}
+}
+
+static void test_duplicate_key_names_first_line(void **state)
+{
+	(void)state;
+	assert_int_equal(parse("# header\n"
+			       "serial = com2\n"
+			       "vmx = off\n"
+			       "serial = com3\n"), 1);
+	assert_one_error(4, "duplicate key 'serial' (first set on line 2)");
+	assert_int_equal(cfg.serial_port, 0x2f8);  /* the first value stays */
+	assert_false(cfg.vmx);
+}
+
+static void test_bad_first_value_does_not_count_as_set(void **state)
+{
+	(void)state;
+	/* The failed line 1 did not set serial, so line 2 is no duplicate. */
+	assert_int_equal(parse("serial = com9\nserial = com4\n"), 1);
+	assert_one_error(1, "serial must be");
+	assert_int_equal(cfg.serial_port, 0x2e8);
+}
+
+static void test_invalid_values_per_key(void **state)
+{
+	static const struct { const char *line, *msg; } t[] = {
+		{ "loader = EFI\\x.efi", "must be absolute" },
+		{ "loader = C:\\x.efi", "must be absolute" },
+		{ "loader = \\EFI\\caf\xc3\xa9.efi", "printable ASCII" },
+		{ "log_level = verbose", "log_level must be" },
+		{ "log_level = INFO", "log_level must be" },
+		{ "log_level = 2", "log_level must be" },
+		{ "serial = com0", "serial must be" },
+		{ "serial = com5", "serial must be" },
+		{ "serial = COM1", "serial must be" },
+		{ "serial = 0", "serial must be" },
+		{ "serial = 0x0", "serial must be" },
+		{ "serial = 0xfff9", "serial must be" },
+		{ "serial = 65529", "serial must be" },
+		{ "serial = 0x", "serial must be" },
+		{ "serial = -1", "serial must be" },
+		{ "serial = 0x3f8g", "serial must be" },
+		{ "serial = 99999999999999999999999", "serial must be" },
+		{ "console = maybe", "console must be" },
+		{ "console = ON", "console must be" },
+		{ "console = 2", "console must be" },
+		{ "log_ring_kb = 2", "power of two from 4 to 4096" },
+		{ "log_ring_kb = 0", "power of two from 4 to 4096" },
+		{ "log_ring_kb = 100", "power of two from 4 to 4096" },
+		{ "log_ring_kb = 8192", "power of two from 4 to 4096" },
+		{ "log_ring_kb = 4k", "power of two from 4 to 4096" },
+		{ "log_ring_kb = 18446744073709551616", "power of two from 4 to 4096" },
+		{ "vmx = enabled", "vmx must be" },
+	};
+	char text[128];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		snprintf(text, sizeof(text), "\n%s\n", t[i].line);
+		if (parse(text) != 1)
+			fail_msg("\"%s\" gave %u errors", t[i].line, res.nerrors);
+		assert_one_error(2, t[i].msg);
+		assert_defaults(&cfg);
+	}
+}
+
+static void test_bad_line_keeps_earlier_value(void **state)
+{
+	(void)state;
+	config_defaults(&cfg);
+	cfg.log_ring_kb = 16;  /* an earlier good value (e.g. a previous file) */
+	assert_int_equal(config_parse(&cfg, "log_ring_kb = 3\n", 16, &res), 1);
+	assert_int_equal(cfg.log_ring_kb, 16);
+}
+
+static void test_unterminated_quote(void **state)
+{
+	(void)state;
+	assert_int_equal(parse("vmx = off\nloader = \"\\EFI\\x.efi\n"), 1);
+	assert_one_error(2, "unterminated quote in value of loader");
+	assert_string_equal(cfg.loader, "");
+}
+
+static void test_text_after_quote(void **state)
+{
+	(void)state;
+	assert_int_equal(parse("loader = \"\\a.efi\" \\b.efi\n"), 1);
+	assert_one_error(1, "text after closing quote in value of loader");
+	assert_string_equal(cfg.loader, "");
+	assert_int_equal(parse("serial = \"com2\"x\n"), 1);
+	assert_one_error(1, "text after closing quote");
+	assert_int_equal(cfg.serial_port, 0x3f8);
+}
+
+static void test_overlong_line(void **state)
+{
+	static char text[3 * CONFIG_LINE_MAX];
+	size_t n = 0;
+
+	(void)state;
+	/* Line 1: exactly CONFIG_LINE_MAX bytes, a comment: fine. */
+	text[n++] = '#';
+	memset(text + n, 'x', CONFIG_LINE_MAX - 1);
+	n += CONFIG_LINE_MAX - 1;
+	/* CR of a CRLF does not count toward the limit. */
+	text[n++] = '\r';
+	text[n++] = '\n';
+	/* Line 2: CONFIG_LINE_MAX + 1 bytes, a valid key otherwise. */
+	memcpy(text + n, "vmx = off", 9);
+	memset(text + n + 9, ' ', CONFIG_LINE_MAX + 1 - 9);
+	n += CONFIG_LINE_MAX + 1;
+	text[n++] = '\n';
+	memcpy(text + n, "serial = com2\n", 14);
+	n += 14;
+
+	assert_int_equal(parse_n(text, n), 1);
+	assert_one_error(2, "line longer than 1024 characters");
+	assert_true(cfg.vmx);                    /* the over-long line was ignored */
+	assert_int_equal(cfg.serial_port, 0x2f8); /* and line 3 still counted as 3 */
+}
+
+static void test_nul_and_control_bytes(void **state)
+{
+	static const char text[] = "vmx = off\n"
+				   "serial = com2\0x\n"
+				   "console = o\x01n\n"
+				   "log_level = debug\x7f\n"
+				   "loader = \\a\x1b.efi\n"
+				   "log_ring_kb = 8\n";
+
+	(void)state;
+	assert_int_equal(parse_n(text, sizeof(text) - 1), 4);
+	for (uint32_t i = 0; i < 4; i++) {
+		assert_int_equal(res.errors[i].line, i + 2);
+		assert_non_null(strstr(res.errors[i].msg, "control character"));
+	}
+	assert_false(cfg.vmx);
+	assert_int_equal(cfg.serial_port, 0x3f8);
+	assert_true(cfg.console);
+	assert_int_equal(cfg.log_level, LOG_INFO);
+	assert_string_equal(cfg.loader, "");
+	assert_int_equal(cfg.log_ring_kb, 8);
+}
+
+static void test_more_errors_than_recorded(void **state)
+{
+	char text[40 * 16];
+	size_t n = 0;
+
+	(void)state;
+	/* 20 bad lines interleaved with good ones: 40 lines in all. */
+	for (int i = 0; i < 20; i++)
+		n += (size_t)snprintf(text + n, sizeof(text) - n, "bogus%d = 1\n# ok\n", i);
+	assert_int_equal(parse_n(text, n), 20);
+	assert_int_equal(res.nerrors, 20);
+	for (uint32_t i = 0; i < CONFIG_MAX_ERRORS; i++) {
+		char want[32];
+
+		assert_int_equal(res.errors[i].line, 2 * i + 1);
+		snprintf(want, sizeof(want), "'bogus%u'", i);
+		assert_non_null(strstr(res.errors[i].msg, want));
+	}
+}
+
+static void test_result_is_cleared(void **state)
+{
+	(void)state;
+	assert_int_equal(parse("a = 1\nb = 2\n"), 2);
+	assert_int_equal(parse("vmx = on\n"), 0);
+	assert_int_equal(res.nerrors, 0);
+}
+
+static void test_line_numbers_mixed(void **state)
+{
+	(void)state;
+	assert_int_equal(parse("\xef\xbb\xbf# tracevisor.conf\r\n"
+			       "\r\n"
+			       "loader = /EFI/debian/grubx64.efi\r\n"
+			       "log_level = loud\r\n"          /* 4: bad value */
+			       "serial com1\r\n"              /* 5: no '=' */
+			       "console = off\r\n"
+			       "console = on\r\n"             /* 7: duplicate of 6 */
+			       "log_ring_kb = \"512\"\r\n"
+			       "vmx = \"on\r\n"),             /* 9: unterminated */
+			 4);
+	assert_int_equal(res.errors[0].line, 4);
+	assert_int_equal(res.errors[1].line, 5);
+	assert_int_equal(res.errors[2].line, 7);
+	assert_non_null(strstr(res.errors[2].msg, "first set on line 6"));
+	assert_int_equal(res.errors[3].line, 9);
+	assert_string_equal(cfg.loader, "\\EFI\\debian\\grubx64.efi");
+	assert_int_equal(cfg.log_level, LOG_INFO);
+	assert_false(cfg.console);
+	assert_int_equal(cfg.log_ring_kb, 512);
+	assert_true(cfg.vmx);
+}
+
+static void test_unknown_key_message_is_bounded(void **state)
+{
+	char text[CONFIG_LINE_MAX];
+
+	(void)state;
+	memset(text, 'k', 900);
+	memcpy(text + 900, " = 1\n", 6);
+	assert_int_equal(parse(text), 1);
+	assert_int_equal(res.errors[0].line, 1);
+	assert_true(strlen(res.errors[0].msg) < sizeof(res.errors[0].msg));
+	assert_non_null(strstr(res.errors[0].msg, "unknown key"));
+}
+
+/* --- random input --------------------------------------------------------------- */
+
+static uint64_t rng_state;
+
+static uint32_t rnd(void)
+{
+	/* xorshift64*: a fixed sequence on every host. */
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return (uint32_t)((rng_state * 0x2545f4914f6cdd1dull) >> 32);
+}
+
+static void test_random_input(void **state)
+{
+	static const char alphabet[] = "=#;\"\\/ \t\r\n\nabcdeglnorsvx_0123456789";
+	static const char *const fragments[] = {
+		"loader", "log_level", "serial", "console", "log_ring_kb", "vmx",
+		" = ", "\"", "# c", "com2", "0x3f8", "on", "off", "debug", "\r\n", "\n",
+		"\xef\xbb\xbf", "/EFI/x.efi",
+	};
+	static char text[4096];
+
+	(void)state;
+	rng_state = 0x7261636576697372ull;  /* fixed seed */
+	for (int iter = 0; iter < 400; iter++) {
+		size_t len = rnd() % (iter < 300 ? 300 : sizeof(text));
+		uint32_t lines = 0, nerr;
+
+		for (size_t i = 0; i < len;) {
+			uint32_t r = rnd();
+
+			if (r % 4 == 0) {
+				/* raw byte, any value */
+				text[i++] = (char)(r >> 8);
+			} else if (r % 4 == 1) {
+				const char *f = fragments[(r >> 8) % (sizeof(fragments) / sizeof(fragments[0]))];
+				size_t fl = strlen(f);
+
+				if (fl > len - i)
+					fl = len - i;
+				memcpy(text + i, f, fl);
+				i += fl;
+			} else {
+				text[i++] = alphabet[(r >> 8) % (sizeof(alphabet) - 1)];
+			}
+		}
+		for (size_t i = 0; i < len; i++)
+			lines += text[i] == '\n';
+		if (len && text[len - 1] != '\n')
+			lines++;
+
+		nerr = parse_n(text, len);
+		assert_int_equal(nerr, res.nerrors);
+		assert_true(nerr <= lines);
+		for (uint32_t e = 0; e < nerr && e < CONFIG_MAX_ERRORS; e++) {
+			assert_in_range(res.errors[e].line, 1, lines);
+			if (e)
+				assert_true(res.errors[e].line > res.errors[e - 1].line);
+			assert_non_null(memchr(res.errors[e].msg, '\0', sizeof(res.errors[e].msg)));
+			assert_true(res.errors[e].msg[0] != '\0');
+		}
+		/* Whatever was accepted is a valid configuration. */
+		assert_in_range(cfg.log_level, LOG_ERR, LOG_DEBUG);
+		assert_in_range(cfg.log_ring_kb, 4, 4096);
+		assert_int_equal(cfg.log_ring_kb & (cfg.log_ring_kb - 1), 0);
+		assert_true(cfg.serial_port <= 0xfff8);
+		assert_non_null(memchr(cfg.loader, '\0', sizeof(cfg.loader)));
+		for (const char *p = cfg.loader; *p; p++) {
+			assert_in_range((unsigned char)*p, 0x20, 0x7e);
+			assert_true(*p != '/');
+		}
+		if (cfg.loader[0])
+			assert_int_equal(cfg.loader[0], '\\');
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_empty_file),
+		cmocka_unit_test(test_only_comments_and_blank_lines),
+		cmocka_unit_test(test_every_key_good),
+		cmocka_unit_test(test_loader_slashes_become_backslashes),
+		cmocka_unit_test(test_loader_length_limits),
+		cmocka_unit_test(test_log_levels),
+		cmocka_unit_test(test_serial_values),
+		cmocka_unit_test(test_bool_spellings),
+		cmocka_unit_test(test_log_ring_kb_powers_of_two),
+		cmocka_unit_test(test_quotes_and_trailing_comments),
+		cmocka_unit_test(test_hash_without_space_is_part_of_value),
+		cmocka_unit_test(test_crlf_bom_tabs),
+		cmocka_unit_test(test_bom_only_at_start),
+		cmocka_unit_test(test_no_trailing_newline),
+		cmocka_unit_test(test_applies_on_top_of_existing_config),
+		cmocka_unit_test(test_len_bounds_the_text),
+		cmocka_unit_test(test_unknown_key),
+		cmocka_unit_test(test_missing_equals),
+		cmocka_unit_test(test_empty_key),
+		cmocka_unit_test(test_bad_key_chars),
+		cmocka_unit_test(test_empty_value),
+		cmocka_unit_test(test_duplicate_key_names_first_line),
+		cmocka_unit_test(test_bad_first_value_does_not_count_as_set),
+		cmocka_unit_test(test_invalid_values_per_key),
+		cmocka_unit_test(test_bad_line_keeps_earlier_value),
+		cmocka_unit_test(test_unterminated_quote),
+		cmocka_unit_test(test_text_after_quote),
+		cmocka_unit_test(test_overlong_line),
+		cmocka_unit_test(test_nul_and_control_bytes),
+		cmocka_unit_test(test_more_errors_than_recorded),
+		cmocka_unit_test(test_result_is_cleared),
+		cmocka_unit_test(test_line_numbers_mixed),
+		cmocka_unit_test(test_unknown_key_message_is_bounded),
+		cmocka_unit_test(test_random_input),
+	};
+
+	return cmocka_run_group_tests_name("test_config", tests, NULL, NULL);
+}

@@ -1,0 +1,288 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_exit_hypercall.c - VMCALL (vmm/hypercall.c): the privilege check,
+ * the ABI of vmm/hypercall.h / docs/HYPERCALLS.md, and the backend hooks.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "hw_fake.h"
+#include "vmm/exit.h"
+#include "vmm/hypercall.h"
+#include "vmm/log.h"
+#include "vmm/version.h"
+
+/* --- fixture: one 64-bit guest CPU on the fake seam --------------------- */
+
+static struct per_cpu cpu;
+static struct guest_regs regs;
+
+#define GUEST_RIP 0xffffffffc0001000ull
+
+/* The fake's API, used only in these wrappers. */
+static void vm_set(uint32_t field, uint64_t value) { hw_fake_vmcs_set(field, value); }
+static uint64_t vm_get(uint32_t field) { return hw_fake_vmcs_get(field); }
+
+static int setup(void **state)
+{
+	(void)state;
+	hw_fake_reset();
+	log_clear_sinks();
+	hypercall_set_hooks(NULL);
+	/* VMX on with a current VMCS, so that VMREAD/VMWRITE work */
+	hw_write_cr4(CR4_VMXE);
+	assert_int_equal(hw_vmxon(0x20000), 0);
+	assert_int_equal(hw_vmptrld(0x10000), 0);
+	memset(&cpu, 0, sizeof(cpu));
+	memset(&regs, 0, sizeof(regs));
+	cpu.index = 2;
+	cpu.proc2 = CPU2_ENABLE_EPT | CPU2_UNRESTRICTED_GUEST;
+	cpu.entry_ctls = ENTRY_IA32E_MODE_GUEST | ENTRY_LOAD_EFER;
+	vm_set(VMCS_ENTRY_CTLS, cpu.entry_ctls);
+	vm_set(VMCS_GUEST_CS_AR, 0xa09b);
+	vm_set(VMCS_GUEST_SS_AR, 0xc093);
+	vm_set(VMCS_GUEST_CR0, 0x80050033);
+	vm_set(VMCS_GUEST_RIP, GUEST_RIP);
+	vm_set(VMCS_GUEST_RFLAGS, 0x2);
+	return 0;
+}
+
+static enum exit_action vmcall(uint64_t rax, uint64_t rbx, uint64_t rcx, uint64_t rdx)
+{
+	regs.rax = rax;
+	regs.rbx = rbx;
+	regs.rcx = rcx;
+	regs.rdx = rdx;
+	vm_set(VMCS_EXIT_REASON, EXIT_REASON_VMCALL);
+	vm_set(VMCS_EXIT_INSTRUCTION_LEN, 3);
+	return vmx_exit_dispatch(&cpu, &regs);
+}
+
+/* --- hooks that record their arguments ---------------------------------------- */
+
+static struct {
+	int starts, stops, markers;
+	struct per_cpu *cpu;
+	uint64_t flags, id;
+	char label[TV_HC_LABEL_LEN];
+	int ret;
+} rec;
+
+static int rec_start(struct per_cpu *c, uint64_t flags)
+{
+	rec.starts++;
+	rec.cpu = c;
+	rec.flags = flags;
+	return rec.ret;
+}
+
+static int rec_stop(struct per_cpu *c)
+{
+	rec.stops++;
+	rec.cpu = c;
+	return rec.ret;
+}
+
+static int rec_marker(struct per_cpu *c, uint64_t id, const char label[TV_HC_LABEL_LEN])
+{
+	rec.markers++;
+	rec.cpu = c;
+	rec.id = id;
+	memcpy(rec.label, label, TV_HC_LABEL_LEN);
+	return rec.ret;
+}
+
+static const struct hypercall_hooks rec_hooks = {
+	.trace_start = rec_start,
+	.trace_stop = rec_stop,
+	.marker = rec_marker,
+};
+
+/* --- tests ------------------------------------------------------------------------ */
+
+static void test_cpl3_gets_ud_and_nothing_else(void **state)
+{
+	struct guest_regs before;
+
+	(void)state;
+	hypercall_set_hooks(&rec_hooks);
+	memset(&rec, 0, sizeof(rec));
+	vm_set(VMCS_GUEST_SS_AR, 0xc0f3);  /* DPL 3 */
+	regs.rsi = 0x5151;
+	regs.r11 = 0x246;
+	regs.rax = TV_HC_TRACE_START;
+	regs.rbx = 1;
+	before = regs;
+	vm_set(VMCS_EXIT_REASON, EXIT_REASON_VMCALL);
+	vm_set(VMCS_EXIT_INSTRUCTION_LEN, 3);
+	assert_int_equal(vmx_exit_dispatch(&cpu, &regs), EXIT_RESUME);
+	assert_int_equal(vm_get(VMCS_ENTRY_INTR_INFO), 0x80000306);
+	assert_int_equal(vm_get(VMCS_GUEST_RIP), GUEST_RIP);
+	assert_memory_equal(&regs, &before, sizeof(regs));
+	assert_int_equal(rec.starts, 0);
+	assert_int_equal(cpu.stats.injected_ud, 1);
+
+	/* CPL 1 as well */
+	setup(NULL);
+	vm_set(VMCS_GUEST_SS_AR, 0xc0b3);
+	vmcall(TV_HC_PROBE, 0, 0, 0);
+	assert_int_equal(vm_get(VMCS_ENTRY_INTR_INFO), 0x80000306);
+	assert_int_equal(regs.rax, TV_HC_PROBE);
+}
+
+static void test_probe(void **state)
+{
+	(void)state;
+	regs.rsi = 0x5151;
+	assert_int_equal(vmcall(TV_HC_PROBE, 0x1, 0x2, 0x3), EXIT_RESUME);
+	assert_int_equal(regs.rax, TV_HC_OK);
+	assert_int_equal(regs.rbx, 0x53565254);  /* "TRVS" */
+	assert_memory_equal(&regs.rbx, "TRVS", 4);
+	assert_int_equal(regs.rcx, TV_HC_ABI_VERSION);
+	assert_int_equal(regs.rdx, TV_VERSION_CODE);
+	assert_int_equal(regs.rsi, 0x5151);
+	assert_int_equal(vm_get(VMCS_GUEST_RIP), GUEST_RIP + 3);
+	assert_int_equal(vm_get(VMCS_ENTRY_INTR_INFO), 0);
+	assert_int_equal(cpu.stats.by_reason[EXIT_REASON_VMCALL], 1);
+}
+
+static void test_no_backend_enosys(void **state)
+{
+	(void)state;
+	vmcall(TV_HC_TRACE_START, 0, 0x77, 0x88);
+	assert_int_equal((int64_t)regs.rax, TV_HC_ENOSYS);
+	assert_int_equal(regs.rax, 0xffffffffffffffdaull);  /* -38, 64 bits */
+	assert_int_equal(regs.rcx, 0x77);                    /* not a result: kept */
+	assert_int_equal(vm_get(VMCS_GUEST_RIP), GUEST_RIP + 3);
+	vmcall(TV_HC_TRACE_STOP, 0, 0, 0);
+	assert_int_equal((int64_t)regs.rax, TV_HC_ENOSYS);
+	vmcall(TV_HC_MARKER, 5, 0, 0);
+	assert_int_equal((int64_t)regs.rax, TV_HC_ENOSYS);
+	assert_string_equal(tv_hc_strerror(TV_HC_ENOSYS), "no tracing backend configured");
+
+	/* a backend with only some hooks */
+	{
+		static const struct hypercall_hooks only_stop = { .trace_stop = rec_stop };
+
+		memset(&rec, 0, sizeof(rec));
+		hypercall_set_hooks(&only_stop);
+		vmcall(TV_HC_TRACE_START, 0, 0, 0);
+		assert_int_equal((int64_t)regs.rax, TV_HC_ENOSYS);
+		vmcall(TV_HC_TRACE_STOP, 0, 0, 0);
+		assert_int_equal(regs.rax, 0);
+		assert_int_equal(rec.stops, 1);
+	}
+}
+
+static void test_hooks_called_with_arguments(void **state)
+{
+	(void)state;
+	memset(&rec, 0, sizeof(rec));
+	hypercall_set_hooks(&rec_hooks);
+
+	vmcall(TV_HC_TRACE_START, 0xf00d, 0, 0);
+	assert_int_equal(rec.starts, 1);
+	assert_ptr_equal(rec.cpu, &cpu);
+	assert_int_equal(rec.flags, 0xf00d);
+	assert_int_equal(regs.rax, 0);
+
+	rec.ret = TV_HC_EBUSY;
+	vmcall(TV_HC_TRACE_START, 0, 0, 0);
+	assert_int_equal((int64_t)regs.rax, TV_HC_EBUSY);
+	rec.ret = 0;
+
+	vmcall(TV_HC_TRACE_STOP, 0, 0, 0);
+	assert_int_equal(rec.stops, 1);
+	assert_int_equal(regs.rax, 0);
+
+	/* label bytes 0-7 from RCX, 8-15 from RDX, little-endian */
+	vmcall(TV_HC_MARKER, 0x123456789abcdef0ull, 0x6867666564636261ull, 0x706f6e6d6c6b6a69ull);
+	assert_int_equal(rec.markers, 1);
+	assert_int_equal(rec.id, 0x123456789abcdef0ull);
+	assert_memory_equal(rec.label, "abcdefghijklmnop", 16);
+	assert_int_equal(regs.rax, 0);
+	assert_int_equal(regs.rbx, 0x123456789abcdef0ull);
+	assert_int_equal(vm_get(VMCS_GUEST_RIP), GUEST_RIP + 4 * 3);
+}
+
+static void test_unknown_function_einval(void **state)
+{
+	(void)state;
+	hypercall_set_hooks(&rec_hooks);
+	vmcall(4, 0, 0, 0);
+	assert_int_equal((int64_t)regs.rax, TV_HC_EINVAL);
+	vmcall(0x100000000ull, 0, 0, 0);  /* in 64-bit mode all of RAX counts */
+	assert_int_equal((int64_t)regs.rax, TV_HC_EINVAL);
+	assert_int_equal(vm_get(VMCS_GUEST_RIP), GUEST_RIP + 6);
+}
+
+static void test_32bit_caller(void **state)
+{
+	(void)state;
+	memset(&rec, 0, sizeof(rec));
+	hypercall_set_hooks(&rec_hooks);
+	vm_set(VMCS_ENTRY_CTLS, ENTRY_LOAD_EFER);
+	vm_set(VMCS_GUEST_CS_AR, 0xc09b);
+	vm_set(VMCS_GUEST_RIP, 0x8000);
+
+	/* upper halves are not the caller's: function 0x1_00000002 is STOP */
+	vmcall(0xdead000100000002ull, 0, 0, 0);
+	assert_int_equal(rec.stops, 1);
+	vmcall(0xffffffff00000001ull, 0xffffffff0000beefull, 0, 0);
+	assert_int_equal(rec.flags, 0xbeef);
+	vmcall(TV_HC_MARKER, 9, 0xffffffff64636261ull, 0xffffffff6c6b6a69ull);
+	assert_memory_equal(rec.label, "abcd\0\0\0\0ijkl\0\0\0\0", 16);
+
+	hypercall_set_hooks(NULL);
+	vmcall(TV_HC_TRACE_STOP, 0, 0, 0);
+	assert_int_equal(regs.rax, 0xffffffdaull);  /* EAX = -38, zero-extended */
+	vmcall(TV_HC_PROBE, 0, 0, 0);
+	assert_int_equal(regs.rax, 0);
+	assert_int_equal(regs.rbx, TV_HC_PROBE_MAGIC);
+	assert_int_equal(vm_get(VMCS_GUEST_RIP), 0x8000 + 5 * 3);
+}
+
+static void test_real_mode_caller_is_cpl0(void **state)
+{
+	(void)state;
+	/* after SIPI: real mode, SS.DPL = 0 */
+	vm_set(VMCS_ENTRY_CTLS, ENTRY_LOAD_EFER);
+	vm_set(VMCS_GUEST_CR0, 0x60000030);
+	vm_set(VMCS_GUEST_CS_AR, 0x9b);
+	vm_set(VMCS_GUEST_SS_AR, 0x93);
+	vm_set(VMCS_GUEST_RIP, 0x100);
+	vmcall(TV_HC_PROBE, 0, 0, 0);
+	assert_int_equal(regs.rbx, TV_HC_PROBE_MAGIC);
+	assert_int_equal(vm_get(VMCS_GUEST_RIP), 0x103);
+}
+
+static void test_strerror(void **state)
+{
+	(void)state;
+	assert_string_equal(tv_hc_strerror(TV_HC_OK), "ok");
+	assert_string_equal(tv_hc_strerror(TV_HC_EINVAL), "unknown function");
+	assert_string_equal(tv_hc_strerror(TV_HC_EBUSY), "busy");
+	assert_string_equal(tv_hc_strerror(-1), "unknown status");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_cpl3_gets_ud_and_nothing_else, setup),
+		cmocka_unit_test_setup(test_probe, setup),
+		cmocka_unit_test_setup(test_no_backend_enosys, setup),
+		cmocka_unit_test_setup(test_hooks_called_with_arguments, setup),
+		cmocka_unit_test_setup(test_unknown_function_einval, setup),
+		cmocka_unit_test_setup(test_32bit_caller, setup),
+		cmocka_unit_test_setup(test_real_mode_caller_is_cpl0, setup),
+		cmocka_unit_test_setup(test_strerror, setup),
+	};
+
+	return cmocka_run_group_tests_name("test_exit_hypercall", tests, NULL, NULL);
+}
