@@ -161,7 +161,7 @@ out:
 
 /* The blue pill, when VT-x is there and the config allows it. */
 static void virtualize(const struct cpu_caps *caps, const struct tv_config *cfg,
-		       const struct mm_summary *sum, int map_ok)
+		       const struct mm_summary *sum, int map_ok, uint64_t tsc_hz)
 {
 	struct vmx_boot_params p;
 	struct hw_cpuid_regs r;
@@ -192,6 +192,8 @@ static void virtualize(const struct cpu_caps *caps, const struct tv_config *cfg,
 	p.log_ring_bytes = main_ring.size;
 	p.serial_port = com.base;
 	p.console_sink = cfg->console ? efi_console_sink : NULL;
+	p.tsc_hz = tsc_hz;
+	p.heartbeat_s = cfg->heartbeat_s;
 	if (vmx_boot(&p))
 		log_warn("vmx: booting unvirtualized");
 }
@@ -258,7 +260,7 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	if (net_init(tsc_hz))
 		log_warn("net: lwIP not initialised");
 
-	virtualize(&caps, &cfg, &sum, map_rc);
+	virtualize(&caps, &cfg, &sum, map_rc, tsc_hz);
 
 	st = chainload(&cfg);
 	log_err("tracevisor: returning to the firmware (%s)", efi_strerror(st));

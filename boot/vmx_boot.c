@@ -147,7 +147,7 @@ int vmx_boot(const struct vmx_boot_params *p)
 {
 	struct tv_mp_services *mp = find_mp();
 	UINTN ncpu = 1, nenabled = 1, bsp = 0;
-	uint64_t image_bytes, percpu_bytes, total, region_pa, off;
+	uint64_t image_bytes, percpu_bytes, cpus_bytes, info_bytes, total, region_pa, off;
 	uint8_t *region, *copy;
 	struct per_cpu *cpus;
 	struct page_pool *pool;
@@ -179,14 +179,12 @@ int vmx_boot(const struct vmx_boot_params *p)
 	/* --- one reservation for everything --------------------------------- */
 	image_bytes = (efi_self->ImageSize + 4095) & ~4095ull;
 	percpu_bytes = 4 * 4096 + HOST_STACK_BYTES;  /* VMXON, VMCS, MSR bitmap, GDT+TSS, stack */
-	total = image_bytes + ncpu * percpu_bytes + 4096 /* per_cpu array */ +
-		4096 /* boot info, envs, EPT and MTRR state */ + 2 * 4096 /* IDT, guest TSS */ +
-		POOL_BYTES;
-	if (ncpu * sizeof(struct per_cpu) > 4096 ||
-	    sizeof(*bi) + ncpu * sizeof(*envs) + sizeof(*ept) + sizeof(*mtrr) + sizeof(*pool) > 4096) {
-		log_err("vmx: per-CPU state too large for %llu CPUs", (unsigned long long)ncpu);
-		return -1;
-	}
+	cpus_bytes = (ncpu * sizeof(struct per_cpu) + 4095) & ~4095ull;
+	/* boot info, host environments, EPT, MTRR and pool state */
+	info_bytes = (sizeof(*bi) + ncpu * sizeof(*envs) + sizeof(*ept) + sizeof(*mtrr) +
+		      sizeof(*pool) + 4095) & ~4095ull;
+	total = image_bytes + ncpu * percpu_bytes + cpus_bytes + info_bytes +
+		2 * 4096 /* IDT, guest TSS */ + POOL_BYTES;
 	st = efi_bs->AllocatePages(AllocateAnyPages, EfiReservedMemoryType, total / 4096, &region_pa);
 	if (EFI_ERROR(st)) {
 		log_err("vmx: cannot reserve %llu KiB: %s", (unsigned long long)(total >> 10),
@@ -209,13 +207,13 @@ int vmx_boot(const struct vmx_boot_params *p)
 	}
 	off = image_bytes;
 	cpus = (struct per_cpu *)(region + off);
-	off += 4096;
+	off += cpus_bytes;
 	bi = (struct hv_boot_info *)(region + off);
 	envs = (struct vmx_host_env *)(bi + 1);
 	ept = (struct ept *)(envs + ncpu);
 	mtrr = (struct mtrr_state *)(ept + 1);
 	pool = (struct page_pool *)(mtrr + 1);
-	off += 4096;
+	off += info_bytes;
 	idt = region + off;
 	off += 4096;
 	guest_tss = region + off;
@@ -226,6 +224,7 @@ int vmx_boot(const struct vmx_boot_params *p)
 
 		cpus[i].index = (uint32_t)i;
 		cpus[i].vpid = (uint16_t)(i + 1);
+		cpus[i].timer_period_tsc = (uint64_t)p->heartbeat_s * p->tsc_hz;
 		cpus[i].vmxon_pa = (uint64_t)(uintptr_t)pc;
 		cpus[i].vmcs_pa = (uint64_t)(uintptr_t)pc + 4096;
 		cpus[i].msr_bitmap_pa = (uint64_t)(uintptr_t)pc + 2 * 4096;

@@ -16,6 +16,8 @@ struct vmx_boot_params {
 	uint64_t log_ring_pa, log_ring_bytes;
 	uint16_t serial_port;
 	log_sink_fn console_sink;    /* removed while APs run (ConOut is BSP-only) */
+	uint64_t tsc_hz;             /* measured at boot */
+	uint32_t heartbeat_s;        /* config: 0 = off */
 };
 
 /*

@@ -83,7 +83,7 @@ tv_bochs() {
 	rc_file=$log.bochsrc
 	rm -f "$log" "$disk.lock"
 	cat >"$rc_file" <<RC
-megs: 512
+megs: ${TV_BOCHS_MEGS:-512}
 romimage: file=$(tv_dep OVMF_FD)
 vgaromimage: file=$(tv_dep VGABIOS)
 cpu: model=corei7_skylake_x, count=$cpus, ips=100000000, ignore_bad_msrs=1

@@ -17,6 +17,7 @@ void config_defaults(struct tv_config *cfg)
 	cfg->console = true;
 	cfg->log_ring_kb = 256;
 	cfg->vmx = true;
+	cfg->heartbeat_s = 0;
 }
 
 /* --- value parsers: return 0, or -1 with a reason in err ------------------ */
@@ -159,6 +160,22 @@ static int key_vmx(struct tv_config *cfg, const char *val, char *err, size_t err
 	return 0;
 }
 
+static int key_heartbeat_s(struct tv_config *cfg, const char *val, char *err, size_t errlen)
+{
+	uint64_t s;
+
+	if (!strcmp(val, "off")) {
+		cfg->heartbeat_s = 0;
+		return 0;
+	}
+	if (parse_u64(val, &s) || s > 3600) {
+		snprintf(err, errlen, "heartbeat_s must be off or 0..3600 seconds");
+		return -1;
+	}
+	cfg->heartbeat_s = (uint32_t)s;
+	return 0;
+}
+
 static const struct config_key {
 	const char *name;
 	key_fn fn;
@@ -169,6 +186,7 @@ static const struct config_key {
 	{ "console", key_console },
 	{ "log_ring_kb", key_log_ring_kb },
 	{ "vmx", key_vmx },
+	{ "heartbeat_s", key_heartbeat_s },
 };
 
 #define NKEYS (sizeof(config_keys) / sizeof(config_keys[0]))
@@ -336,8 +354,9 @@ uint32_t config_parse(struct tv_config *cfg, const char *text, size_t len,
 
 void config_log(const struct tv_config *cfg)
 {
-	log_info("config: loader=%s log_level=%s serial=%#x console=%s log_ring_kb=%u vmx=%s",
+	log_info("config: loader=%s log_level=%s serial=%#x console=%s log_ring_kb=%u vmx=%s heartbeat_s=%u",
 		 cfg->loader[0] ? cfg->loader : "(next BootOrder entry)",
 		 log_level_name(cfg->log_level), cfg->serial_port,
-		 cfg->console ? "on" : "off", cfg->log_ring_kb, cfg->vmx ? "on" : "off");
+		 cfg->console ? "on" : "off", cfg->log_ring_kb, cfg->vmx ? "on" : "off",
+		 cfg->heartbeat_s);
 }

@@ -27,6 +27,7 @@ struct tv_config {
 	bool console;                  /* log to the firmware console */
 	uint32_t log_ring_kb;          /* power of two, 4..4096 */
 	bool vmx;                      /* virtualize (blue pill) when VT-x is there */
+	uint32_t heartbeat_s;          /* 0 = off; else a per-CPU status line every N s */
 };
 
 struct config_error {

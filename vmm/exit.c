@@ -42,6 +42,7 @@ static const struct exit_handler exit_table[EXIT_REASON_MAX] = {
 	[EXIT_REASON_INVVPID]      = { exit_vmx_instruction, false, false },
 	[EXIT_REASON_XSETBV]       = { exit_xsetbv,          false, true },
 	[EXIT_REASON_VMFUNC]       = { exit_vmx_instruction, false, false },
+	[EXIT_REASON_PREEMPTION_TIMER] = { exit_preemption_timer, false, false },
 	/* EPT misconfiguration (a bug in ept.c: dump and stop) and the
 	 * tracing exits (MTF, #DB, PMI) get rows when their handlers exist. */
 };

@@ -228,6 +228,17 @@ enum exit_action exit_xsetbv(struct exit_ctx *ctx);
 enum exit_action exit_invd(struct exit_ctx *ctx);
 enum exit_action exit_getsec(struct exit_ctx *ctx);
 enum exit_action exit_vmx_instruction(struct exit_ctx *ctx);
+/* exit_preemption_timer - reason 52: the periodic work runs on resume. */
+enum exit_action exit_preemption_timer(struct exit_ctx *ctx);
+
+/*
+ * vcpu_periodic - after every handled exit: when the heartbeat is due, log
+ * this CPU's status line; then re-arm the VMX-preemption timer for the
+ * next due time.  No-op when the timer is off.
+ */
+void vcpu_periodic(struct per_cpu *cpu);
+/* vcpu_timer_value - preemption-timer ticks from now until next_beat_tsc. */
+uint32_t vcpu_timer_value(const struct per_cpu *cpu, uint64_t now);
 enum exit_action exit_triple_fault(struct exit_ctx *ctx);
 
 /* exit_sipi.c */

@@ -5,7 +5,7 @@
  * EPT maps all of guest-physical memory one to one except tracevisor's
  * own (hidden: not present).  A guest access to a hidden page - a bug or
  * an attack - has one defined outcome: it is counted, the first few are
- * logged with the guest RIP, and that 4 KiB page is remapped onto a
+ * logged with the guest RIP, and that 4 KiB page is remapped (RWX) onto a
  * single scratch page, so the access completes without a fault and
  * without reaching tracevisor's memory: reads see whatever the guest put
  * in the scratch page, writes land there.  Any other violation (an
@@ -23,6 +23,7 @@
 #define EPT_QUAL_READ  (1ull << 0)
 #define EPT_QUAL_WRITE (1ull << 1)
 #define EPT_QUAL_FETCH (1ull << 2)
+#define EPT_QUAL_ACCESS (EPT_QUAL_READ | EPT_QUAL_WRITE | EPT_QUAL_FETCH)
 #define LOG_FIRST 16
 
 static int ept_lock;
@@ -50,12 +51,25 @@ enum exit_action exit_ept_violation(struct exit_ctx *ctx)
 	}
 	while (__atomic_exchange_n(&ept_lock, 1, __ATOMIC_ACQUIRE))
 		hw_pause();
-	/* Another CPU may have mapped it already: then only our TLB is stale. */
+	/*
+	 * Another CPU may have mapped it already: then only our TLB is stale.
+	 * The scratch page is RWX so every kind of access completes (a fetch
+	 * runs whatever the guest wrote there: its own bytes, never ours).
+	 * A present leaf that does not allow this access would fault again
+	 * for ever: that is a bug in the tables, stop rather than spin.
+	 */
 	if (ept_lookup(hv.ept, gpa, &leaf) != 0 || leaf.rwx == 0) {
 		if (hidden)
-			rc = ept_map_4k(hv.ept, hv.pool, page, hv.scratch_pa, EPT_R | EPT_W, 6);
+			rc = ept_map_4k(hv.ept, hv.pool, page, hv.scratch_pa, EPT_RWX, 6);
 		else
 			rc = ept_map_4k(hv.ept, hv.pool, page, page, EPT_RWX, 0);
+	} else if ((ctx->qualification & EPT_QUAL_ACCESS) & ~(uint64_t)leaf.rwx) {
+		__atomic_store_n(&ept_lock, 0, __ATOMIC_RELEASE);
+		log_err("ept: cpu %u: violation at %#llx (qualification %#llx) on a leaf that allows rwx=%u at RIP %#llx: stopping, it would repeat for ever",
+			ctx->cpu->index, (unsigned long long)gpa,
+			(unsigned long long)ctx->qualification, (unsigned)leaf.rwx,
+			(unsigned long long)vmcs_get(VMCS_GUEST_RIP));
+		return EXIT_STOP_CPU;
 	}
 	__atomic_store_n(&ept_lock, 0, __ATOMIC_RELEASE);
 

@@ -58,6 +58,16 @@ struct per_cpu {
 	bool launched;
 	bool stopped;             /* the panic path halted this CPU */
 	struct vcpu_stats stats;
+
+	/*
+	 * Periodic work in VMX root, driven by the VMX-preemption timer so it
+	 * runs even when the guest never exits (vmm/periodic.c).  A period of
+	 * 0 leaves the timer off.
+	 */
+	uint64_t timer_period_tsc;
+	uint32_t timer_shift;     /* IA32_VMX_MISC[4:0]: timer ticks = TSC >> shift */
+	uint64_t next_beat_tsc;
+	uint64_t beat_exits, beat_by_reason[EXIT_REASON_MAX];  /* at the last heartbeat */
 };
 
 /*

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "vmm/exit.h"
 #include "vmm/log.h"
 #include "vmm/msr.h"
 #include "vmm/segment.h"
@@ -39,7 +40,13 @@ int vmx_compute_controls(struct per_cpu *cpu, bool guest_long_mode, char *why, s
 	uint32_t missing;
 	uint32_t want2 = CPU2_ENABLE_EPT | CPU2_UNRESTRICTED_GUEST | CPU2_ENABLE_VPID;
 
-	cpu->pin = vmx_adjust_controls(c->pin, 0, NULL);
+	cpu->pin = vmx_adjust_controls(c->pin, cpu->timer_period_tsc ? PIN_PREEMPTION_TIMER : 0,
+				       &missing);
+	if (missing & PIN_PREEMPTION_TIMER) {
+		log_warn("vmx: cpu %u: no VMX-preemption timer: periodic work (heartbeat) only on exits",
+			 cpu->index);
+		cpu->timer_period_tsc = 0;
+	}
 	cpu->proc = vmx_adjust_controls(c->proc, CPU_USE_MSR_BITMAPS | CPU_ACTIVATE_SECONDARY_CONTROLS,
 					&missing);
 	if (missing & CPU_ACTIVATE_SECONDARY_CONTROLS) {
@@ -128,6 +135,13 @@ int vmx_write_vmcs(struct per_cpu *cpu, const struct cpu_snapshot *s,
 	W(VMCS_ENTRY_INTR_INFO, 0);
 	W(VMCS_MSR_BITMAP, cpu->msr_bitmap_pa);
 	W(VMCS_EPT_POINTER, h->eptp);
+	if (cpu->pin & PIN_PREEMPTION_TIMER) {
+		uint64_t now = hw_rdtsc();
+
+		cpu->timer_shift = VMX_MISC_PREEMPT_SHIFT(cpu->caps.misc);
+		cpu->next_beat_tsc = now + cpu->timer_period_tsc;
+		W(VMCS_PREEMPTION_TIMER_VALUE, vcpu_timer_value(cpu, now));
+	}
 	if (cpu->proc2 & CPU2_ENABLE_VPID)
 		W(VMCS_VPID, cpu->vpid);
 	/*
@@ -305,6 +319,7 @@ void vmx_exit_handler(struct per_cpu *cpu, struct guest_regs *regs)
 	act = vmx_exit_dispatch(cpu, regs);
 	switch (act) {
 	case EXIT_RESUME:
+		vcpu_periodic(cpu);
 		return;
 	case EXIT_RESET_MACHINE:
 		log_err("vmx: cpu %u: resetting the machine", cpu->index);

@@ -42,6 +42,7 @@ static void assert_defaults(const struct tv_config *c)
 	assert_true(c->console);
 	assert_int_equal(c->log_ring_kb, 256);
 	assert_true(c->vmx);
+	assert_int_equal(c->heartbeat_s, 0);
 }
 
 /* Exactly one error, on line, whose message contains needle. */
@@ -199,6 +200,19 @@ static void test_log_ring_kb_powers_of_two(void **state)
 	assert_int_equal(cfg.log_ring_kb, 1024);
 }
 
+static void test_heartbeat_values(void **state)
+{
+	(void)state;
+	assert_int_equal(parse("heartbeat_s = 5\n"), 0);
+	assert_int_equal(cfg.heartbeat_s, 5);
+	assert_int_equal(parse("heartbeat_s = 3600\n"), 0);
+	assert_int_equal(cfg.heartbeat_s, 3600);
+	assert_int_equal(parse("heartbeat_s = off\n"), 0);
+	assert_int_equal(cfg.heartbeat_s, 0);
+	assert_int_equal(parse("heartbeat_s = 0\n"), 0);
+	assert_int_equal(cfg.heartbeat_s, 0);
+}
+
 static void test_quotes_and_trailing_comments(void **state)
 {
 	(void)state;
@@ -335,7 +349,7 @@ static void test_bad_key_chars(void **state)
 static void test_empty_value(void **state)
 {
 	static const char *const keys[] = {
-		"loader", "log_level", "serial", "console", "log_ring_kb", "vmx",
+		"loader", "log_level", "serial", "console", "log_ring_kb", "vmx", "heartbeat_s",
 	};
 	char text[64];
 
@@ -413,6 +427,9 @@ static void test_invalid_values_per_key(void **state)
 		{ "log_ring_kb = 4k", "power of two from 4 to 4096" },
 		{ "log_ring_kb = 18446744073709551616", "power of two from 4 to 4096" },
 		{ "vmx = enabled", "vmx must be" },
+		{ "heartbeat_s = 3601", "heartbeat_s must be" },
+		{ "heartbeat_s = -1", "heartbeat_s must be" },
+		{ "heartbeat_s = 1s", "heartbeat_s must be" },
 	};
 	char text[128];
 
@@ -660,6 +677,7 @@ int main(void)
 		cmocka_unit_test(test_serial_values),
 		cmocka_unit_test(test_bool_spellings),
 		cmocka_unit_test(test_log_ring_kb_powers_of_two),
+		cmocka_unit_test(test_heartbeat_values),
 		cmocka_unit_test(test_quotes_and_trailing_comments),
 		cmocka_unit_test(test_hash_without_space_is_part_of_value),
 		cmocka_unit_test(test_crlf_bom_tabs),

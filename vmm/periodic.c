@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * periodic.c - work tracevisor does on a clock, in VMX root.
+ *
+ * The VMX-preemption timer (SDM 3C 26.5.1) counts down while the guest
+ * runs, at the TSC rate divided by 2^IA32_VMX_MISC[4:0], and causes a VM
+ * exit (reason 52) at zero, whatever the guest does: interrupts off,
+ * spinning, halted.  Without "save VMX-preemption timer value" every VM
+ * entry reloads it from the VMCS, so after each exit the remaining time to
+ * the next due point is written anew; the deadline itself lives in TSC
+ * units in per_cpu, so frequent exits neither postpone nor hasten it.
+ *
+ * Today's work is the heartbeat: one line per CPU with what the guest is
+ * doing (where, in which address space, which exits since the last
+ * line), which is what you want when a guest "hangs".
+ */
+#include <stdio.h>
+
+#include "vmm/exit.h"
+#include "vmm/hw.h"
+#include "vmm/log.h"
+
+enum exit_action exit_preemption_timer(struct exit_ctx *ctx)
+{
+	(void)ctx;
+	return EXIT_RESUME;
+}
+
+uint32_t vcpu_timer_value(const struct per_cpu *cpu, uint64_t now)
+{
+	uint64_t left;
+
+	if ((int64_t)(cpu->next_beat_tsc - now) <= 0)
+		return 0;
+	left = (cpu->next_beat_tsc - now) >> cpu->timer_shift;
+	return left > 0xffffffffull ? 0xffffffffu : (uint32_t)left;
+}
+
+/* The three reasons with the most exits since the last heartbeat. */
+static void top_reasons(const struct per_cpu *cpu, char *buf, size_t len)
+{
+	uint32_t best[3] = { 0, 0, 0 };
+	uint64_t bestn[3] = { 0, 0, 0 };
+	size_t n = 0;
+
+	for (uint32_t r = 0; r < EXIT_REASON_MAX; r++) {
+		uint64_t d = cpu->stats.by_reason[r] - cpu->beat_by_reason[r];
+
+		for (int k = 0; k < 3; k++) {
+			if (d > bestn[k]) {
+				for (int j = 2; j > k; j--) {
+					bestn[j] = bestn[j - 1];
+					best[j] = best[j - 1];
+				}
+				bestn[k] = d;
+				best[k] = r;
+				break;
+			}
+		}
+	}
+	buf[0] = '\0';
+	for (int k = 0; k < 3 && bestn[k]; k++) {
+		int w = snprintf(buf + n, len - n, "%s%s %llu", k ? ", " : "",
+				 vmx_exit_reason_name(best[k]), (unsigned long long)bestn[k]);
+
+		if (w < 0 || (size_t)w >= len - n)
+			break;
+		n += (size_t)w;
+	}
+	if (!n)
+		snprintf(buf, len, "none");
+}
+
+static void heartbeat(struct per_cpu *cpu)
+{
+	char top[160];
+
+	top_reasons(cpu, top, sizeof(top));
+	log_info("hb: cpu %u: %llu exits (+%llu: %s), guest RIP %#llx CS %#llx CR3 %#llx RFLAGS %#llx activity %llu",
+		 cpu->index, (unsigned long long)cpu->stats.exits,
+		 (unsigned long long)(cpu->stats.exits - cpu->beat_exits), top,
+		 (unsigned long long)vmcs_get(VMCS_GUEST_RIP),
+		 (unsigned long long)vmcs_get(VMCS_GUEST_CS_SELECTOR),
+		 (unsigned long long)vmcs_get(VMCS_GUEST_CR3),
+		 (unsigned long long)vmcs_get(VMCS_GUEST_RFLAGS),
+		 (unsigned long long)vmcs_get(VMCS_GUEST_ACTIVITY_STATE));
+	cpu->beat_exits = cpu->stats.exits;
+	for (uint32_t r = 0; r < EXIT_REASON_MAX; r++)
+		cpu->beat_by_reason[r] = cpu->stats.by_reason[r];
+}
+
+void vcpu_periodic(struct per_cpu *cpu)
+{
+	uint64_t now;
+
+	if (!(cpu->pin & PIN_PREEMPTION_TIMER) || !cpu->timer_period_tsc)
+		return;
+	now = hw_rdtsc();
+	if ((int64_t)(now - cpu->next_beat_tsc) >= 0) {
+		heartbeat(cpu);
+		cpu->next_beat_tsc += cpu->timer_period_tsc;
+		/* Far behind (a long stop): skip the missed beats. */
+		if ((int64_t)(now - cpu->next_beat_tsc) >= 0)
+			cpu->next_beat_tsc = now + cpu->timer_period_tsc;
+	}
+	vmcs_write(VMCS_PREEMPTION_TIMER_VALUE, vcpu_timer_value(cpu, now));
+}
