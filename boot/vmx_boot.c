@@ -18,10 +18,12 @@
 #include <string.h>
 
 #include "boot/efi_util.h"
+#include "boot/mp_services.h"
 #include "vmm/ept.h"
 #include "vmm/exit.h"
 #include "vmm/host.h"
 #include "vmm/hv.h"
+#include "vmm/hypercall.h"
 #include "vmm/log.h"
 #include "vmm/mtrr.h"
 #include "vmm/page_pool.h"
@@ -34,34 +36,6 @@
 #define MAX_CPUS 64
 #define AP_TIMEOUT_US 5000000
 
-/* --- EFI_MP_SERVICES_PROTOCOL (UEFI PI spec, vol. 2, 13.4) --------------- */
-#define TV_MP_SERVICES_GUID \
-	{ 0x3fdda605, 0xa76e, 0x4f46, { 0xad, 0x29, 0x12, 0xf4, 0x53, 0x1b, 0x3d, 0x08 } }
-struct tv_mp_services;
-typedef void(EFIAPI *tv_ap_procedure)(void *arg);
-struct tv_processor_info {
-	UINT64 processor_id;
-	UINT32 status_flag;
-	UINT32 package, core, thread;
-	UINT8 extended[24];       /* PI 1.7 ExtendedInformation, unused */
-};
-struct tv_mp_services {
-	EFI_STATUS(EFIAPI *get_number_of_processors)(struct tv_mp_services *self, UINTN *n, UINTN *enabled);
-	EFI_STATUS(EFIAPI *get_processor_info)(struct tv_mp_services *self, UINTN cpu,
-					       struct tv_processor_info *info);
-	EFI_STATUS(EFIAPI *startup_all_aps)(struct tv_mp_services *self, tv_ap_procedure proc,
-					    BOOLEAN single, EFI_EVENT ev, UINTN timeout, void *arg,
-					    UINTN **failed);
-	EFI_STATUS(EFIAPI *startup_this_ap)(struct tv_mp_services *self, tv_ap_procedure proc,
-					    UINTN cpu, EFI_EVENT ev, UINTN timeout, void *arg,
-					    BOOLEAN *finished);
-	EFI_STATUS(EFIAPI *switch_bsp)(struct tv_mp_services *self, UINTN cpu, BOOLEAN enable_old);
-	EFI_STATUS(EFIAPI *enable_disable_ap)(struct tv_mp_services *self, UINTN cpu, BOOLEAN enable,
-					      UINT32 *health);
-	EFI_STATUS(EFIAPI *who_am_i)(struct tv_mp_services *self, UINTN *cpu);
-};
-#define PROCESSOR_AS_BSP_BIT 0x1
-#define PROCESSOR_ENABLED_BIT 0x2
 
 /* Symbols of the image (linker.ld, gnu-efi crt0). */
 extern char ImageBase[];
@@ -128,6 +102,46 @@ static void EFIAPI ap_entry(void *arg)
 	struct launch_slot *s = arg;
 
 	s->rc = launch_this_cpu(s->cpu, s->env);
+}
+
+/* Runs on a launched AP when another CPU failed: back out of VMX. */
+static void EFIAPI ap_devirt(void *arg)
+{
+	struct launch_slot *s = arg;
+	uint64_t in[4] = { TV_HC_DEVIRT, 0, 0, 0 }, out[4];
+
+	hw_vmcall(in, out);
+	s->rc = (int)(int64_t)out[0];
+}
+
+/*
+ * Not every CPU could be launched: take the launched ones out of VMX so
+ * the machine boots entirely unvirtualized.  Returns how many remain
+ * virtualized (0 on success).
+ */
+static int devirtualize_aps(struct tv_mp_services *mp, UINTN ncpu, UINTN bsp)
+{
+	int left = 0;
+
+	for (UINTN i = 0; i < ncpu; i++) {
+		BOOLEAN finished = FALSE;
+		EFI_STATUS st;
+
+		if (i == bsp || slots[i].rc != 0 || !slots[i].cpu)
+			continue;
+		slots[i].rc = -100;
+		st = mp->startup_this_ap(mp, ap_devirt, i, NULL, AP_TIMEOUT_US, &slots[i], &finished);
+		if (EFI_ERROR(st) || slots[i].rc) {
+			log_err("vmx: cpu %llu could not leave VMX (%s, status %d): it stays virtualized",
+				(unsigned long long)i, efi_strerror(st), slots[i].rc);
+			slots[i].rc = 0;
+			left++;
+		} else {
+			log_info("vmx: cpu %llu left VMX", (unsigned long long)i);
+			slots[i].rc = -1;
+		}
+	}
+	return left;
 }
 
 static struct tv_mp_services *find_mp(void)
@@ -339,9 +353,19 @@ int vmx_boot(const struct vmx_boot_params *p)
 	if (p->console_sink)
 		log_add_sink(p->console_sink, NULL);
 	if (!ok) {
-		log_err("vmx: not every CPU could be virtualized; CPUs already launched stay virtualized (devirtualization not implemented yet)");
+		log_err("vmx: not every CPU could be virtualized: turning VMX off on all of them");
+		if (mp && devirtualize_aps(mp, ncpu, bsp) == 0)
+			log_warn("vmx: every CPU is unvirtualized again (%llu KiB stay reserved)",
+				 (unsigned long long)(total >> 10));
 		return -1;
 	}
 	log_info("vmx: all %llu CPUs run as guests of tracevisor", (unsigned long long)ncpu);
+	{
+		uint64_t in[4] = { TV_HC_SEAL, 0, 0, 0 }, out[4];
+
+		hw_vmcall(in, out);
+		if (out[0] != TV_HC_OK)
+			log_err("vmx: sealing the boot-time hypercalls failed (%lld)", (long long)out[0]);
+	}
 	return 0;
 }

@@ -97,6 +97,8 @@ static inline uint32_t intr_info_hw_exception(uint8_t vector, bool deliver_error
 /* Guest interruptibility state (SDM 3C 25.4.2). */
 #define INTERRUPTIBILITY_STI    (1u << 0)
 #define INTERRUPTIBILITY_MOV_SS (1u << 1)
+#define INTERRUPTIBILITY_SMI    (1u << 2)
+#define INTERRUPTIBILITY_NMI    (1u << 3)
 /* Pending debug exceptions: BS, a single-step trap is pending (25.4.2). */
 #define PENDING_DBG_BS (1ull << 14)
 
@@ -228,6 +230,15 @@ enum exit_action exit_xsetbv(struct exit_ctx *ctx);
 enum exit_action exit_invd(struct exit_ctx *ctx);
 enum exit_action exit_getsec(struct exit_ctx *ctx);
 enum exit_action exit_vmx_instruction(struct exit_ctx *ctx);
+/*
+ * NMIs that arrive while a CPU is in VMX root (host_nmi, from the host
+ * IDT) belong to the guest: they are counted in cpu->nmi_pending and
+ * injected before the next VM entry by vcpu_deliver_nmi() (SDM 3C 27.6:
+ * event injection; "NMI exiting" is 0, so NMIs in non-root operation
+ * reach the guest directly).  Returns true when one was injected.
+ */
+bool vcpu_deliver_nmi(struct per_cpu *cpu);
+
 /* exit_preemption_timer - reason 52: the periodic work runs on resume. */
 enum exit_action exit_preemption_timer(struct exit_ctx *ctx);
 

@@ -51,16 +51,18 @@ uint64_t host_build_page_tables(struct page_pool *pool, uint64_t top, bool gb_pa
 	return page_pool_pa(pool, pml4);
 }
 
+_Static_assert(HOST_SEL_TSS / 8 + 1 < HOST_GDT_BYTES / 8, "TSS descriptor inside the host GDT");
+
 void host_build_gdt(uint8_t *gdt, uint64_t tss_base)
 {
-	uint64_t d[6] = { 0 };
+	uint64_t d[HOST_GDT_BYTES / 8] = { 0 };
 
 	/* 64-bit code: P, S, type 0xB, L=1, G=1; data: P, S, type 3, D/B=1, G=1. */
 	d[1] = seg_encode_descriptor(0, 0xfffff, 0xa09b);
 	d[2] = seg_encode_descriptor(0, 0xfffff, 0xc093);
 	/* 64-bit TSS (type 9, available), 16 bytes. */
-	d[3] = seg_encode_descriptor((uint32_t)tss_base, 0x67, 0x0089);
-	d[4] = tss_base >> 32;
+	d[HOST_SEL_TSS / 8] = seg_encode_descriptor((uint32_t)tss_base, 0x67, 0x0089);
+	d[HOST_SEL_TSS / 8 + 1] = tss_base >> 32;
 	memcpy(gdt, d, HOST_GDT_BYTES);
 }
 

@@ -22,7 +22,7 @@ uint64_t host_build_page_tables(struct page_pool *pool, uint64_t top, bool gb_pa
 
 /*
  * host_build_gdt - this CPU's GDT (null, 64-bit code 0x08, data 0x10,
- * 64-bit TSS 0x18 over tss) into gdt (HOST_GDT_BYTES).
+ * 64-bit TSS HOST_SEL_TSS over tss) into gdt (HOST_GDT_BYTES).
  */
 void host_build_gdt(uint8_t *gdt, uint64_t tss_base);
 

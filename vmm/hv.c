@@ -5,9 +5,43 @@
 #include "vmm/hv.h"
 
 #include "drivers/serial.h"
+#include "vmm/hw.h"
 
 static struct serial_port hv_com;
 struct hv_boot_info hv;
+
+struct per_cpu *hv_this_cpu(void)
+{
+	struct hw_cpuid_regs r;
+	uint32_t apic;
+
+	hw_cpuid(0, 0, &r);
+	if (r.eax >= 0xb) {
+		hw_cpuid(0xb, 0, &r);
+		apic = r.edx;            /* x2APIC ID, valid with or without x2APIC mode */
+		if (r.ebx == 0) {        /* leaf 0xB not implemented after all */
+			hw_cpuid(1, 0, &r);
+			apic = r.ebx >> 24;
+		}
+	} else {
+		hw_cpuid(1, 0, &r);
+		apic = r.ebx >> 24;
+	}
+	for (uint32_t i = 0; i < hv.ncpus; i++)
+		if (hv.cpus[i].apic_id == apic)
+			return &hv.cpus[i];
+	return NULL;
+}
+
+void host_nmi(void)
+{
+	struct per_cpu *cpu = hv_this_cpu();
+
+	if (!cpu)
+		return;      /* unknown CPU: nothing to reflect it to */
+	cpu->stats.nmis_in_root++;
+	__atomic_fetch_add(&cpu->nmi_pending, 1, __ATOMIC_ACQ_REL);
+}
 
 void hv_init(const struct hv_boot_info *bi)
 {

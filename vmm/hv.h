@@ -34,6 +34,12 @@ struct hv_boot_info {
 /* The resident copy's view of the above, set by hv_init(). */
 extern struct hv_boot_info hv;
 
+/* hv_this_cpu - the calling CPU's per_cpu (by APIC ID), NULL if unknown. */
+struct per_cpu *hv_this_cpu(void);
+
+/* host_nmi - from the host IDT: an NMI arrived in VMX root (vmx_entry.S). */
+void host_nmi(void);
+
 /* hv_init - called in the resident copy before any CPU launches. */
 void hv_init(const struct hv_boot_info *bi);
 

@@ -117,4 +117,33 @@ int hw_vmx_launch_here(void);
 /* Unwind the launch frame at launch_rsp (the GUEST_RSP) returning err. */
 __attribute__((noreturn)) void hw_vmx_launch_fail_return(uint64_t launch_rsp, int err);
 
+/*
+ * The guest context a CPU leaves VMX for (hw_vmx_devirt).  Layout fixed:
+ * vmx_entry.S reads it by offset (asserted in vmm/devirt.c).
+ */
+struct hw_devirt_frame {
+	uint64_t gpr[16];        /* rax, rcx, rdx, rbx, rsp, rbp, rsi, rdi, r8..r15 */
+	uint64_t rip, rflags;    /* 128, 136 */
+	uint64_t cs, ss;         /* 144, 152: selectors */
+	uint64_t ds, es, fs, gs; /* 160..184 */
+	uint64_t fs_base, gs_base; /* 192, 200 */
+	uint64_t cr3, cr4;       /* 208, 216: cr4 without VMXE */
+	struct hw_dtr gdtr;      /* 224 (10 bytes, packed) */
+	uint8_t pad0[6];
+	struct hw_dtr idtr;      /* 240 */
+	uint8_t pad1[6];
+	uint64_t iret[5];        /* 256: scratch for the IRETQ frame */
+};
+
+/*
+ * hw_vmx_devirt - leave VMX operation for good on this CPU and continue
+ * as the guest would have: load the guest's GDTR/IDTR/CR3, VMXOFF, clear
+ * CR4.VMXE, load its data segments and FS/GS bases, its GPRs, and IRETQ
+ * to CS:RIP with RFLAGS and SS:RSP.  Called in VMX root from the exit
+ * handler; the frame must stay mapped in the guest's page tables (it is in
+ * tracevisor's identity-mapped memory).  TR keeps tracevisor's TSS until
+ * the OS loads its own (UEFI does not use TR).
+ */
+__attribute__((noreturn)) void hw_vmx_devirt(struct hw_devirt_frame *f);
+
 #endif /* TV_HW_H */

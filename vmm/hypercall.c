@@ -9,12 +9,24 @@
  */
 #include <string.h>
 
+#include "vmm/devirt.h"
 #include "vmm/exit.h"
 #include "vmm/hypercall.h"
 #include "vmm/log.h"
 #include "vmm/version.h"
 
 static const struct hypercall_hooks *registered;
+static bool sealed;
+
+bool hypercall_sealed(void)
+{
+	return __atomic_load_n(&sealed, __ATOMIC_ACQUIRE);
+}
+
+void hypercall_reset_seal(void)
+{
+	__atomic_store_n(&sealed, false, __ATOMIC_RELEASE);
+}
 
 void hypercall_set_hooks(const struct hypercall_hooks *hooks)
 {
@@ -70,6 +82,28 @@ enum exit_action exit_vmcall(struct exit_ctx *ctx)
 		memcpy(label + 8, &rdx, 8);
 		status = hooks && hooks->marker ? hooks->marker(ctx->cpu, rbx, label) : TV_HC_ENOSYS;
 		break;
+	case TV_HC_SEAL:
+		if (hypercall_sealed()) {
+			status = TV_HC_EINVAL;
+			break;
+		}
+		__atomic_store_n(&sealed, true, __ATOMIC_RELEASE);
+		log_info("hypercall: sealed by cpu %u: boot-time calls refused from now on",
+			 ctx->cpu->index);
+		status = TV_HC_OK;
+		break;
+	case TV_HC_DEVIRT:
+		if (hypercall_sealed()) {
+			status = TV_HC_EINVAL;
+			break;
+		}
+		regs->rax = TV_HC_OK;
+		if (devirt_capture(ctx, &ctx->cpu->devirt)) {
+			status = TV_HC_EBUSY;
+			break;
+		}
+		log_info("hypercall: cpu %u leaves VMX (devirtualized)", ctx->cpu->index);
+		return EXIT_DEVIRT;
 	default:
 		status = TV_HC_EINVAL;
 		break;

@@ -42,6 +42,7 @@
 #ifndef TV_HYPERCALL_H
 #define TV_HYPERCALL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Bumped whenever a function is added or a register's meaning changes. */
@@ -60,6 +61,17 @@ enum tv_hc_function {
 	TV_HC_TRACE_START = 1,
 	TV_HC_TRACE_STOP = 2,
 	TV_HC_MARKER = 3,
+	/*
+	 * Boot-time only, used by tracevisor's own boot code before it hands
+	 * the machine to the OS loader; once sealed both return TV_HC_EINVAL,
+	 * so nothing the OS runs can switch tracing off by leaving VMX.
+	 *   TV_HC_DEVIRT  this CPU leaves VMX and goes on unvirtualized
+	 *                 (RAX = TV_HC_OK there; TV_HC_EBUSY if the guest is
+	 *                 not in 64-bit paged mode)
+	 *   TV_HC_SEAL    refuse TV_HC_DEVIRT and TV_HC_SEAL from now on
+	 */
+	TV_HC_DEVIRT = 0x100,
+	TV_HC_SEAL = 0x101,
 };
 
 /* Status codes in RAX (the Linux errno numbers, negated). */
@@ -93,6 +105,11 @@ struct hypercall_hooks {
  * call while other CPUs take hypercalls (atomic pointer store).
  */
 void hypercall_set_hooks(const struct hypercall_hooks *hooks);
+
+/* hypercall_sealed - whether TV_HC_SEAL was made (boot is over). */
+bool hypercall_sealed(void);
+/* hypercall_reset_seal - tests only: back to the boot state. */
+void hypercall_reset_seal(void);
 
 /* tv_hc_strerror - text for a TV_HC_* status ("unknown status" otherwise). */
 const char *tv_hc_strerror(int64_t status);

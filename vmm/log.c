@@ -181,6 +181,11 @@ static void log_lock(void)
 			hw_pause();
 }
 
+void log_break_lock(void)
+{
+	__atomic_store_n(&g_log.lock, 0, __ATOMIC_RELEASE);
+}
+
 static void log_unlock(void)
 {
 	__atomic_store_n(&g_log.lock, 0, __ATOMIC_RELEASE);

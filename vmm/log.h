@@ -91,6 +91,12 @@ void log_set_ring(struct log_ring *ring);
 struct log_ring *log_get_ring(void);
 /* Register a sink; returns 0 or -1 when all LOG_MAX_SINKS are taken. */
 int log_add_sink(log_sink_fn fn, void *ctx);
+/*
+ * log_break_lock - release the logger's lock whoever holds it: for the
+ * panic path (an exception in tracevisor may have hit while this CPU held
+ * it).  Lines may interleave afterwards; nothing deadlocks.
+ */
+void log_break_lock(void);
 /* Forget every sink (a relocated copy of tracevisor starts afresh). */
 void log_clear_sinks(void);
 /* Remove every sink registered with fn (e.g. the console at handover). */

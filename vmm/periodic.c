@@ -76,9 +76,10 @@ static void heartbeat(struct per_cpu *cpu)
 	char top[160];
 
 	top_reasons(cpu, top, sizeof(top));
-	log_info("hb: cpu %u: %llu exits (+%llu: %s), guest RIP %#llx CS %#llx CR3 %#llx RFLAGS %#llx activity %llu",
+	log_info("hb: cpu %u: %llu exits (+%llu: %s), %llu NMIs in root, guest RIP %#llx CS %#llx CR3 %#llx RFLAGS %#llx activity %llu",
 		 cpu->index, (unsigned long long)cpu->stats.exits,
 		 (unsigned long long)(cpu->stats.exits - cpu->beat_exits), top,
+		 (unsigned long long)cpu->stats.nmis_in_root,
 		 (unsigned long long)vmcs_get(VMCS_GUEST_RIP),
 		 (unsigned long long)vmcs_get(VMCS_GUEST_CS_SELECTOR),
 		 (unsigned long long)vmcs_get(VMCS_GUEST_CR3),
@@ -104,4 +105,30 @@ void vcpu_periodic(struct per_cpu *cpu)
 			cpu->next_beat_tsc = now + cpu->timer_period_tsc;
 	}
 	vmcs_write(VMCS_PREEMPTION_TIMER_VALUE, vcpu_timer_value(cpu, now));
+}
+
+bool vcpu_deliver_nmi(struct per_cpu *cpu)
+{
+	uint64_t intr, info, act;
+
+	if (!__atomic_load_n(&cpu->nmi_pending, __ATOMIC_ACQUIRE))
+		return false;
+	info = vmcs_get(VMCS_ENTRY_INTR_INFO);
+	intr = vmcs_get(VMCS_GUEST_INTERRUPTIBILITY);
+	act = vmcs_get(VMCS_GUEST_ACTIVITY_STATE);
+	/*
+	 * SDM 3C 27.3.1.5: no NMI injection while another event is being
+	 * injected, under MOV-SS blocking, under blocking by NMI (virtual
+	 * NMIs are off), or into wait-for-SIPI / shutdown.  Then it stays
+	 * pending for the next exit, as a held-off NMI would on bare metal.
+	 */
+	if ((info & INTR_INFO_VALID) ||
+	    (intr & (INTERRUPTIBILITY_MOV_SS | INTERRUPTIBILITY_NMI)) ||
+	    (act != ACTIVITY_ACTIVE && act != ACTIVITY_HLT))
+		return false;
+	vmcs_write(VMCS_ENTRY_INTR_INFO,
+		   2u | (INTR_TYPE_NMI << INTR_INFO_TYPE_SHIFT) | INTR_INFO_VALID);
+	__atomic_fetch_sub(&cpu->nmi_pending, 1, __ATOMIC_ACQ_REL);
+	cpu->stats.nmis_reflected++;
+	return true;
 }

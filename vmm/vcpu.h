@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "vmm/hw.h"
 #include "vmm/vmx_caps.h"
 #include "vmm/vmx_defs.h"
 
@@ -37,6 +38,8 @@ struct vcpu_stats {
 	uint64_t by_reason[EXIT_REASON_MAX];
 	uint64_t injected_ud, injected_gp;
 	uint64_t hidden_memory_accesses;  /* EPT violations on hypervisor memory */
+	uint64_t nmis_in_root;            /* NMIs taken while in VMX root */
+	uint64_t nmis_reflected;          /* ... and injected into the guest */
 };
 
 struct per_cpu {
@@ -68,6 +71,9 @@ struct per_cpu {
 	uint32_t timer_shift;     /* IA32_VMX_MISC[4:0]: timer ticks = TSC >> shift */
 	uint64_t next_beat_tsc;
 	uint64_t beat_exits, beat_by_reason[EXIT_REASON_MAX];  /* at the last heartbeat */
+
+	struct hw_devirt_frame devirt;  /* filled by TV_HC_DEVIRT */
+	uint32_t nmi_pending;     /* NMIs taken in VMX root, not yet injected */
 };
 
 /*
@@ -88,6 +94,7 @@ enum exit_action {
 	EXIT_RESUME = 0,          /* VMRESUME the guest */
 	EXIT_STOP_CPU,            /* unrecoverable: dump state, halt this CPU */
 	EXIT_RESET_MACHINE,       /* e.g. guest triple fault: log, then reset */
+	EXIT_DEVIRT,              /* leave VMX, continue as cpu->devirt (boot only) */
 };
 
 struct exit_ctx {

@@ -225,8 +225,12 @@ int vmx_write_vmcs(struct per_cpu *cpu, const struct cpu_snapshot *s,
 	W(VMCS_HOST_RSP, cpu->host_stack_top - 16);
 	W(VMCS_HOST_RIP, h->exit_rip);
 #ifdef TV_FAULT_VMCS_FIELD
-	/* Fault injection for the bench: break one field on purpose. */
-	W(TV_FAULT_VMCS_FIELD, TV_FAULT_VMCS_VALUE);
+	/* Fault injection for the bench: break one field on purpose (on one
+	 * CPU only with TV_FAULT_CPU, e.g. 0: the boot CPU, launched last). */
+#ifdef TV_FAULT_CPU
+	if (cpu->index == TV_FAULT_CPU)
+#endif
+		W(TV_FAULT_VMCS_FIELD, TV_FAULT_VMCS_VALUE);
 #endif
 	return rc;
 }
@@ -320,7 +324,11 @@ void vmx_exit_handler(struct per_cpu *cpu, struct guest_regs *regs)
 	switch (act) {
 	case EXIT_RESUME:
 		vcpu_periodic(cpu);
+		vcpu_deliver_nmi(cpu);
 		return;
+	case EXIT_DEVIRT:
+		cpu->launched = false;
+		hw_vmx_devirt(&cpu->devirt);
 	case EXIT_RESET_MACHINE:
 		log_err("vmx: cpu %u: resetting the machine", cpu->index);
 		hw_outb(0xcf9, 0x02);
@@ -348,6 +356,7 @@ void vmx_resume_failed(struct per_cpu *cpu)
 
 void host_exception(uint64_t vector, const uint64_t *frame)
 {
+	log_break_lock();
 	log_err("vmx: exception %llu in tracevisor (VMX root): error %#llx rip %#llx cs %#llx rflags %#llx rsp %#llx",
 		(unsigned long long)vector, (unsigned long long)frame[0],
 		(unsigned long long)frame[1], (unsigned long long)frame[2],

@@ -53,11 +53,18 @@ struct vmx_host_env {
 	uint64_t guest_tss_base;  /* a zeroed TSS for a guest with TR = 0 */
 };
 
-/* Host GDT layout (tracevisor's own). */
+/*
+ * Host GDT layout (tracevisor's own).  The TSS sits at the top of a
+ * 256-byte table, above where firmware GDTs end: a CPU that leaves VMX
+ * (vmm/devirt.c) keeps this TR, and EDK II's MP code reloads the TR it
+ * saved when the selector is inside the firmware GDT (clearing the busy
+ * bit of whatever descriptor is there first).  0xf0 is past any firmware
+ * GDT we know of (OVMF's limit is 0x47).
+ */
 #define HOST_SEL_CODE 0x08
 #define HOST_SEL_DATA 0x10
-#define HOST_SEL_TSS  0x18
-#define HOST_GDT_BYTES 48
+#define HOST_SEL_TSS  0xf0
+#define HOST_GDT_BYTES 256
 
 /* vmx_snapshot - read the calling CPU's state through the hw seam. */
 void vmx_snapshot(struct cpu_snapshot *s);

@@ -123,6 +123,7 @@ void hw_fake_reset(void)
 	hw_fake_pause_count = hw_fake_halt_count = hw_fake_cli_count = 0;
 	hw_fake_wbinvd_count = hw_fake_stop_count = 0;
 	hw_fake_jump_entry = hw_fake_jump_rsi = 0;
+	hw_fake_devirt_frame = NULL;
 	hw_fake_launch_fail_rsp = 0;
 	hw_fake_launch_fail_err = 0;
 	hw_fake_launch_count = 0;
@@ -536,6 +537,16 @@ void hw_jump_rsi(uint64_t entry, uint64_t rsi)
 	hw_fake_jump_entry = entry;
 	hw_fake_jump_rsi = rsi;
 	jump_out(HW_FAKE_JUMP_RSI, "hw_jump_rsi()");
+}
+
+struct hw_devirt_frame *hw_fake_devirt_frame;
+
+void hw_vmx_devirt(struct hw_devirt_frame *f)
+{
+	hw_fake_devirt_frame = f;
+	fk.in_vmx = false;
+	fk.regs.cr4 = f->cr4;
+	jump_out(HW_FAKE_JUMP_DEVIRT, "hw_vmx_devirt()");
 }
 
 void hw_vmx_launch_fail_return(uint64_t launch_rsp, int err)

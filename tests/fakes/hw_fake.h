@@ -199,6 +199,9 @@ extern uint64_t hw_fake_pause_count, hw_fake_halt_count, hw_fake_cli_count,
 #define HW_FAKE_JUMP_STOP        1
 #define HW_FAKE_JUMP_LAUNCH_FAIL 2
 #define HW_FAKE_JUMP_RSI         3   /* hw_jump_rsi: see hw_fake_jump_entry/_rsi */
+#define HW_FAKE_JUMP_DEVIRT      4   /* hw_vmx_devirt: see hw_fake_devirt_frame */
+
+extern struct hw_devirt_frame *hw_fake_devirt_frame;
 
 extern uint64_t hw_fake_jump_entry, hw_fake_jump_rsi;
 

@@ -10,6 +10,7 @@
 #include <efi.h>
 #include <stdint.h>
 
+#include "boot/mp_services.h"
 #include "vmm/hw.h"
 #include "vmm/hypercall.h"
 
@@ -49,6 +50,21 @@ static char *hex(char *p, uint64_t v)
 	*p++ = 'x';
 	for (int sh = 60; sh >= 0; sh -= 4)
 		*p++ = digits[(v >> sh) & 0xf];
+	*p = '\0';
+	return p;
+}
+
+static char *dec(char *p, uint64_t v)
+{
+	char tmp[24];
+	int n = 0;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n)
+		*p++ = tmp[--n];
 	*p = '\0';
 	return p;
 }
@@ -105,6 +121,59 @@ static void probe_hypervisor(void)
 	say(line);
 }
 
+/* What one CPU sees: run on every AP through the MP services. */
+struct cpu_view {
+	uint32_t leaf1_ecx;
+	uint32_t sig_ebx;
+};
+
+static void EFIAPI ap_probe(void *arg)
+{
+	struct cpu_view *v = arg;
+	struct hw_cpuid_regs r;
+
+	hw_cpuid(1, 0, &r);
+	v->leaf1_ecx = r.ecx;
+	hw_cpuid(TV_CPUID_LEAF_SIGNATURE, 0, &r);
+	v->sig_ebx = r.ebx;
+}
+
+/* One line per AP: "cpu N: VMX=b hypervisor=tracevisor|none". */
+static void probe_aps(void)
+{
+	EFI_GUID guid = TV_MP_SERVICES_GUID;
+	struct tv_mp_services *mp = NULL;
+	UINTN n = 0, enabled = 0, self = 0;
+	char line[160], *p;
+
+	if (EFI_ERROR(st->BootServices->LocateProtocol(&guid, NULL, (void **)&mp)) || !mp) {
+		say("TRACEVISOR-PAYLOAD: no MP services");
+		return;
+	}
+	mp->get_number_of_processors(mp, &n, &enabled);
+	mp->who_am_i(mp, &self);
+	for (UINTN i = 0; i < n; i++) {
+		struct cpu_view v = { 0, 0 };
+		BOOLEAN finished = FALSE;
+
+		if (i == self)
+			continue;
+		p = append(line, "TRACEVISOR-PAYLOAD: cpu ");
+		p = dec(p, i);
+		if (EFI_ERROR(mp->startup_this_ap(mp, ap_probe, i, NULL, 2000000, &v, &finished))) {
+			append(p, ": did not run");
+			say(line);
+			continue;
+		}
+		p = append(p, ": VMX=");
+		p = append(p, (v.leaf1_ecx & (1u << 5)) ? "1" : "0");
+		p = append(p, " hypervisor=");
+		/* "trac" of "tracevisor" */
+		append(p, v.sig_ebx == 0x63617274u ? "tracevisor" : "none");
+		say(line);
+	}
+}
+
 EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab);
 
 EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
@@ -123,6 +192,7 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 		p = append(p, "unknown");
 	say(line);
 	probe_hypervisor();
+	probe_aps();
 	say("TRACEVISOR-PAYLOAD-OK");
 
 	/* Give the UART a moment to drain before the power goes. */

@@ -35,6 +35,7 @@ static int setup(void **state)
 	hw_fake_reset();
 	log_clear_sinks();
 	hypercall_set_hooks(NULL);
+	hypercall_reset_seal();
 	/* VMX on with a current VMCS, so that VMREAD/VMWRITE work */
 	hw_write_cr4(CR4_VMXE);
 	assert_int_equal(hw_vmxon(0x20000), 0);
@@ -271,6 +272,104 @@ static void test_strerror(void **state)
 	assert_string_equal(tv_hc_strerror(-1), "unknown status");
 }
 
+/* --- boot-time calls: DEVIRT and SEAL ------------------------------------------ */
+
+static void set_firmware_state(void)
+{
+	vm_set(VMCS_GUEST_CR0, 0x80010033);      /* PG PE WP ET MP NE */
+	vm_set(VMCS_CR0_READ_SHADOW, 0x80010033);
+	vm_set(VMCS_GUEST_CR3, 0x3fc01000);
+	vm_set(VMCS_GUEST_CR4, 0x2668);          /* VMXE OSXMMEXCPT OSFXSR PAE DE */
+	vm_set(VMCS_CR4_READ_SHADOW, 0x0668);
+	cpu.cr4_mask = CR4_VMXE;
+	vm_set(VMCS_GUEST_RSP, 0x3fe8f000);
+	vm_set(VMCS_GUEST_RFLAGS, 0x246);
+	vm_set(VMCS_GUEST_CS_SELECTOR, 0x38);
+	vm_set(VMCS_GUEST_SS_SELECTOR, 0x30);
+	vm_set(VMCS_GUEST_DS_SELECTOR, 0x30);
+	vm_set(VMCS_GUEST_ES_SELECTOR, 0x30);
+	vm_set(VMCS_GUEST_FS_SELECTOR, 0x30);
+	vm_set(VMCS_GUEST_GS_SELECTOR, 0x30);
+	vm_set(VMCS_GUEST_FS_BASE, 0x1111);
+	vm_set(VMCS_GUEST_GS_BASE, 0x2222);
+	vm_set(VMCS_GUEST_GDTR_BASE, 0x3f9dc000);
+	vm_set(VMCS_GUEST_GDTR_LIMIT, 0x47);
+	vm_set(VMCS_GUEST_IDTR_BASE, 0x3f4b1018);
+	vm_set(VMCS_GUEST_IDTR_LIMIT, 0xfff);
+}
+
+static void test_devirt_captures_guest_and_leaves(void **state)
+{
+	jmp_buf env;
+	volatile int why;
+
+	(void)state;
+	set_firmware_state();
+	regs.rbp = 0xb0b0;
+	regs.r15 = 0xf15f15;
+	hw_fake_expect_stop(env);
+	why = setjmp(env);
+	if (why == 0) {
+		/* vmx_exit_handler acts on EXIT_DEVIRT: this is the whole path */
+		regs.rax = TV_HC_DEVIRT;
+		vm_set(VMCS_EXIT_REASON, EXIT_REASON_VMCALL);
+		vm_set(VMCS_EXIT_INSTRUCTION_LEN, 3);
+		vmx_exit_handler(&cpu, &regs);
+		fail_msg("hw_vmx_devirt did not run");
+	}
+	assert_int_equal(why, HW_FAKE_JUMP_DEVIRT);
+	assert_ptr_equal(hw_fake_devirt_frame, &cpu.devirt);
+	assert_int_equal(cpu.devirt.gpr[0], TV_HC_OK);    /* RAX: the status */
+	assert_int_equal(cpu.devirt.gpr[4], 0x3fe8f000); /* RSP from the VMCS */
+	assert_int_equal(cpu.devirt.gpr[5], 0xb0b0);
+	assert_int_equal(cpu.devirt.gpr[15], 0xf15f15);
+	assert_int_equal(cpu.devirt.rip, GUEST_RIP + 3);  /* after the VMCALL */
+	assert_int_equal(cpu.devirt.rflags, 0x246);
+	assert_int_equal(cpu.devirt.cs, 0x38);
+	assert_int_equal(cpu.devirt.ss, 0x30);
+	assert_int_equal(cpu.devirt.fs_base, 0x1111);
+	assert_int_equal(cpu.devirt.gs_base, 0x2222);
+	assert_int_equal(cpu.devirt.cr3, 0x3fc01000);
+	assert_int_equal(cpu.devirt.cr4, 0x0668);         /* the guest view, no VMXE */
+	assert_int_equal(cpu.devirt.gdtr.base, 0x3f9dc000);
+	assert_int_equal(cpu.devirt.gdtr.limit, 0x47);
+	assert_int_equal(cpu.devirt.idtr.limit, 0xfff);
+	assert_false(hw_fake_in_vmx());
+	assert_false(cpu.launched);
+}
+
+static void test_devirt_refused_outside_64bit(void **state)
+{
+	(void)state;
+	set_firmware_state();
+	vm_set(VMCS_GUEST_CS_AR, 0xc09b);  /* 32-bit code segment */
+	assert_int_equal(vmcall(TV_HC_DEVIRT, 0, 0, 0), EXIT_RESUME);
+	assert_int_equal((uint32_t)regs.rax, (uint32_t)TV_HC_EBUSY);
+	/* outside 64-bit mode EIP wraps at 32 bits */
+	assert_int_equal(vm_get(VMCS_GUEST_RIP), (GUEST_RIP + 3) & 0xffffffffull);
+	assert_true(hw_fake_in_vmx());
+}
+
+static void test_seal_refuses_boot_calls(void **state)
+{
+	(void)state;
+	set_firmware_state();
+	assert_false(hypercall_sealed());
+	assert_int_equal(vmcall(TV_HC_SEAL, 0, 0, 0), EXIT_RESUME);
+	assert_int_equal(regs.rax, TV_HC_OK);
+	assert_true(hypercall_sealed());
+	/* the OS can neither leave VMX nor seal again */
+	assert_int_equal(vmcall(TV_HC_DEVIRT, 0, 0, 0), EXIT_RESUME);
+	assert_int_equal(regs.rax, (uint64_t)(int64_t)TV_HC_EINVAL);
+	assert_int_equal(vmcall(TV_HC_SEAL, 0, 0, 0), EXIT_RESUME);
+	assert_int_equal(regs.rax, (uint64_t)(int64_t)TV_HC_EINVAL);
+	assert_true(hw_fake_in_vmx());
+	/* and from CPL 3 both are #UD like every other call */
+	vm_set(VMCS_GUEST_SS_AR, 0xc0f3);
+	assert_int_equal(vmcall(TV_HC_DEVIRT, 0, 0, 0), EXIT_RESUME);
+	assert_int_equal(vm_get(VMCS_ENTRY_INTR_INFO) & 0xff, VEC_UD);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -282,6 +381,9 @@ int main(void)
 		cmocka_unit_test_setup(test_32bit_caller, setup),
 		cmocka_unit_test_setup(test_real_mode_caller_is_cpl0, setup),
 		cmocka_unit_test_setup(test_strerror, setup),
+		cmocka_unit_test_setup(test_devirt_captures_guest_and_leaves, setup),
+		cmocka_unit_test_setup(test_devirt_refused_outside_64bit, setup),
+		cmocka_unit_test_setup(test_seal_refuses_boot_calls, setup),
 	};
 
 	return cmocka_run_group_tests_name("test_exit_hypercall", tests, NULL, NULL);

@@ -12,7 +12,9 @@
 
 #include <cmocka.h>
 
+#include "vmm/host.h"
 #include "vmm/segment.h"
+#include "vmm/vmx.h"
 
 static uint8_t gdt[8 * 8];
 
@@ -107,6 +109,31 @@ static void test_encode_roundtrip(void **state)
 	assert_int_equal(seg_encode_descriptor(0, 0xfffff, 0xa09b), 0x00af9b000000ffffull);
 }
 
+/* The host GDT: code, data, and a TSS above any firmware GDT's limit. */
+static void test_host_gdt_layout(void **state)
+{
+	uint8_t host[HOST_GDT_BYTES + 16];
+	struct seg_state s;
+
+	(void)state;
+	memset(host, 0xee, sizeof(host));
+	host_build_gdt(host, 0x12345678abcull);
+	assert_int_equal(host[HOST_GDT_BYTES], 0xee);       /* nothing past it */
+	assert_true(seg_from_gdt(host, HOST_GDT_BYTES - 1, HOST_SEL_CODE, &s));
+	assert_int_equal(s.ar, 0xa09b);
+	assert_true(seg_from_gdt(host, HOST_GDT_BYTES - 1, HOST_SEL_DATA, &s));
+	assert_int_equal(s.ar, 0xc093);
+	assert_true(seg_from_gdt(host, HOST_GDT_BYTES - 1, HOST_SEL_TSS, &s));
+	assert_int_equal(s.base, 0x12345678abcull);
+	assert_int_equal(s.limit, 0x67);
+	assert_int_equal(s.ar & 0x1f, 0x09);                 /* available 64-bit TSS */
+	/* OVMF's GDT limit is 0x47: TR must point beyond it (vmm/vmx.h) */
+	assert_true(HOST_SEL_TSS > 0x47);
+	/* everything between data and TSS is empty (not present) */
+	for (unsigned sel = HOST_SEL_DATA + 8; sel < HOST_SEL_TSS; sel += 8)
+		assert_false(seg_from_gdt(host, HOST_GDT_BYTES - 1, (uint16_t)sel, &s));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -115,6 +142,7 @@ int main(void)
 		cmocka_unit_test(test_unusable_cases),
 		cmocka_unit_test(test_fake_tr),
 		cmocka_unit_test(test_encode_roundtrip),
+		cmocka_unit_test(test_host_gdt_layout),
 	};
 
 	return cmocka_run_group_tests_name("test_segment", tests, NULL, NULL);

@@ -75,6 +75,74 @@ hw_vmx_launch_fail_return:
 	.size hw_vmx_launch_fail_return, . - hw_vmx_launch_fail_return
 
 /*
+ * void hw_vmx_devirt(struct hw_devirt_frame *f)  (noreturn)
+ *
+ * Leave VMX for good and continue as the guest described by f (offsets:
+ * struct hw_devirt_frame in vmm/hw.h, asserted in vmm/devirt.c).  Order
+ * matters: the guest's CR3 maps this code and f (identity-mapped memory),
+ * CR4.VMXE can only clear after VMXOFF, segment loads zero the FS/GS bases
+ * so the MSR writes come after them, and IRETQ loads CS, SS and RSP.
+ */
+	.globl hw_vmx_devirt
+	.type hw_vmx_devirt, @function
+hw_vmx_devirt:
+	mov %rdi, %rbx
+	lgdt 224(%rbx)
+	lidt 240(%rbx)
+	mov 208(%rbx), %rax
+	mov %rax, %cr3
+	vmxoff
+	mov 216(%rbx), %rax
+	mov %rax, %cr4
+	mov 160(%rbx), %rax
+	mov %ax, %ds
+	mov 168(%rbx), %rax
+	mov %ax, %es
+	mov 176(%rbx), %rax
+	mov %ax, %fs
+	mov 184(%rbx), %rax
+	mov %ax, %gs
+	mov $0xc0000100, %ecx	/* IA32_FS_BASE */
+	mov 192(%rbx), %rax
+	mov %rax, %rdx
+	shr $32, %rdx
+	wrmsr
+	mov $0xc0000101, %ecx	/* IA32_GS_BASE */
+	mov 200(%rbx), %rax
+	mov %rax, %rdx
+	shr $32, %rdx
+	wrmsr
+	/* IRETQ frame in f->iret: RIP, CS, RFLAGS, RSP, SS */
+	mov 128(%rbx), %rax
+	mov %rax, 256(%rbx)
+	mov 144(%rbx), %rax
+	mov %rax, 264(%rbx)
+	mov 136(%rbx), %rax
+	mov %rax, 272(%rbx)
+	mov 32(%rbx), %rax
+	mov %rax, 280(%rbx)
+	mov 152(%rbx), %rax
+	mov %rax, 288(%rbx)
+	lea 256(%rbx), %rsp
+	mov 0(%rbx), %rax
+	mov 8(%rbx), %rcx
+	mov 16(%rbx), %rdx
+	mov 40(%rbx), %rbp
+	mov 48(%rbx), %rsi
+	mov 56(%rbx), %rdi
+	mov 64(%rbx), %r8
+	mov 72(%rbx), %r9
+	mov 80(%rbx), %r10
+	mov 88(%rbx), %r11
+	mov 96(%rbx), %r12
+	mov 104(%rbx), %r13
+	mov 112(%rbx), %r14
+	mov 120(%rbx), %r15
+	mov 24(%rbx), %rbx
+	iretq
+	.size hw_vmx_devirt, . - hw_vmx_devirt
+
+/*
  * VM-exit entry (HOST_RIP).  HOST_RSP points at a 16-byte slot at the
  * top of this CPU's host stack whose first quadword is its struct per_cpu
  * pointer.  Guest GPRs are saved as struct guest_regs (rax first at the
@@ -149,7 +217,9 @@ host_stub_\vec:
 host_stub_table:
 	HOST_STUB 0, 0
 	HOST_STUB 1, 0
-	HOST_STUB 2, 0
+	.align 16
+host_stub_2:			/* NMI: the guest's, taken in VMX root */
+	jmp host_nmi_entry
 	HOST_STUB 3, 0
 	HOST_STUB 4, 0
 	HOST_STUB 5, 0
@@ -169,6 +239,40 @@ host_stub_table:
 	HOST_STUB 19, 0
 	HOST_STUB 20, 0
 	HOST_STUB 21, 1
+
+/*
+ * An NMI while tracevisor runs in VMX root is not tracevisor's: host_nmi()
+ * records it for injection into the guest at the next VM entry, and the
+ * interrupted code goes on.  Every register is preserved (the NMI can
+ * arrive anywhere, even inside the exit stub).
+ */
+host_nmi_entry:
+	push %rax
+	push %rcx
+	push %rdx
+	push %rsi
+	push %rdi
+	push %r8
+	push %r9
+	push %r10
+	push %r11
+	push %rbx
+	mov %rsp, %rbx
+	and $-16, %rsp
+	cld
+	call host_nmi
+	mov %rbx, %rsp
+	pop %rbx
+	pop %r11
+	pop %r10
+	pop %r9
+	pop %r8
+	pop %rdi
+	pop %rsi
+	pop %rdx
+	pop %rcx
+	pop %rax
+	iretq
 
 host_stub_common:
 	mov (%rsp), %rdi	/* vector */

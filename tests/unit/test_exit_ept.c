@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_exit_ept.c - EPT violations (vmm/exit_ept.c): hidden pages go to
+ * the scratch page for every kind of access, unmapped addresses get an
+ * identity UC page, and a violation the tables already allow stops the
+ * CPU instead of repeating for ever.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "hw_fake.h"
+#include "vmm/ept.h"
+#include "vmm/exit.h"
+#include "vmm/exit_ept.h"
+#include "vmm/hv.h"
+#include "vmm/log.h"
+#include "vmm/mtrr.h"
+#include "vmm/page_pool.h"
+#include "vmm/vmx_caps.h"
+
+#define GiB (1ull << 30)
+#define POOL_PA 0x70000000ull
+#define POOL_PAGES 64
+#define HIDDEN 0x7ee00000ull
+#define SCRATCH 0x7ee10000ull
+
+static struct per_cpu cpu;
+static struct guest_regs regs;
+static void *pool_mem;
+static struct page_pool pool;
+static struct mtrr_state mtrr;
+static struct ept ept;
+static struct ept_range hidden[1];
+static char logbuf[16 * 1024];
+static size_t loglen;
+
+static void capture(void *ctx, const char *text, size_t len)
+{
+	(void)ctx;
+	if (len > sizeof(logbuf) - 1 - loglen)
+		len = sizeof(logbuf) - 1 - loglen;
+	memcpy(logbuf + loglen, text, len);
+	loglen += len;
+	logbuf[loglen] = 0;
+}
+
+static int setup(void **state)
+{
+	struct ept_params p;
+	struct hv_boot_info bi;
+
+	(void)state;
+	hw_fake_reset();
+	log_clear_sinks();
+	log_add_sink(capture, NULL);
+	loglen = 0;
+	logbuf[0] = 0;
+	hw_write_cr4(CR4_VMXE);
+	assert_int_equal(hw_vmxon(0x20000), 0);
+	assert_int_equal(hw_vmptrld(0x10000), 0);
+	memset(&cpu, 0, sizeof(cpu));
+	cpu.index = 0;
+	assert_int_equal(posix_memalign(&pool_mem, 4096, POOL_PAGES * 4096), 0);
+	assert_int_equal(page_pool_init_at(&pool, pool_mem, POOL_PA, POOL_PAGES * 4096), 0);
+	memset(&mtrr, 0, sizeof(mtrr));   /* no MTRRs: everything UC */
+	hidden[0].base = HIDDEN;
+	hidden[0].size = 0x3000;
+	memset(&p, 0, sizeof(p));
+	p.top = 4 * GiB;
+	p.allow_1g = p.allow_2m = true;
+	p.ept_vpid_cap = EPT_CAP_PWL4 | EPT_CAP_MEMTYPE_UC | EPT_CAP_MEMTYPE_WB |
+			 EPT_CAP_PDE_2MB | EPT_CAP_PDPTE_1GB | EPT_CAP_INVEPT;
+	p.mtrr = &mtrr;
+	p.hidden = hidden;
+	p.nhidden = 1;
+	memset(&ept, 0, sizeof(ept));
+	assert_int_equal(ept_build(&ept, &pool, &p), 0);
+	memset(&bi, 0, sizeof(bi));
+	bi.ept = &ept;
+	bi.pool = &pool;
+	bi.scratch_pa = SCRATCH;
+	bi.hidden[0] = hidden[0];
+	bi.nhidden = 1;
+	bi.log_level = LOG_INFO;
+	hv_init(&bi);
+	log_clear_sinks();               /* hv_init adds no serial: port 0 */
+	log_add_sink(capture, NULL);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	free(pool_mem);
+	return 0;
+}
+
+static enum exit_action violation(uint64_t gpa, uint64_t qual)
+{
+	hw_fake_vmcs_set(VMCS_EXIT_REASON, EXIT_REASON_EPT_VIOLATION);
+	hw_fake_vmcs_set(VMCS_EXIT_QUALIFICATION, qual);
+	hw_fake_vmcs_set(VMCS_GUEST_PHYSICAL_ADDRESS, gpa);
+	hw_fake_vmcs_set(VMCS_GUEST_RIP, 0x401000);
+	return vmx_exit_dispatch(&cpu, &regs);
+}
+
+static void test_hidden_fetch_lands_on_scratch_rwx(void **state)
+{
+	struct ept_leaf l;
+
+	(void)state;
+	assert_int_equal(ept_lookup(&ept, HIDDEN + 0x1234, &l), 0);
+	assert_int_equal(l.rwx, 0);
+	/* an instruction fetch (qualification bit 2) from a hidden page */
+	assert_int_equal(violation(HIDDEN + 0x1234, 1u << 2), EXIT_RESUME);
+	assert_int_equal(ept_lookup(&ept, HIDDEN + 0x1234, &l), 0);
+	assert_int_equal(l.hpa, SCRATCH + 0x234);
+	assert_int_equal(l.rwx, EPT_RWX);   /* the retried fetch succeeds */
+	assert_int_equal(cpu.stats.hidden_memory_accesses, 1);
+	if (!strstr(logbuf, "fetch from hidden (tracevisor) page 0x7ee01000"))
+		fail_msg("log: %s", logbuf);
+	/* the other hidden pages stay hidden */
+	assert_int_equal(ept_lookup(&ept, HIDDEN + 0x2000, &l), 0);
+	assert_int_equal(l.rwx, 0);
+}
+
+static void test_hidden_write_then_read(void **state)
+{
+	struct ept_leaf l;
+
+	(void)state;
+	assert_int_equal(violation(HIDDEN, 1u << 1), EXIT_RESUME);
+	assert_int_equal(violation(HIDDEN + 0x2008, 1u << 0), EXIT_RESUME);
+	assert_int_equal(ept_lookup(&ept, HIDDEN + 0x2008, &l), 0);
+	assert_int_equal(l.hpa, SCRATCH + 8);
+	assert_int_equal(cpu.stats.hidden_memory_accesses, 2);
+}
+
+static void test_unmapped_gets_identity_uc(void **state)
+{
+	struct ept_leaf l;
+
+	(void)state;
+	assert_int_equal(violation(6 * GiB + 0x5000, 1u << 0), EXIT_RESUME);
+	assert_int_equal(ept_lookup(&ept, 6 * GiB + 0x5010, &l), 0);
+	assert_int_equal(l.hpa, 6 * GiB + 0x5010);
+	assert_int_equal(l.memtype, MTRR_TYPE_UC);
+	assert_int_equal(cpu.stats.hidden_memory_accesses, 0);
+	assert_non_null(strstr(logbuf, "identity-mapped UC"));
+}
+
+static void test_denied_access_on_present_leaf_stops(void **state)
+{
+	(void)state;
+	/* a present leaf that denies the access: remapping cannot help */
+	assert_int_equal(ept_map_4k(&ept, &pool, 0x9000, 0x9000, EPT_R, MTRR_TYPE_UC), 0);
+	assert_int_equal(violation(0x9000, 1u << 1), EXIT_STOP_CPU);
+	assert_non_null(strstr(logbuf, "it would repeat for ever"));
+}
+
+static void test_stale_tlb_on_mapped_page_resumes(void **state)
+{
+	struct ept_leaf l;
+
+	(void)state;
+	/* another CPU mapped the hidden page already: only INVEPT is needed */
+	assert_int_equal(violation(HIDDEN, 1u << 0), EXIT_RESUME);
+	assert_int_equal(violation(HIDDEN, 1u << 0 | 1u << 1), EXIT_RESUME);
+	assert_int_equal(ept_lookup(&ept, HIDDEN, &l), 0);
+	assert_int_equal(l.hpa, SCRATCH);
+	assert_int_equal(cpu.stats.hidden_memory_accesses, 2);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_hidden_fetch_lands_on_scratch_rwx, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hidden_write_then_read, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unmapped_gets_identity_uc, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_denied_access_on_present_leaf_stops, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stale_tlb_on_mapped_page_resumes, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
