@@ -24,6 +24,7 @@
 #ifndef TV_TRACE_FORMAT_H
 #define TV_TRACE_FORMAT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define TV_TRACE_MAGIC   0x52545654u   /* "TVTR" little endian */
@@ -51,8 +52,10 @@ enum tv_overflow {
  * and tail are running byte counts (never wrapped): record bytes live at
  * data[(pos) & (data_size - 1)] and may wrap around the end.
  * head - tail <= data_size always.  The producer (that CPU, in VMX root)
- * is the only writer of head, next_seq, lost_*; the exporter advances
- * tail only in TV_OVERFLOW_STOP mode, the producer only in OVERWRITE mode.
+ * is the only writer of head, next_seq, lost_* and the producer state;
+ * the exporter advances tail only in TV_OVERFLOW_STOP mode, the producer
+ * only in OVERWRITE mode.  tail_seq always names the record at tail
+ * (next_seq when the ring is empty).
  */
 struct tv_trace_ring {
 	uint32_t magic;          /* TV_TRACE_MAGIC */
@@ -71,13 +74,29 @@ struct tv_trace_ring {
 	uint64_t lost_bytes;     /* their bytes */
 	uint64_t tsc_hz;         /* TSC frequency, 0 if unknown */
 	uint64_t start_tsc;      /* TSC when the ring was initialised */
-	uint64_t reserved[4];
+	/*
+	 * Producer state (vmm/trace_ring.c; zero-initialised, readers may
+	 * ignore it).  It lives in the header, not in a private struct, so a
+	 * memory dump or a header snapshot shows everything the producer knew.
+	 */
+	uint64_t chain_to;       /* `to` of the last branch record written */
+	uint64_t chain_pos;      /* position of the full branch opening the
+				  * compact chain; TV_CHAIN_NONE: no chain */
+	uint64_t pending_lost;   /* STOP: dropped, not yet in a TV_REC_LOST */
+	uint64_t last_tsc;       /* newest TSC the producer was given */
 };
 _Static_assert(sizeof(struct tv_trace_ring) == 128, "tv_trace_ring layout");
+_Static_assert(offsetof(struct tv_trace_ring, data_size) == 24, "data_size at 24");
+_Static_assert(offsetof(struct tv_trace_ring, tail_seq) == 48, "tail_seq at 48");
+_Static_assert(offsetof(struct tv_trace_ring, start_tsc) == 88, "start_tsc at 88");
+_Static_assert(offsetof(struct tv_trace_ring, chain_to) == 96, "producer state at 96");
+
+#define TV_CHAIN_NONE UINT64_MAX  /* tv_trace_ring.chain_pos: no open chain */
 
 /* Record types (tv_rec.type). */
 enum tv_rec_type {
-	TV_REC_PAD = 0,          /* skip size bytes (never split a record you cannot) */
+	TV_REC_PAD = 0,          /* skip size bytes; holds a sequence number like
+				  * any record (the ring itself never writes one) */
 	TV_REC_BRANCH = 1,       /* struct tv_rec_branch */
 	TV_REC_BRANCH_COMPACT = 2, /* struct tv_rec_branch_compact */
 	TV_REC_LBR = 3,          /* struct tv_rec_lbr */
@@ -133,16 +152,32 @@ struct tv_rec_branch {
 	uint64_t to;
 	uint64_t tsc;            /* only when aux & TV_BRF_TSC */
 };
+_Static_assert(sizeof(struct tv_rec_branch) == 32, "branch layout");
+#define TV_REC_BRANCH_SIZE     24u   /* without tsc */
+#define TV_REC_BRANCH_TSC_SIZE 32u   /* with aux & TV_BRF_TSC */
 
 /*
  * The compact form MTF mostly writes: `from` is given as a forward offset
  * from the previous branch record's `to` in the same stream (the branch
  * ends the basic block that started there), in aux.  A reader needs the
- * previous branch record: the producer writes a full TV_REC_BRANCH first
- * after a ring initialisation, a START, a LOST or whenever the offset does
- * not fit, and when OVERWRITE drops records it drops compact ones after
- * the dropped ones too, up to the next full record (all counted in
- * lost_records), so the tail never starts on a compact record.
+ * previous branch record, so the producer writes a compact record only
+ * right after another branch record (full or compact) and writes a full
+ * TV_REC_BRANCH instead:
+ *  - after a ring initialisation, a START, a LOST or any other non-branch
+ *    record (so a chain of compact records is always a contiguous run that
+ *    opens with a full branch: dropping records up to the next non-compact
+ *    one never leaves a compact record without its base);
+ *  - when the offset does not fit (from < prev to, or >= 2^32 above it),
+ *    or the branch has flags (TSC, MISPRED, TSX), which only the full
+ *    record carries;
+ *  - when data_size / 16 bytes or more have been written since the full
+ *    branch that opened the chain, so that one drop under OVERWRITE never
+ *    takes more than about 1/16 of the ring with it.
+ * When OVERWRITE drops records it drops the compact ones after the dropped
+ * ones too, up to the next non-compact record (all counted in
+ * lost_records), so under OVERWRITE the tail never starts on a compact
+ * record.  (Under STOP the exporter may release records up to a compact
+ * one; it has read the base already.)
  */
 struct tv_rec_branch_compact {
 	struct tv_rec h;         /* TV_REC_BRANCH_COMPACT, info = kind, aux = from - prev_to */
@@ -206,6 +241,7 @@ struct tv_rec_text {
 	uint64_t tsc;
 	char text[];
 };
+_Static_assert(sizeof(struct tv_rec_text) == 16, "text fixed part");
 
 /* Image kinds (tv_rec.info of TV_REC_IMAGE). */
 enum tv_image_kind {
@@ -223,8 +259,14 @@ struct tv_rec_image {
 	uint64_t size;
 	char name[];             /* UTF-8 path or name as the source knows it */
 };
+_Static_assert(sizeof(struct tv_rec_image) == 32, "image fixed part");
 
-/* Records were dropped just before this point (stop policy, on resume). */
+/*
+ * Records were dropped just before this point (stop policy: written when
+ * there is room again, right before the next record that fits, which is
+ * never a compact branch).  OVERWRITE writes none: its drops show as
+ * tail_seq moving past records nobody read.
+ */
 struct tv_rec_lost {
 	struct tv_rec h;         /* TV_REC_LOST, aux 0 */
 	uint64_t tsc;
@@ -239,6 +281,7 @@ struct tv_rec_marker {
 	uint64_t value;
 	char label[];
 };
+_Static_assert(sizeof(struct tv_rec_marker) == 24, "marker fixed part");
 
 /* The PT stream of this CPU had written `pt_offset` bytes at `tsc`. */
 struct tv_rec_pt_sync {
@@ -249,7 +292,8 @@ struct tv_rec_pt_sync {
 };
 _Static_assert(sizeof(struct tv_rec_pt_sync) == 32, "pt_sync layout");
 
-#define TV_REC_ALIGN(n) (((n) + 7u) & ~7u)
+/* 64-bit mask: ~7u alone would zero-extend and clear bits 63:32. */
+#define TV_REC_ALIGN(n) (((n) + 7u) & ~(uint64_t)7u)
 #define TV_REC_MAX_SIZE 1024u    /* no record is larger: text is cut to fit */
 
 #endif /* TV_TRACE_FORMAT_H */
