@@ -106,7 +106,7 @@ $(BUILD)/payload.so: $(PAYLOAD_OBJS) linker.ld
 	$(Q)$(LD) $(EFI_LDFLAGS) $(EFI_CRT0) $(PAYLOAD_OBJS) $(EFI_LIBS) -o $@
 
 .PHONY: all
-all: $(BUILD)/tracevisor.efi $(BUILD)/payload.efi
+all: $(BUILD)/tracevisor.efi $(BUILD)/payload.efi tools
 
 # --- the Linux guest fixture (docs/LINUX-FIXTURE.md) ---------------------------
 include tests/linux/linux.mk
@@ -130,8 +130,11 @@ $(BUILD)/host/test_%: tests/unit/test_%.c $(UNIT_LIB_SRCS) $(wildcard vmm/*.h bo
 	@echo "  HOSTCC  $@"
 	$(Q)$(HOST_CC) $(HOST_CFLAGS) $< $(UNIT_LIB_SRCS) -lcmocka -o $@
 
+# --- host tools (build/tracevisor) and their tests ------------------------------
+include host-tools/host.mk
+
 .PHONY: unit test test-qemu test-bochs
-unit: $(UNIT_TESTS)
+unit: $(UNIT_TESTS) $(HOST_TOOL_TESTS)
 	@bash tests/run-tests.sh unit
 
 test-qemu: all $(BUILD)/tracevisor-usb.img linux-fixture
@@ -140,7 +143,7 @@ test-qemu: all $(BUILD)/tracevisor-usb.img linux-fixture
 test-bochs: all $(BUILD)/tracevisor-usb.img linux-fixture
 	@bash tests/run-tests.sh bochs
 
-test: all $(BUILD)/tracevisor-usb.img $(UNIT_TESTS) linux-fixture
+test: all $(BUILD)/tracevisor-usb.img $(UNIT_TESTS) $(HOST_TOOL_TESTS) linux-fixture
 	@bash tests/run-tests.sh unit qemu bochs
 
 .PHONY: run

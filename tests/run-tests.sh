@@ -8,7 +8,7 @@ logs=build/test-logs
 mkdir -p "$logs"
 
 run_unit() {
-	local t name out p f
+	local t name out p f k
 	for t in build/host/test_*; do
 		[ -x "$t" ] || continue
 		name=$(basename "$t")
@@ -18,16 +18,17 @@ run_unit() {
 		local rc=$?
 		p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$out" | tail -1)
 		f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$out" | tail -1)
-		p=${p:-0}; f=${f:-0}
+		k=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' "$out" | tail -1)
+		p=${p:-0}; f=${f:-0}; k=${k:-0}
 		if [ "$rc" != 0 ] && [ "$f" = 0 ]; then
 			f=1  # crashed (sanitizer, abort) before its summary
 		fi
-		pass=$((pass + p)); fail=$((fail + f))
+		pass=$((pass + p)); fail=$((fail + f)); skip=$((skip + k))
 		if [ "$f" != 0 ]; then
 			grep -E '^\[  (FAILED|ERROR)|ERROR|runtime error|Sanitizer' "$out" | head -20
 			echo "   $name: $p passed, $f failed (log: $out)"
 		else
-			echo "   $name: $p passed"
+			if [ "$k" != 0 ]; then echo "   $name: $p passed, $k skipped"; else echo "   $name: $p passed"; fi
 		fi
 	done
 }

@@ -1,0 +1,90 @@
+# SPDX-License-Identifier: MIT
+#
+# host-tools/host.mk - the host-side trace tools and their tests.
+# Included by the top-level Makefile; stand-alone:
+#   make -f Makefile -f host-tools/host.mk tools host-tool-tests
+#
+#   tools             build/tracevisor (the CLI, -O2)
+#   host-tool-tests   build/host/test_host_* (cmocka, ASan + UBSan) and the
+#                     sanitized CLI they drive, build/host/tracevisor-asan
+#
+# Variables for the top-level Makefile:
+#   HOST_TOOL         build/tracevisor
+#   HOST_TOOL_TESTS   the test executables (tests/run-tests.sh runs every
+#                     build/host/test_*), to add to `unit` and `test`
+#
+# Needs libdw-dev, libelf-dev, libipt-dev, libcmocka-dev and pkg-config
+# (all in scripts/deps.sh PACKAGES); the tests also run gcc at run time
+# (TVH_TEST_CC overrides) to build tiny ELF files.
+
+BUILD ?= build
+Q ?= @
+HOST_CC ?= $(CC)
+
+HOST_TOOLS_WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+	-Wmissing-prototypes
+HOST_TOOLS_PKG_CFLAGS := $(shell pkg-config --cflags libdw libelf 2>/dev/null)
+HOST_TOOLS_PKG_LIBS := $(or $(shell pkg-config --libs libdw libelf 2>/dev/null),-ldw -lelf)
+HOST_TOOLS_LIBS := $(HOST_TOOLS_PKG_LIBS) -lipt
+HOST_TOOLS_CFLAGS := -std=gnu11 -O2 -g $(HOST_TOOLS_WARN) -I. $(HOST_TOOLS_PKG_CFLAGS)
+HOST_TOOLS_ASAN_CFLAGS := -std=gnu11 -O1 -g $(HOST_TOOLS_WARN) -I. \
+	$(HOST_TOOLS_PKG_CFLAGS) -fsanitize=address,undefined \
+	-fno-sanitize-recover=all -fno-omit-frame-pointer
+
+HOST_TOOLS_LIB_SRCS := $(sort $(filter-out host-tools/main.c,$(wildcard host-tools/*.c)))
+HOST_TOOLS_OBJS := $(patsubst %.c,$(BUILD)/host-tools/%.o,$(HOST_TOOLS_LIB_SRCS))
+HOST_TOOLS_ASAN_OBJS := $(patsubst %.c,$(BUILD)/host-tools-asan/%.o,$(HOST_TOOLS_LIB_SRCS))
+HOST_TOOLS_LIB := $(BUILD)/host-tools/libtvh.a
+HOST_TOOLS_ASAN_LIB := $(BUILD)/host-tools-asan/libtvh.a
+
+HOST_TOOL := $(BUILD)/tracevisor
+HOST_TOOL_ASAN := $(BUILD)/host/tracevisor-asan
+
+HOST_TEST_SUPPORT_SRCS := $(sort $(filter-out tests/host/test_%.c,$(wildcard tests/host/*.c)))
+HOST_TEST_SUPPORT_OBJS := $(patsubst %.c,$(BUILD)/host-tools-asan/%.o,$(HOST_TEST_SUPPORT_SRCS))
+HOST_TOOL_TESTS := $(patsubst tests/host/%.c,$(BUILD)/host/%,$(sort $(wildcard tests/host/test_host_*.c)))
+
+.PHONY: tools host-tool-tests
+tools: $(HOST_TOOL)
+host-tool-tests: $(HOST_TOOL_TESTS) $(HOST_TOOL_ASAN)
+
+$(BUILD)/host-tools/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo "  HOSTCC  $<"
+	$(Q)$(HOST_CC) $(HOST_TOOLS_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/host-tools-asan/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo "  HOSTCC  $< (asan)"
+	$(Q)$(HOST_CC) $(HOST_TOOLS_ASAN_CFLAGS) -MMD -MP -c $< -o $@
+
+$(HOST_TOOLS_LIB): $(HOST_TOOLS_OBJS)
+	$(Q)rm -f $@
+	$(Q)ar rcs $@ $^
+
+$(HOST_TOOLS_ASAN_LIB): $(HOST_TOOLS_ASAN_OBJS)
+	$(Q)rm -f $@
+	$(Q)ar rcs $@ $^
+
+$(HOST_TOOL): $(BUILD)/host-tools/host-tools/main.o $(HOST_TOOLS_LIB)
+	@echo "  HOSTLD  $@"
+	$(Q)$(HOST_CC) -o $@ $^ $(HOST_TOOLS_LIBS)
+
+$(HOST_TOOL_ASAN): $(BUILD)/host-tools-asan/host-tools/main.o $(HOST_TOOLS_ASAN_LIB)
+	@mkdir -p $(dir $@)
+	@echo "  HOSTLD  $@"
+	$(Q)$(HOST_CC) $(HOST_TOOLS_ASAN_CFLAGS) -o $@ $^ $(HOST_TOOLS_LIBS)
+
+# Static pattern: wins over the top Makefile's build/host/test_% rule.
+$(HOST_TOOL_TESTS): $(BUILD)/host/%: $(BUILD)/host-tools-asan/tests/host/%.o \
+		$(HOST_TEST_SUPPORT_OBJS) $(HOST_TOOLS_ASAN_LIB)
+	@mkdir -p $(dir $@)
+	@echo "  HOSTLD  $@"
+	$(Q)$(HOST_CC) $(HOST_TOOLS_ASAN_CFLAGS) -o $@ $^ $(HOST_TOOLS_LIBS) -lcmocka
+
+# The CLI test drives the sanitized CLI next to it.
+$(BUILD)/host/test_host_cli: | $(HOST_TOOL_ASAN)
+
+-include $(HOST_TOOLS_OBJS:.o=.d) $(HOST_TOOLS_ASAN_OBJS:.o=.d) \
+	$(BUILD)/host-tools/host-tools/main.d $(BUILD)/host-tools-asan/host-tools/main.d \
+	$(patsubst %.c,$(BUILD)/host-tools-asan/%.d,$(wildcard tests/host/*.c))

@@ -1,0 +1,1175 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * main.c - `tracevisor`, the host-side command line: a thin layer over
+ * the library in host-tools/ (docs/HOST-TOOLS.md).
+ *
+ * Exit status of every subcommand: 0 done, input clean; 1 error (nothing
+ * or not everything written); 2 usage; 3 done, but the input had damaged
+ * chunks, malformed records or PT decode errors (reported).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "host-tools/chrome.h"
+#include "host-tools/drcov.h"
+#include "host-tools/dump.h"
+#include "host-tools/error.h"
+#include "host-tools/pt.h"
+#include "host-tools/sym.h"
+#include "host-tools/tvt.h"
+#include "host-tools/walk.h"
+#include "vmm/version.h"
+
+enum { EXIT_OK = 0, EXIT_ERR = 1, EXIT_USAGE = 2, EXIT_DAMAGED = 3 };
+
+static const char *cmd_name = "tracevisor";
+
+static void msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void msg(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "tracevisor %s: ", cmd_name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "tracevisor %s: ", cmd_name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry 'tracevisor %s --help'.\n", cmd_name);
+	return EXIT_USAGE;
+}
+
+/* ---- shared option handling ---------------------------------------------- */
+
+struct common {
+	int64_t cpu;             /* -1: not given */
+	const char **elfs;
+	int nelfs;
+	const char *out;
+	bool quiet;
+	bool progress;
+	struct tvh_symtab st;
+	struct tvh_progress prog;
+};
+
+static int parse_cpu(const char *s, int64_t *cpu)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 0);
+	if (!*s || *end || errno || *s == '-' || v > TVH_MAX_CPU)
+		return usage_error("bad CPU index '%s' (0..%u)", s, TVH_MAX_CPU);
+	*cpu = (int64_t)v;
+	return 0;
+}
+
+static int add_elf(struct common *c, const char *spec)
+{
+	const char **n = realloc(c->elfs, (size_t)(c->nelfs + 1) * sizeof(*n));
+
+	if (!n) {
+		msg("out of memory");
+		return EXIT_ERR;
+	}
+	c->elfs = n;
+	c->elfs[c->nelfs++] = spec;
+	return 0;
+}
+
+static int load_elfs(struct common *c)
+{
+	tvh_symtab_init(&c->st);
+	for (int i = 0; i < c->nelfs; i++) {
+		int ret = tvh_symtab_add(&c->st, c->elfs[i]);
+
+		if (ret < 0) {
+			msg("--elf %s: %s", c->elfs[i], c->st.error[0] ? c->st.error :
+			    tvh_errstr(ret));
+			return ret == -TVH_ERR_INVALID ? EXIT_USAGE : EXIT_ERR;
+		}
+	}
+	return 0;
+}
+
+static void common_free(struct common *c)
+{
+	tvh_symtab_free(&c->st);
+	free(c->elfs);
+}
+
+static int open_trace(const char *path, struct tvt_reader *r)
+{
+	int err = tvt_reader_open(r, path);
+
+	if (!err)
+		return 0;
+	if (err == -TVH_ERR_IO)
+		msg("%s: %s", path, strerror(errno));
+	else if (err == -TVH_ERR_MAGIC)
+		msg("%s: not a tracevisor trace file (bad magic)", path);
+	else if (err == -TVH_ERR_VERSION)
+		msg("%s: trace file version not supported by this tool (it reads version %u)",
+		    path, TVT_VERSION);
+	else
+		msg("%s: %s", path, tvh_errstr(err));
+	return EXIT_ERR;
+}
+
+static FILE *open_out(const char *path, const char *mode)
+{
+	FILE *f;
+
+	if (!strcmp(path, "-"))
+		return stdout;
+	f = fopen(path, mode);
+	if (!f)
+		msg("%s: %s", path, strerror(errno));
+	return f;
+}
+
+/* Only a regular file we wrote is ever removed (never /dev/null, a FIFO, ...). */
+static bool is_regular(FILE *f)
+{
+	struct stat st;
+
+	return f != stdout && !fstat(fileno(f), &st) && S_ISREG(st.st_mode);
+}
+
+/* An output that failed half way is removed rather than left looking whole. */
+static void discard_out(FILE *f, const char *path)
+{
+	bool regular = is_regular(f);
+
+	if (f == stdout) {
+		fflush(f);
+		return;
+	}
+	fclose(f);
+	if (regular)
+		unlink(path);
+}
+
+static int close_out(FILE *f, const char *path)
+{
+	bool regular = is_regular(f);
+	int bad = ferror(f);
+
+	if (f == stdout)
+		bad |= fflush(f);
+	else
+		bad |= fclose(f);
+	if (bad) {
+		msg("%s: write failed: %s", path, strerror(errno));
+		if (regular)
+			unlink(path);
+		return EXIT_ERR;
+	}
+	return 0;
+}
+
+static void progress_init(struct common *c, const struct tvt_reader *r,
+			  const char *what)
+{
+	tvh_progress_init(&c->prog, stderr, what, r->size, !c->quiet, c->progress);
+}
+
+/* Report walk errors (not damage: that is in the stats). */
+static int walk_failed(int ret, const char *path)
+{
+	if (!ret)
+		return 0;
+	msg("%s: %s", path, ret < 0 ? tvh_errstr(ret) : "aborted");
+	return EXIT_ERR;
+}
+
+static void warn_damage(const struct tvh_stats *s, const char *path)
+{
+	if (!tvh_stats_damaged(s))
+		return;
+	msg("%s: damaged input: %" PRIu64 " bad chunks, %" PRIu64
+	    " malformed records, %" PRIu64 " bytes skipped", path, s->bad_chunks,
+	    s->malformed, s->skipped_bytes);
+}
+
+/*
+ * Options every subcommand may take; `extra` are its own.  Returns 0
+ * with *optind_out at the first operand, EXIT_USAGE, or -1 for --help.
+ */
+enum {
+	OPT_CPU = 0x100, OPT_ELF, OPT_PROGRESS, OPT_NO_SUMMARY, OPT_FLAVOR,
+	OPT_SEQ_TIME, OPT_BRANCHES, OPT_PT_CPU, OPT_RAW, OPT_NO_SYMBOLS,
+};
+
+typedef int (*opt_fn)(int opt, const char *arg, void *ctx);
+
+static int parse_opts(int argc, char **argv, const char *shortopts,
+		      const struct option *longopts, struct common *c, opt_fn own,
+		      void *ctx)
+{
+	int opt, idx;
+
+	opterr = 0;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, shortopts, longopts, &idx)) != -1) {
+		int ret = 0;
+
+		switch (opt) {
+		case 'h':
+			return -1;
+		case 'q':
+			c->quiet = true;
+			break;
+		case 'o':
+			c->out = optarg;
+			break;
+		case OPT_PROGRESS:
+			c->progress = true;
+			break;
+		case OPT_CPU:
+			ret = parse_cpu(optarg, &c->cpu);
+			break;
+		case OPT_ELF:
+			ret = add_elf(c, optarg);
+			break;
+		case '?':
+			/* optopt: the short option or long option's value; 0: unknown long */
+			if (optopt > 0 && optopt < 0x100 && !strchr(shortopts, optopt))
+				return usage_error("option '-%c' is unknown", optopt);
+			if (optopt)
+				return usage_error("option '%s' needs a value",
+						   argv[optind - 1]);
+			return usage_error("option '%s' is unknown", argv[optind - 1]);
+		default:
+			ret = own ? own(opt, optarg, ctx) : usage_error("bad option");
+			break;
+		}
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+#define COMMON_LONGOPTS \
+	{ "help", no_argument, NULL, 'h' }, \
+	{ "quiet", no_argument, NULL, 'q' }, \
+	{ "progress", no_argument, NULL, OPT_PROGRESS }
+
+/* ---- dump ---------------------------------------------------------------- */
+
+static void dump_usage(FILE *f)
+{
+	fputs("Usage: tracevisor dump [OPTIONS] FILE.tvt\n"
+	      "Print every record of a trace file, one line each (seq, cpu, type,\n"
+	      "fields; branches as 'from -> to kind'), then a summary: records per\n"
+	      "type and per CPU, lost records (sequence gaps, LOST records, ring\n"
+	      "counters), malformed records and damaged chunks.\n"
+	      "\n"
+	      "  --cpu N             only CPU N's lines (the summary covers every CPU)\n"
+	      "  --elf PATH[@BASE]   symbolize branch addresses as func+off (file:line)\n"
+	      "                      with this ELF loaded at BASE (repeatable)\n"
+	      "  -s, --summary-only  no record lines\n"
+	      "      --no-summary    no summary\n"
+	      "  -q, --quiet         no progress on stderr\n"
+	      "      --progress      progress on stderr even for small files\n"
+	      "  -h, --help          this text\n"
+	      "\n"
+	      "Exit status: 0 clean, 1 error, 2 usage, 3 damaged input (still dumped).\n", f);
+}
+
+struct dump_opts {
+	bool summary_only;
+	bool no_summary;
+};
+
+static int dump_opt(int opt, const char *arg, void *ctx)
+{
+	struct dump_opts *d = ctx;
+
+	(void)arg;
+	if (opt == 's')
+		d->summary_only = true;
+	else if (opt == OPT_NO_SUMMARY)
+		d->no_summary = true;
+	else
+		return usage_error("bad option");
+	return 0;
+}
+
+static int cmd_dump(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		COMMON_LONGOPTS,
+		{ "cpu", required_argument, NULL, OPT_CPU },
+		{ "elf", required_argument, NULL, OPT_ELF },
+		{ "summary-only", no_argument, NULL, 's' },
+		{ "no-summary", no_argument, NULL, OPT_NO_SUMMARY },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct common c = { .cpu = -1 };
+	struct dump_opts d = { 0 };
+	struct tvt_reader r;
+	struct tvh_stats s;
+	struct tvh_dump dc;
+	struct tvh_walk_opts wo;
+	int ret;
+
+	ret = parse_opts(argc, argv, "hqs", lo, &c, dump_opt, &d);
+	if (ret < 0) {
+		dump_usage(stdout);
+		ret = EXIT_OK;
+		goto out;
+	}
+	if (ret)
+		goto out;
+	if (argc - optind != 1) {
+		ret = usage_error(argc - optind ? "one FILE expected" : "missing FILE");
+		goto out;
+	}
+	ret = load_elfs(&c);
+	if (ret)
+		goto out;
+	ret = open_trace(argv[optind], &r);
+	if (ret)
+		goto out;
+	progress_init(&c, &r, "dump");
+	dc = (struct tvh_dump){ .out = stdout, .st = &c.st, .records = !d.summary_only };
+	wo = (struct tvh_walk_opts){ .cpu = c.cpu, .progress = &c.prog };
+	if (dc.records)
+		tvh_dump_header(stdout, &r, true);
+	ret = walk_failed(tvh_walk(&r, &wo, tvh_dump_event, &dc, &s), argv[optind]);
+	tvh_progress_done(&c.prog);
+	if (!ret) {
+		if (!d.no_summary) {
+			if (!dc.records)
+				tvh_dump_header(stdout, &r, false);
+			tvh_dump_summary(stdout, &s);
+		}
+		if (c.cpu >= 0 && !tvh_stats_cpu(&s, (uint32_t)c.cpu))
+			msg("%s: no data for CPU %" PRId64, argv[optind], c.cpu);
+		warn_damage(&s, argv[optind]);
+		ret = tvh_stats_damaged(&s) ? EXIT_DAMAGED : EXIT_OK;
+	}
+	if (fflush(stdout) || ferror(stdout)) {
+		msg("writing the dump failed: %s", strerror(errno));
+		ret = EXIT_ERR;
+	}
+	tvh_stats_free(&s);
+	tvt_reader_close(&r);
+out:
+	common_free(&c);
+	return ret;
+}
+
+/* ---- symbolize ----------------------------------------------------------- */
+
+static void symbolize_usage(FILE *f)
+{
+	fputs("Usage: tracevisor symbolize --elf PATH[@BASE]... [ADDR...]\n"
+	      "Print 'ADDR func+off (file:line)' for each address given as an\n"
+	      "argument, or for each line of stdin when none is (addr2line style;\n"
+	      "'?" "?' when no module holds the address).  Symbols and lines come from\n"
+	      "the ELF files through elfutils (separate debuginfo found by build-id\n"
+	      "or .gnu_debuglink).  BASE is the run-time address of the module's\n"
+	      "lowest PT_LOAD segment (default: its link address).  ELF only: for a\n"
+	      "UEFI PE image use the ELF it was converted from (gnu-efi's .so).\n"
+	      "\n"
+	      "  --elf PATH[@BASE]   a module (repeatable, at least one)\n"
+	      "  -h, --help          this text\n"
+	      "\n"
+	      "Use 'tracevisor dump --elf ...' to symbolize a whole trace.\n", f);
+}
+
+static int symbolize_one(struct tvh_symtab *st, const char *tok)
+{
+	char buf[1024], *end;
+	unsigned long long a;
+
+	errno = 0;
+	a = strtoull(tok, &end, 16);
+	if (!*tok || *end || errno || *tok == '-') {
+		msg("bad address '%s' (hex, 0x optional)", tok);
+		return 1;
+	}
+	if (tvh_sym_format(st, a, buf, sizeof(buf)) > 0)
+		printf("0x%llx %s\n", a, buf);
+	else
+		printf("0x%llx ?\?\n", a);
+	return 0;
+}
+
+static int cmd_symbolize(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		COMMON_LONGOPTS,
+		{ "elf", required_argument, NULL, OPT_ELF },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct common c = { .cpu = -1 };
+	int ret, bad = 0;
+
+	ret = parse_opts(argc, argv, "hq", lo, &c, NULL, NULL);
+	if (ret < 0) {
+		symbolize_usage(stdout);
+		ret = EXIT_OK;
+		goto out;
+	}
+	if (ret)
+		goto out;
+	if (!c.nelfs) {
+		ret = usage_error("at least one --elf PATH[@BASE] is needed");
+		goto out;
+	}
+	ret = load_elfs(&c);
+	if (ret)
+		goto out;
+	if (optind < argc) {
+		for (int i = optind; i < argc; i++)
+			bad |= symbolize_one(&c.st, argv[i]);
+	} else {
+		char line[256];
+
+		while (fgets(line, sizeof(line), stdin)) {
+			char *p = line, *e;
+
+			while (*p == ' ' || *p == '\t')
+				p++;
+			e = p + strlen(p);
+			while (e > p && (e[-1] == '\n' || e[-1] == '\r' ||
+					 e[-1] == ' ' || e[-1] == '\t'))
+				*--e = 0;
+			if (*p)
+				bad |= symbolize_one(&c.st, p);
+		}
+	}
+	ret = bad ? EXIT_ERR : EXIT_OK;
+	if (fflush(stdout))
+		ret = EXIT_ERR;
+out:
+	common_free(&c);
+	return ret;
+}
+
+/* ---- drcov --------------------------------------------------------------- */
+
+static void drcov_usage(FILE *f)
+{
+	fputs("Usage: tracevisor drcov FILE.tvt -o OUT.drcov --elf PATH[@BASE]...\n"
+	      "Write basic-block coverage of the traced branches in DynamoRIO's drcov\n"
+	      "format (version 2), for Lighthouse, bncov, Cartographer, drcov2lcov.\n"
+	      "A block runs from a branch target to the end of the next branch on\n"
+	      "that CPU; the branch's length is decoded from the ELF bytes, else the\n"
+	      "block ends one byte past the branch address (counted as approximate).\n"
+	      "Only blocks inside a module given with --elf are written.\n"
+	      "\n"
+	      "  -o, --output FILE   the drcov file ('-': stdout)\n"
+	      "  --elf PATH[@BASE]   a module (repeatable, at least one)\n"
+	      "  --cpu N             only CPU N's branches\n"
+	      "  --flavor NAME       the 'DRCOV FLAVOR' (default tracevisor)\n"
+	      "  -q, --quiet         no progress on stderr\n"
+	      "      --progress      progress on stderr even for small files\n"
+	      "  -h, --help          this text\n", f);
+}
+
+static int flavor_opt(int opt, const char *arg, void *ctx)
+{
+	if (opt != OPT_FLAVOR)
+		return usage_error("bad option");
+	if (!*arg || strchr(arg, '\n'))
+		return usage_error("bad flavor");
+	*(const char **)ctx = arg;
+	return 0;
+}
+
+static int cmd_drcov(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		COMMON_LONGOPTS,
+		{ "output", required_argument, NULL, 'o' },
+		{ "cpu", required_argument, NULL, OPT_CPU },
+		{ "elf", required_argument, NULL, OPT_ELF },
+		{ "flavor", required_argument, NULL, OPT_FLAVOR },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct common c = { .cpu = -1 };
+	const char *flavor = "tracevisor";
+	struct tvt_reader r;
+	struct tvh_stats s;
+	struct tvh_drcov d;
+	struct tvh_walk_opts wo;
+	FILE *out;
+	int ret;
+
+	ret = parse_opts(argc, argv, "hqo:", lo, &c, flavor_opt, &flavor);
+	if (ret < 0) {
+		drcov_usage(stdout);
+		ret = EXIT_OK;
+		goto out;
+	}
+	if (ret)
+		goto out;
+	if (argc - optind != 1) {
+		ret = usage_error(argc - optind ? "one FILE expected" : "missing FILE");
+		goto out;
+	}
+	if (!c.out) {
+		ret = usage_error("missing -o OUT.drcov");
+		goto out;
+	}
+	if (!c.nelfs) {
+		ret = usage_error("at least one --elf PATH[@BASE] is needed (drcov offsets are module-relative)");
+		goto out;
+	}
+	ret = load_elfs(&c);
+	if (ret)
+		goto out;
+	ret = open_trace(argv[optind], &r);
+	if (ret)
+		goto out;
+	progress_init(&c, &r, "drcov");
+	tvh_drcov_init(&d, &c.st);
+	wo = (struct tvh_walk_opts){ .cpu = c.cpu, .progress = &c.prog };
+	ret = walk_failed(tvh_walk(&r, &wo, tvh_drcov_event, &d, &s), argv[optind]);
+	tvh_progress_done(&c.prog);
+	if (!ret) {
+		out = open_out(c.out, "wb");
+		if (!out) {
+			ret = EXIT_ERR;
+		} else if (tvh_drcov_write(&d, out, flavor)) {
+			msg("%s: write failed: %s", c.out, strerror(errno));
+			discard_out(out, c.out);
+			ret = EXIT_ERR;
+		} else {
+			ret = close_out(out, c.out);
+		}
+	}
+	if (!ret) {
+		const struct tvh_drcov_stats *ds = &d.stats;
+
+		if (!c.quiet)
+			fprintf(stderr, "tracevisor drcov: %s: %zu blocks (%" PRIu64
+				" with approximate size) in %u modules; dropped %"
+				PRIu64 " outside modules, %" PRIu64 " crossing modules, %"
+				PRIu64 " inconsistent, %" PRIu64 " too big\n", c.out,
+				d.nbbs, ds->approx, c.st.nmods, ds->outside,
+				ds->cross_module, ds->backwards, ds->too_big);
+		if (!d.nbbs)
+			msg("no basic block fell inside the given modules (check @BASE)");
+		warn_damage(&s, argv[optind]);
+		ret = tvh_stats_damaged(&s) ? EXIT_DAMAGED : EXIT_OK;
+	}
+	tvh_drcov_free(&d);
+	tvh_stats_free(&s);
+	tvt_reader_close(&r);
+out:
+	common_free(&c);
+	return ret;
+}
+
+/* ---- chrome -------------------------------------------------------------- */
+
+static void chrome_usage(FILE *f)
+{
+	fputs("Usage: tracevisor chrome FILE.tvt -o OUT.json [--elf PATH[@BASE]...]\n"
+	      "Write Chrome trace-event JSON (open it in ui.perfetto.dev or\n"
+	      "chrome://tracing): one track per CPU, calls/returns (and syscalls,\n"
+	      "exceptions, interrupts) as nested slices named after the target's\n"
+	      "symbol, instant events for CR3 changes, start/stop, markers, log\n"
+	      "lines, images and lost records.  Time comes from the TSC and the\n"
+	      "TSC frequency in the trace; without them, from sequence numbers.\n"
+	      "\n"
+	      "  -o, --output FILE   the JSON file ('-': stdout)\n"
+	      "  --elf PATH[@BASE]   name slices after symbols of this ELF (repeatable)\n"
+	      "  --cpu N             only CPU N\n"
+	      "  --sequence-time     use sequence numbers as time even with a TSC\n"
+	      "  -q, --quiet         no progress on stderr\n"
+	      "      --progress      progress on stderr even for small files\n"
+	      "  -h, --help          this text\n", f);
+}
+
+static int seq_opt(int opt, const char *arg, void *ctx)
+{
+	(void)arg;
+	if (opt != OPT_SEQ_TIME)
+		return usage_error("bad option");
+	*(bool *)ctx = true;
+	return 0;
+}
+
+static int cmd_chrome(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		COMMON_LONGOPTS,
+		{ "output", required_argument, NULL, 'o' },
+		{ "cpu", required_argument, NULL, OPT_CPU },
+		{ "elf", required_argument, NULL, OPT_ELF },
+		{ "sequence-time", no_argument, NULL, OPT_SEQ_TIME },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct common c = { .cpu = -1 };
+	struct tvh_chrome_opts co;
+	struct tvh_chrome_stats cs;
+	struct tvt_reader r;
+	bool seq_time = false;
+	FILE *out;
+	int ret;
+
+	ret = parse_opts(argc, argv, "hqo:", lo, &c, seq_opt, &seq_time);
+	if (ret < 0) {
+		chrome_usage(stdout);
+		ret = EXIT_OK;
+		goto out;
+	}
+	if (ret)
+		goto out;
+	if (argc - optind != 1) {
+		ret = usage_error(argc - optind ? "one FILE expected" : "missing FILE");
+		goto out;
+	}
+	if (!c.out) {
+		ret = usage_error("missing -o OUT.json");
+		goto out;
+	}
+	ret = load_elfs(&c);
+	if (ret)
+		goto out;
+	ret = open_trace(argv[optind], &r);
+	if (ret)
+		goto out;
+	out = open_out(c.out, "w");
+	if (!out) {
+		tvt_reader_close(&r);
+		ret = EXIT_ERR;
+		goto out;
+	}
+	progress_init(&c, &r, "chrome");
+	co = (struct tvh_chrome_opts){ .st = &c.st, .cpu = c.cpu,
+				       .sequence_time = seq_time,
+				       .progress = &c.prog };
+	ret = tvh_chrome_write(&r, &co, out, &cs);
+	tvh_progress_done(&c.prog);
+	if (ret) {
+		msg("%s: %s", ret == -TVH_ERR_IO ? c.out : argv[optind], tvh_errstr(ret));
+		discard_out(out, c.out);
+		ret = EXIT_ERR;
+	} else {
+		ret = close_out(out, c.out);
+	}
+	if (!ret) {
+		if (!c.quiet)
+			fprintf(stderr, "tracevisor chrome: %s: %" PRIu64 " events (%"
+				PRIu64 " slices, %" PRIu64 " instants), time from %s"
+				"; %" PRIu64 " returns without a call, %" PRIu64
+				" slices closed by loss\n", c.out, cs.events, cs.slices,
+				cs.instants, cs.tsc_time ? "TSC" : "sequence numbers",
+				cs.unmatched_returns, cs.closed_by_loss);
+		warn_damage(&cs.walk, argv[optind]);
+		ret = tvh_stats_damaged(&cs.walk) ? EXIT_DAMAGED : EXIT_OK;
+	}
+	tvh_stats_free(&cs.walk);
+	tvt_reader_close(&r);
+out:
+	common_free(&c);
+	return ret;
+}
+
+/* ---- pt ------------------------------------------------------------------ */
+
+static void pt_usage(FILE *f)
+{
+	fputs("Usage: tracevisor pt FILE.tvt --cpu N -o OUT.pt\n"
+	      "Write CPU N's raw Intel PT byte stream, for libipt's ptdump and ptxed\n"
+	      "(ptxed --pt OUT.pt --elf PATH:BASE ...).  Runs of the stream and the\n"
+	      "gaps between them (lost PT data) are listed on stderr; the runs are\n"
+	      "written back to back, so decoders resynchronise at the next PSB.\n"
+	      "\n"
+	      "  --cpu N             the CPU (required)\n"
+	      "  -o, --output FILE   the PT file ('-': stdout)\n"
+	      "  -q, --quiet         no run list or progress on stderr\n"
+	      "      --progress      progress on stderr even for small files\n"
+	      "  -h, --help          this text\n", f);
+}
+
+static int cmd_pt(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		COMMON_LONGOPTS,
+		{ "output", required_argument, NULL, 'o' },
+		{ "cpu", required_argument, NULL, OPT_CPU },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct common c = { .cpu = -1 };
+	struct tvt_reader r;
+	struct tvh_stats s;
+	FILE *out;
+	int64_t n;
+	int ret;
+
+	ret = parse_opts(argc, argv, "hqo:", lo, &c, NULL, NULL);
+	if (ret < 0) {
+		pt_usage(stdout);
+		ret = EXIT_OK;
+		goto out;
+	}
+	if (ret)
+		goto out;
+	if (argc - optind != 1) {
+		ret = usage_error(argc - optind ? "one FILE expected" : "missing FILE");
+		goto out;
+	}
+	if (c.cpu < 0 || !c.out) {
+		ret = usage_error(c.cpu < 0 ? "missing --cpu N" : "missing -o OUT.pt");
+		goto out;
+	}
+	ret = open_trace(argv[optind], &r);
+	if (ret)
+		goto out;
+	out = open_out(c.out, "wb");
+	if (!out) {
+		tvt_reader_close(&r);
+		ret = EXIT_ERR;
+		goto out;
+	}
+	progress_init(&c, &r, "pt");
+	n = tvh_pt_extract(&r, (uint32_t)c.cpu, out, c.quiet ? NULL : stderr, &s,
+			   &c.prog);
+	tvh_progress_done(&c.prog);
+	if (n < 0)
+		discard_out(out, c.out);
+	else
+		ret = close_out(out, c.out);
+	if (n < 0) {
+		if (n == -TVH_ERR_NOT_FOUND)
+			msg("%s: no PT data for CPU %" PRId64, argv[optind], c.cpu);
+		else
+			msg("%s: %s", n == -TVH_ERR_IO ? c.out : argv[optind],
+			    tvh_errstr((int)n));
+		ret = EXIT_ERR;
+	} else if (!ret) {
+		if (!c.quiet)
+			fprintf(stderr, "tracevisor pt: %s: %" PRId64 " bytes of CPU %"
+				PRId64 "'s PT stream\n", c.out, n, c.cpu);
+		warn_damage(&s, argv[optind]);
+		ret = tvh_stats_damaged(&s) ? EXIT_DAMAGED : EXIT_OK;
+	}
+	tvh_stats_free(&s);
+	tvt_reader_close(&r);
+out:
+	common_free(&c);
+	return ret;
+}
+
+/* ---- pt-decode ----------------------------------------------------------- */
+
+static void pt_decode_usage(FILE *f)
+{
+	fputs("Usage: tracevisor pt-decode FILE.tvt --cpu N --elf PATH[@BASE]...\n"
+	      "       tracevisor pt-decode --raw FILE.pt --elf PATH[@BASE]...\n"
+	      "Decode a CPU's Intel PT stream with libipt's instruction-flow decoder\n"
+	      "over an image built from the ELF files' executable segments, and\n"
+	      "print each instruction (or, with --branches, each taken transfer).\n"
+	      "Decode errors are printed with their stream offset; decoding resumes\n"
+	      "at the next PSB.\n"
+	      "\n"
+	      "  --cpu N             the CPU (required with a .tvt)\n"
+	      "  --elf PATH[@BASE]   code for the decoder and symbols (repeatable)\n"
+	      "  --raw               FILE is a raw PT stream (e.g. from 'tracevisor pt')\n"
+	      "  --branches          print 'from -> to kind' for taken transfers only\n"
+	      "  --pt-cpu F/M[/S]    the traced CPU's family/model/stepping (errata)\n"
+	      "  --no-symbols        addresses only\n"
+	      "  -q, --quiet         no summary or progress on stderr\n"
+	      "      --progress      progress on stderr even for small files\n"
+	      "  -h, --help          this text\n", f);
+}
+
+struct ptd_opts {
+	bool raw;
+	bool no_symbols;
+	struct tvh_pt_opts pt;
+};
+
+static int ptd_opt(int opt, const char *arg, void *ctx)
+{
+	struct ptd_opts *p = ctx;
+
+	switch (opt) {
+	case OPT_RAW:
+		p->raw = true;
+		return 0;
+	case OPT_BRANCHES:
+		p->pt.branches = true;
+		return 0;
+	case OPT_NO_SYMBOLS:
+		p->no_symbols = true;
+		return 0;
+	case OPT_PT_CPU:
+		if (tvh_pt_parse_cpu(arg, &p->pt.cpu))
+			return usage_error("bad --pt-cpu '%s' (want FAMILY/MODEL[/STEPPING])", arg);
+		return 0;
+	default:
+		return usage_error("bad option");
+	}
+}
+
+struct ptd_print {
+	struct tvh_symtab *st;
+};
+
+static void print_sym(struct tvh_symtab *st, uint64_t a)
+{
+	char buf[512];
+
+	if (st && tvh_sym_format(st, a, buf, sizeof(buf)) > 0)
+		printf(" %s", buf);
+}
+
+static int ptd_item(void *ctx, const struct tvh_pt_item *it)
+{
+	struct ptd_print *p = ctx;
+	const struct pt_event *ev = it->event;
+
+	switch (it->kind) {
+	case TVH_PT_SYNC:
+		printf("[sync at offset 0x%" PRIx64 "]\n", it->offset);
+		break;
+	case TVH_PT_END:
+		printf("[end of trace at offset 0x%" PRIx64 "]\n", it->offset);
+		break;
+	case TVH_PT_ERROR:
+		printf("[error at offset 0x%" PRIx64, it->offset);
+		if (it->ip)
+			printf(", last ip 0x%" PRIx64, it->ip);
+		printf(": %s]\n", pt_errstr(pt_errcode(it->err)));
+		break;
+	case TVH_PT_INSN: {
+		char raw[3 * 15 + 1];
+		int n = 0;
+
+		for (unsigned i = 0; i < it->insn->size && i < 15; i++)
+			n += snprintf(raw + n, sizeof(raw) - (size_t)n, "%s%02x",
+				      i ? " " : "", it->insn->raw[i]);
+		raw[n] = 0;
+		printf("0x%016" PRIx64 "  %-30s %-8s", it->insn->ip, raw,
+		       tvh_pt_iclass_name(it->insn->iclass));
+		print_sym(p->st, it->insn->ip);
+		putchar('\n');
+		break;
+	}
+	case TVH_PT_BRANCH:
+		printf("0x%" PRIx64, it->from);
+		print_sym(p->st, it->from);
+		printf(" -> 0x%" PRIx64, it->to);
+		print_sym(p->st, it->to);
+		printf(" %s\n", tvh_pt_iclass_name(it->iclass));
+		break;
+	case TVH_PT_EVENT:
+		printf("[%s", tvh_pt_event_name(ev->type));
+		switch (ev->type) {
+		case ptev_enabled:
+			printf(" 0x%" PRIx64 "%s", ev->variant.enabled.ip,
+			       ev->variant.enabled.resumed ? " resumed" : "");
+			break;
+		case ptev_disabled:
+			if (!ev->ip_suppressed)
+				printf(" 0x%" PRIx64, ev->variant.disabled.ip);
+			break;
+		case ptev_async_disabled:
+			printf(" at 0x%" PRIx64, ev->variant.async_disabled.at);
+			break;
+		case ptev_async_branch:
+			printf(" 0x%" PRIx64 " -> 0x%" PRIx64, ev->variant.async_branch.from,
+			       ev->variant.async_branch.to);
+			break;
+		case ptev_paging:
+			printf(" cr3=0x%" PRIx64, ev->variant.paging.cr3);
+			break;
+		case ptev_async_paging:
+			printf(" cr3=0x%" PRIx64 " at 0x%" PRIx64,
+			       ev->variant.async_paging.cr3, ev->variant.async_paging.ip);
+			break;
+		case ptev_overflow:
+			if (!ev->ip_suppressed)
+				printf(" resume 0x%" PRIx64, ev->variant.overflow.ip);
+			break;
+		case ptev_exec_mode:
+			printf(" %s", ev->variant.exec_mode.mode == ptem_64bit ? "64-bit" :
+			       ev->variant.exec_mode.mode == ptem_32bit ? "32-bit" :
+			       ev->variant.exec_mode.mode == ptem_16bit ? "16-bit" : "unknown");
+			break;
+		default:
+			break;
+		}
+		if (ev->has_tsc)
+			printf(" tsc=%" PRIu64, ev->tsc);
+		printf("]\n");
+		break;
+	}
+	return 0;
+}
+
+static int read_file(const char *path, uint8_t **data, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *buf = NULL;
+	size_t n = 0, cap = 0;
+
+	*data = NULL;
+	*len = 0;
+	if (!f) {
+		msg("%s: %s", path, strerror(errno));
+		return EXIT_ERR;
+	}
+	for (;;) {
+		size_t got;
+
+		if (n == cap) {
+			uint8_t *nb;
+
+			cap = cap ? cap * 2 : 1 << 20;
+			nb = realloc(buf, cap);
+			if (!nb) {
+				free(buf);
+				fclose(f);
+				msg("%s: out of memory", path);
+				return EXIT_ERR;
+			}
+			buf = nb;
+		}
+		got = fread(buf + n, 1, cap - n, f);
+		n += got;
+		if (got == 0)
+			break;
+	}
+	if (ferror(f)) {
+		msg("%s: %s", path, strerror(errno));
+		free(buf);
+		fclose(f);
+		return EXIT_ERR;
+	}
+	fclose(f);
+	*data = buf;
+	*len = n;
+	return 0;
+}
+
+static int cmd_pt_decode(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		COMMON_LONGOPTS,
+		{ "cpu", required_argument, NULL, OPT_CPU },
+		{ "elf", required_argument, NULL, OPT_ELF },
+		{ "raw", no_argument, NULL, OPT_RAW },
+		{ "branches", no_argument, NULL, OPT_BRANCHES },
+		{ "pt-cpu", required_argument, NULL, OPT_PT_CPU },
+		{ "no-symbols", no_argument, NULL, OPT_NO_SYMBOLS },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct common c = { .cpu = -1 };
+	struct ptd_opts po = { 0 };
+	struct tvh_pt_stream ps = { 0 };
+	struct tvh_pt_stats total = { 0 };
+	struct tvh_stats s = { 0 };
+	struct pt_image *img = NULL;
+	struct ptd_print pp;
+	bool damaged = false;
+	int ret;
+
+	ret = parse_opts(argc, argv, "hq", lo, &c, ptd_opt, &po);
+	if (ret < 0) {
+		pt_decode_usage(stdout);
+		ret = EXIT_OK;
+		goto out;
+	}
+	if (ret)
+		goto out;
+	if (argc - optind != 1) {
+		ret = usage_error(argc - optind ? "one FILE expected" : "missing FILE");
+		goto out;
+	}
+	if (!po.raw && c.cpu < 0) {
+		ret = usage_error("missing --cpu N");
+		goto out;
+	}
+	if (!c.nelfs)
+		msg("no --elf given: every instruction will fail to decode (no code)");
+	ret = load_elfs(&c);
+	if (ret)
+		goto out;
+	if (tvh_pt_image(&c.st, &img)) {
+		msg("cannot build the decoder image");
+		ret = EXIT_ERR;
+		goto out;
+	}
+	if (po.raw) {
+		struct tvh_pt_run *run = calloc(1, sizeof(*run));
+
+		if (!run) {
+			ret = EXIT_ERR;
+			goto out;
+		}
+		ret = read_file(argv[optind], &run->data, &run->len);
+		if (ret) {
+			free(run);
+			goto out;
+		}
+		ps.runs = run;
+		ps.nruns = 1;
+		ps.bytes = run->len;
+	} else {
+		struct tvt_reader r;
+
+		ret = open_trace(argv[optind], &r);
+		if (ret)
+			goto out;
+		progress_init(&c, &r, "pt-decode");
+		ret = tvh_pt_collect(&r, (uint32_t)c.cpu, &ps, &s, &c.prog);
+		tvh_progress_done(&c.prog);
+		tvt_reader_close(&r);
+		if (ret == -TVH_ERR_NOT_FOUND) {
+			msg("%s: no PT data for CPU %" PRId64, argv[optind], c.cpu);
+			ret = EXIT_ERR;
+			goto out;
+		}
+		if (ret) {
+			ret = walk_failed(ret, argv[optind]);
+			goto out;
+		}
+		damaged = tvh_stats_damaged(&s);
+	}
+	pp.st = po.no_symbols ? NULL : &c.st;
+	for (size_t i = 0; i < ps.nruns; i++) {
+		const struct tvh_pt_run *run = &ps.runs[i];
+		struct tvh_pt_stats st;
+		uint64_t prev_end = i ? ps.runs[i - 1].offset + ps.runs[i - 1].len : 0;
+
+		if (run->offset > prev_end)
+			printf("[gap: %" PRIu64 " PT bytes lost before offset 0x%" PRIx64 "]\n",
+			       run->offset - prev_end, run->offset);
+		ret = tvh_pt_decode(run->data, run->len, run->offset, img, &po.pt,
+				    ptd_item, &pp, &st);
+		if (ret) {
+			msg("cannot decode (libipt setup failed)");
+			ret = EXIT_ERR;
+			goto out;
+		}
+		total.insns += st.insns;
+		total.branches += st.branches;
+		total.events += st.events;
+		total.syncs += st.syncs;
+		total.errors += st.errors;
+	}
+	if (fflush(stdout) || ferror(stdout)) {
+		msg("writing failed: %s", strerror(errno));
+		ret = EXIT_ERR;
+		goto out;
+	}
+	if (!c.quiet)
+		fprintf(stderr, "tracevisor pt-decode: %" PRIu64 " PT bytes, %" PRIu64
+			" lost; %" PRIu64 " instructions, %" PRIu64 " branches, %" PRIu64
+			" events, %" PRIu64 " syncs, %" PRIu64 " decode errors\n",
+			ps.bytes, ps.gap_bytes, total.insns, total.branches,
+			total.events, total.syncs, total.errors);
+	if (!total.syncs)
+		msg("no PSB found: nothing decoded");
+	if (damaged)
+		warn_damage(&s, argv[optind]);
+	ret = (damaged || total.errors || !total.syncs) ? EXIT_DAMAGED : EXIT_OK;
+out:
+	if (img)
+		pt_image_free(img);
+	tvh_pt_stream_free(&ps);
+	tvh_stats_free(&s);
+	common_free(&c);
+	return ret;
+}
+
+/* ---- top level ------------------------------------------------------------- */
+
+struct command {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	void (*usage)(FILE *f);
+	const char *summary;
+};
+
+static const struct command commands[] = {
+	{ "dump", cmd_dump, dump_usage, "records, one per line, and a summary of losses and damage" },
+	{ "symbolize", cmd_symbolize, symbolize_usage, "addresses to func+off (file:line) from ELF files" },
+	{ "drcov", cmd_drcov, drcov_usage, "basic-block coverage in DynamoRIO drcov format" },
+	{ "chrome", cmd_chrome, chrome_usage, "Chrome trace-event JSON for Perfetto / chrome://tracing" },
+	{ "pt", cmd_pt, pt_usage, "a CPU's raw Intel PT stream, for ptdump/ptxed" },
+	{ "pt-decode", cmd_pt_decode, pt_decode_usage, "decode a CPU's Intel PT stream with libipt" },
+};
+
+static void main_usage(FILE *f)
+{
+	fputs("Usage: tracevisor COMMAND [OPTIONS] ...\n"
+	      "Host tools for tracevisor trace files (.tvt, docs/TRACEFILE.md).\n\n"
+	      "Commands:\n", f);
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %-11s %s\n", commands[i].name, commands[i].summary);
+	fputs("\n'tracevisor COMMAND --help' describes each.  'tracevisor --version'.\n"
+	      "Exit status: 0 ok, 1 error, 2 usage, 3 damaged input (output still written).\n", f);
+}
+
+int main(int argc, char **argv)
+{
+	const char *name;
+
+	if (argc < 2) {
+		main_usage(stderr);
+		return EXIT_USAGE;
+	}
+	name = argv[1];
+	if (!strcmp(name, "-h") || !strcmp(name, "--help")) {
+		main_usage(stdout);
+		return EXIT_OK;
+	}
+	if (!strcmp(name, "--version")) {
+		printf("tracevisor host tools %s (trace format %u, file format %u)\n",
+		       TV_VERSION, TV_TRACE_VERSION, TVT_VERSION);
+		return EXIT_OK;
+	}
+	if (!strcmp(name, "help")) {
+		if (argc < 3) {
+			main_usage(stdout);
+			return EXIT_OK;
+		}
+		name = argv[2];
+		for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+			if (!strcmp(name, commands[i].name)) {
+				commands[i].usage(stdout);
+				return EXIT_OK;
+			}
+		fprintf(stderr, "tracevisor: unknown command '%s'\n", name);
+		return EXIT_USAGE;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		if (strcmp(name, commands[i].name))
+			continue;
+		cmd_name = commands[i].name;
+		return commands[i].run(argc - 1, argv + 1);
+	}
+	fprintf(stderr, "tracevisor: unknown command '%s'\n", name);
+	main_usage(stderr);
+	return EXIT_USAGE;
+}

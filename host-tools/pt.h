@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pt.h - a CPU's Intel PT byte stream from a .tvt: extraction (for
+ * libipt's ptdump/ptxed) and instruction-flow decoding with libipt.
+ *
+ * PT chunks carry the stream's running byte offset; a gap between chunks
+ * is PT data lost (ToPA full, dropped on the wire).  Decoding treats each
+ * gap-free run as its own buffer (the decoder resynchronises at the next
+ * PSB anyway) and reports every position as a stream offset, so errors
+ * point at the same bytes in `tracevisor pt` output only when there was
+ * no gap (the extraction concatenates runs; it prints the runs' offsets).
+ */
+#ifndef TVH_PT_H
+#define TVH_PT_H
+
+#include <intel-pt.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "host-tools/progress.h"
+#include "host-tools/sym.h"
+#include "host-tools/tvt.h"
+#include "host-tools/walk.h"
+
+/* One gap-free run of a CPU's PT stream. */
+struct tvh_pt_run {
+	uint64_t offset;         /* stream offset of data[0] */
+	uint8_t *data;
+	size_t len;
+	size_t cap;              /* allocated bytes of data */
+};
+
+struct tvh_pt_stream {
+	struct tvh_pt_run *runs;
+	size_t nruns;
+	uint64_t bytes;
+	uint64_t gap_bytes;      /* between runs and before the first */
+};
+
+/*
+ * tvh_pt_collect - read CPU cpu's PT stream into memory.  stats (may be
+ * NULL) receives the walk's statistics (caller frees).  Returns 0,
+ * -TVH_ERR_NOT_FOUND (no PT data for cpu), -TVH_ERR_NOMEM, walk errors.
+ */
+int tvh_pt_collect(struct tvt_reader *r, uint32_t cpu, struct tvh_pt_stream *out,
+		   struct tvh_stats *stats, struct tvh_progress *progress);
+void tvh_pt_stream_free(struct tvh_pt_stream *s);
+
+/*
+ * tvh_pt_extract - write CPU cpu's PT bytes to out, runs back to back
+ * (no copy in memory).  runs_out (may be NULL) gets a description of
+ * every run and gap, one line each.  Returns the bytes written or
+ * -TVH_ERR_NOT_FOUND, -TVH_ERR_IO, walk errors.
+ */
+int64_t tvh_pt_extract(struct tvt_reader *r, uint32_t cpu, FILE *out,
+		       FILE *runs_out, struct tvh_stats *stats,
+		       struct tvh_progress *progress);
+
+/*
+ * tvh_pt_image - a libipt image holding every executable PT_LOAD segment
+ * of st's modules at its run-time address (any address space).  Returns
+ * 0 or -TVH_ERR_NOMEM, -TVH_ERR_PT.
+ */
+int tvh_pt_image(const struct tvh_symtab *st, struct pt_image **out);
+
+enum tvh_pt_item_kind {
+	TVH_PT_SYNC,             /* synchronised at a PSB: offset */
+	TVH_PT_INSN,             /* insn */
+	TVH_PT_BRANCH,           /* branches mode: from -> to, iclass of the source */
+	TVH_PT_EVENT,            /* event */
+	TVH_PT_ERROR,            /* err (negative pt_error_code), offset, ip (last insn) */
+	TVH_PT_END,              /* end of a run's trace: offset */
+};
+
+struct tvh_pt_item {
+	enum tvh_pt_item_kind kind;
+	uint64_t offset;         /* stream offset of the decoder's position */
+	const struct pt_insn *insn;
+	const struct pt_event *event;
+	int err;
+	uint64_t ip;
+	uint64_t from, to;
+	enum pt_insn_class iclass;
+};
+
+typedef int (*tvh_pt_fn)(void *ctx, const struct tvh_pt_item *it);
+
+struct tvh_pt_opts {
+	struct pt_cpu cpu;       /* family/model/stepping for errata; vendor 0 = unknown */
+	bool branches;           /* report TVH_PT_BRANCH (taken transfers) instead of TVH_PT_INSN */
+};
+
+struct tvh_pt_stats {
+	uint64_t insns;
+	uint64_t branches;
+	uint64_t events;
+	uint64_t syncs;
+	uint64_t errors;
+};
+
+/*
+ * tvh_pt_decode - decode buf[0..len) (stream offset `offset`) with the
+ * pt_insn decoder over image (NULL: nothing mapped, every instruction
+ * fails with -pte_nomap).  Errors are reported through fn (TVH_PT_ERROR,
+ * counted) and decoding resumes at the next PSB.  Returns 0, fn's nonzero
+ * value, or -TVH_ERR_PT when the decoder cannot be set up.
+ */
+int tvh_pt_decode(const uint8_t *buf, size_t len, uint64_t offset,
+		  struct pt_image *image, const struct tvh_pt_opts *opts,
+		  tvh_pt_fn fn, void *ctx, struct tvh_pt_stats *stats);
+
+const char *tvh_pt_iclass_name(enum pt_insn_class c);
+const char *tvh_pt_event_name(enum pt_event_type t);
+
+/* Parse "FAMILY/MODEL[/STEPPING]" (decimal or 0x hex) into an Intel pt_cpu. */
+int tvh_pt_parse_cpu(const char *s, struct pt_cpu *cpu);
+
+#endif /* TVH_PT_H */

@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sym.h - ELF modules at their run-time addresses, and symbolization
+ * (function+offset, file:line) through elfutils libdwfl.
+ *
+ * A module is given as PATH[@BASE].  BASE is the run-time address of the
+ * module's lowest PT_LOAD segment; every address of the module moves by
+ * bias = BASE - (lowest PT_LOAD p_vaddr).  Without @BASE the module is
+ * where its program headers say (bias 0): right for a non-relocated
+ * vmlinux or a fixed-address ELF.  Examples:
+ *   vmlinux@0xffffffff9a000000   (KASLR: the run-time address of _text's
+ *                                 segment, e.g. from /proc/kallsyms)
+ *   build/tracevisor.so@0x7e3c1000  (gnu-efi: the PE is objcopy'd from it;
+ *                                 BASE = ImageBase the firmware chose)
+ * Only ELF (ET_EXEC, ET_DYN) is read; PE/COFF images need their ELF (or
+ * a separate converter) for now.  Separate debug info is found the
+ * standard elfutils way (build-id, .gnu_debuglink, /usr/lib/debug).
+ */
+#ifndef TVH_SYM_H
+#define TVH_SYM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct tvh_segment {
+	uint64_t vaddr;          /* link-time */
+	uint64_t memsz;
+	uint64_t offset;         /* in the file */
+	uint64_t filesz;
+	uint32_t flags;          /* PF_X | PF_W | PF_R */
+};
+
+struct tvh_module {
+	char *path;
+	const char *name;        /* basename of path */
+	uint64_t base;           /* run-time address of the lowest PT_LOAD */
+	uint64_t end;            /* run-time end of the highest PT_LOAD */
+	uint64_t entry;          /* run-time e_entry */
+	uint64_t bias;           /* run-time = link-time + bias (mod 2^64) */
+	bool has_base;
+	uint16_t machine;        /* e_machine */
+	struct tvh_segment *segs;
+	unsigned nsegs;
+	/* private */
+	int fd;
+	void *elf;               /* Elf * */
+	const uint8_t *image;    /* the file's bytes (libelf's mapping) */
+	size_t image_size;
+	void *dwfl;              /* Dwfl * */
+	void *dwmod;             /* Dwfl_Module * */
+	uint64_t dwfl_bias;      /* dwfl address = link-time + dwfl_bias */
+};
+
+/* A symbolized address; strings are owned by the symtab. */
+struct tvh_sym {
+	int module;              /* index, or -1: in no module */
+	const char *module_name;
+	uint64_t module_offset;  /* addr - module base */
+	const char *func;        /* NULL: no symbol covers it */
+	uint64_t func_offset;
+	const char *file;        /* NULL: no line information */
+	int line;
+};
+
+struct tvh_sym_cache_entry;
+
+struct tvh_symtab {
+	struct tvh_module *mods;
+	unsigned nmods;
+	char error[256];         /* detail of the last failed add */
+	struct tvh_sym_cache_entry *cache;
+	size_t cache_cap, cache_used;
+	uint64_t lookups, cache_hits;
+};
+
+void tvh_symtab_init(struct tvh_symtab *st);
+void tvh_symtab_free(struct tvh_symtab *st);
+
+/*
+ * tvh_parse_elf_spec - split "PATH[@BASE]" (BASE: C integer syntax).  The
+ * last '@' followed by a number starts BASE; a path may contain '@'.
+ * *path is malloc'ed.  Errors: -TVH_ERR_INVALID (empty path, "@" with no
+ * valid number after the last '@' when require_base), -TVH_ERR_NOMEM.
+ */
+int tvh_parse_elf_spec(const char *spec, bool require_base, char **path,
+		       uint64_t *base, bool *has_base);
+
+/*
+ * tvh_symtab_add - load the module named by spec.  Returns its index or
+ * -TVH_ERR_INVALID (spec), -TVH_ERR_IO (open, errno), -TVH_ERR_ELF (not
+ * ELF, ET_REL/ET_CORE, no PT_LOAD), -TVH_ERR_NOMEM; st->error says more.
+ * A module overlapping an earlier one at run time is accepted; lookups
+ * take the first that holds the address.
+ */
+int tvh_symtab_add(struct tvh_symtab *st, const char *spec);
+
+/* Index of the module holding run-time address addr, or -1. */
+int tvh_symtab_find(const struct tvh_symtab *st, uint64_t addr);
+
+/*
+ * tvh_sym_lookup - symbolize addr (results cached).  Returns 0 when a
+ * module holds it (func/file may still be NULL), -TVH_ERR_NOT_FOUND.
+ */
+int tvh_sym_lookup(struct tvh_symtab *st, uint64_t addr, struct tvh_sym *out);
+
+/*
+ * tvh_sym_format - "func+0x1c (file.c:12)", "func+0x1c", "module+0x1c",
+ * or "" when no module holds addr; always NUL terminated.  Returns the
+ * length written.
+ */
+int tvh_sym_format(struct tvh_symtab *st, uint64_t addr, char *buf, size_t n);
+
+/*
+ * tvh_sym_read - copy up to n bytes of the file-backed image at run-time
+ * address addr (stops at the end of its segment).  Returns the count,
+ * 0 when addr is not file-backed in any module.
+ */
+size_t tvh_sym_read(const struct tvh_symtab *st, uint64_t addr, void *buf,
+		    size_t n);
+
+#endif /* TVH_SYM_H */

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pt_fixture.h - a small program assembled at test time and its Intel PT
+ * trace, encoded packet by packet with libipt's encoder: the independent
+ * ground truth for PT decoding (test_host_pt, test_host_cli).
+ *
+ *   _start: mov $3,%ecx
+ *   i_call: call func          func: add $1,%edx
+ *           dec %ecx                 ret
+ *           jnz i_call
+ *           lea target(%rip),%rax
+ *           jmp *%rax    -> target: nop
+ *                                   jmp *%rbx   (leaves: TIP.PGD OUTSIDE)
+ */
+#ifndef TVH_TEST_PT_FIXTURE_H
+#define TVH_TEST_PT_FIXTURE_H
+
+#include <intel-pt.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PTF_OUTSIDE 0xdead000ull
+
+struct pt_fixture {
+	char *elf;                       /* path, malloc'ed */
+	uint64_t flow[32];               /* executed instructions, in order */
+	unsigned nflow;
+	struct {
+		uint64_t from, to;
+		enum pt_insn_class c;
+	} taken[16];                     /* taken transfers, in order */
+	unsigned ntaken;
+};
+
+/* Assembles the program (th_compile) and fills flow/taken; 0 or -1. */
+int ptf_build(struct pt_fixture *f);
+void ptf_free(struct pt_fixture *f);
+uint64_t ptf_sym(const struct pt_fixture *f, const char *name);
+
+/*
+ * ptf_encode - append one whole run (PSB, PSBEND, MODE.Exec, TIP.PGE,
+ * TNT, TIP, TIP.PGD) to buf at *len (cap bytes).  tnt_first: the first
+ * TNT bit, 1 is the truth, 0 breaks the first compressed return.
+ */
+void ptf_encode(const struct pt_fixture *f, uint8_t *buf, size_t cap,
+		size_t *len, int tnt_first);
+
+#endif /* TVH_TEST_PT_FIXTURE_H */

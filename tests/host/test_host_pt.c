@@ -1,0 +1,355 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_host_pt.c - Intel PT decoding (host-tools/pt.c) against an
+ * independent ground truth (pt_fixture.c): a small program assembled at
+ * test time, its control flow encoded packet by packet with libipt's
+ * encoder (PSB, PSBEND, MODE.Exec, TIP.PGE, TNT, TIP, TIP.PGD); the
+ * decoded instruction addresses must be exactly the ones the program
+ * executes.  Also: resynchronisation after an error, PT runs and gaps
+ * in a .tvt, extraction.
+ */
+#define _GNU_SOURCE
+#include <intel-pt.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "host-tools/error.h"
+#include "host-tools/pt.h"
+#include "host-tools/sym.h"
+#include "tests/host/helpers.h"
+#include "tests/host/pt_fixture.h"
+
+static struct pt_fixture fx;
+static struct tvh_symtab st;
+static struct pt_image *image;
+
+static uint64_t S(const char *name)
+{
+	return ptf_sym(&fx, name);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	if (ptf_build(&fx))
+		return -1;
+	tvh_symtab_init(&st);
+	if (tvh_symtab_add(&st, fx.elf) || tvh_pt_image(&st, &image))
+		return -1;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	pt_image_free(image);
+	tvh_symtab_free(&st);
+	ptf_free(&fx);
+	return 0;
+}
+
+/* Packet building lives in pt_fixture.c. */
+struct enc {
+	uint8_t buf[512];
+	size_t len;
+};
+
+static void enc_begin(struct enc *x)
+{
+	memset(x, 0, sizeof(*x));
+}
+
+static void encode_run(struct enc *x, uint64_t tnt_first)
+{
+	ptf_encode(&fx, x->buf, sizeof(x->buf), &x->len, (int)tnt_first);
+}
+
+static size_t enc_end(struct enc *x)
+{
+	return x->len;
+}
+
+/* ---- collecting decoder output -------------------------------------------- */
+
+struct got {
+	uint64_t ip[128];
+	unsigned n;
+	struct tvh_pt_item br[64];
+	unsigned nbr;
+	unsigned syncs, errors, ends, enabled, disabled;
+	uint64_t sync_off[8], err_off[8];
+	int err[8];
+	uint64_t disabled_ip;
+};
+
+static int collect(void *ctx, const struct tvh_pt_item *it)
+{
+	struct got *g = ctx;
+
+	switch (it->kind) {
+	case TVH_PT_INSN:
+		assert_true(g->n < 128);
+		g->ip[g->n++] = it->insn->ip;
+		break;
+	case TVH_PT_BRANCH:
+		assert_true(g->nbr < 64);
+		g->br[g->nbr++] = *it;
+		break;
+	case TVH_PT_SYNC:
+		g->sync_off[g->syncs++ & 7] = it->offset;
+		break;
+	case TVH_PT_ERROR:
+		g->err_off[g->errors & 7] = it->offset;
+		g->err[g->errors++ & 7] = it->err;
+		break;
+	case TVH_PT_END:
+		g->ends++;
+		break;
+	case TVH_PT_EVENT:
+		if (it->event->type == ptev_enabled)
+			g->enabled++;
+		if (it->event->type == ptev_disabled) {
+			g->disabled++;
+			g->disabled_ip = it->event->variant.disabled.ip;
+		}
+		break;
+	}
+	return 0;
+}
+
+static void expect_flow(const struct got *g, unsigned from)
+{
+	assert_true(g->n >= from + fx.nflow);
+	for (unsigned i = 0; i < fx.nflow; i++)
+		if (g->ip[from + i] != fx.flow[i])
+			fail_msg("insn %u: 0x%llx, expected 0x%llx", i,
+				 (unsigned long long)g->ip[from + i],
+				 (unsigned long long)fx.flow[i]);
+}
+
+/* ---- tests ---------------------------------------------------------------- */
+
+static void test_instruction_flow(void **state)
+{
+	struct enc x;
+	struct got g = { 0 };
+	struct tvh_pt_stats ps;
+	size_t len;
+
+	(void)state;
+	enc_begin(&x);
+	encode_run(&x, 1);
+	len = enc_end(&x);
+	assert_int_equal(tvh_pt_decode(x.buf, len, 0x1000, image, NULL, collect, &g, &ps), 0);
+	assert_int_equal(g.errors, 0);
+	assert_int_equal(g.n, fx.nflow);
+	expect_flow(&g, 0);
+	assert_int_equal(g.syncs, 1);
+	assert_int_equal(g.sync_off[0], 0x1000);   /* stream offsets */
+	assert_int_equal(g.enabled, 1);
+	assert_int_equal(g.disabled, 1);
+	assert_int_equal(g.disabled_ip, PTF_OUTSIDE);
+	assert_int_equal(ps.insns, fx.nflow);
+	assert_int_equal(ps.syncs, 1);
+	assert_int_equal(ps.errors, 0);
+}
+
+static void test_branch_list(void **state)
+{
+	struct enc x;
+	struct got g = { 0 };
+	struct tvh_pt_opts o = { .branches = true };
+	struct tvh_pt_stats ps;
+	size_t len;
+
+	(void)state;
+	/* With errata for a real CPU (Skylake) set up too. */
+	assert_int_equal(tvh_pt_parse_cpu("6/0x55/4", &o.cpu), 0);
+	enc_begin(&x);
+	encode_run(&x, 1);
+	len = enc_end(&x);
+	assert_int_equal(tvh_pt_decode(x.buf, len, 0, image, &o, collect, &g, &ps), 0);
+	assert_int_equal(g.n, 0);
+	assert_int_equal(g.nbr, fx.ntaken);
+	for (unsigned i = 0; i < fx.ntaken; i++) {
+		if (g.br[i].from != fx.taken[i].from || g.br[i].to != fx.taken[i].to ||
+		    g.br[i].iclass != fx.taken[i].c)
+			fail_msg("branch %u: 0x%llx -> 0x%llx (%s), expected 0x%llx -> 0x%llx (%s)",
+				 i, (unsigned long long)g.br[i].from,
+				 (unsigned long long)g.br[i].to,
+				 tvh_pt_iclass_name(g.br[i].iclass),
+				 (unsigned long long)fx.taken[i].from,
+				 (unsigned long long)fx.taken[i].to,
+				 tvh_pt_iclass_name(fx.taken[i].c));
+	}
+	assert_int_equal(ps.branches, fx.ntaken);
+	assert_int_equal(ps.insns, fx.nflow);
+}
+
+static void test_error_then_resync(void **state)
+{
+	struct enc x;
+	struct got g = { 0 };
+	struct tvh_pt_stats ps;
+	uint64_t second;
+	size_t len;
+
+	(void)state;
+	enc_begin(&x);
+	encode_run(&x, 0);                /* broken: the first ret is "not taken" */
+	second = x.len;
+	encode_run(&x, 1);
+	len = enc_end(&x);
+	assert_int_equal(tvh_pt_decode(x.buf, len, 0, image, NULL, collect, &g, &ps), 0);
+	assert_int_equal(g.errors, 1);
+	assert_int_equal(g.err[0], -pte_bad_retcomp);
+	assert_true(g.err_off[0] < second);
+	assert_int_equal(g.syncs, 2);
+	assert_int_equal(g.sync_off[0], 0);
+	assert_int_equal(g.sync_off[1], second);
+	/* Before the error: mov, call, add, ret; after the resync: all of it. */
+	assert_int_equal(g.ip[0], fx.flow[0]);
+	assert_int_equal(g.n, 4 + fx.nflow);
+	assert_int_equal(g.ip[3], S("i_ret"));
+	expect_flow(&g, 4);
+}
+
+static void test_no_code_and_garbage(void **state)
+{
+	struct enc x;
+	struct got g = { 0 };
+	struct tvh_pt_stats ps;
+	uint8_t junk[64];
+	size_t len;
+
+	(void)state;
+	enc_begin(&x);
+	encode_run(&x, 1);
+	len = enc_end(&x);
+	/* No image: the first instruction cannot be read. */
+	assert_int_equal(tvh_pt_decode(x.buf, len, 0, NULL, NULL, collect, &g, &ps), 0);
+	assert_int_equal(g.n, 0);
+	assert_true(g.errors >= 1);
+	assert_int_equal(g.err[0], -pte_nomap);
+	/* No PSB at all: nothing, no error, no sync. */
+	memset(&g, 0, sizeof(g));
+	memset(junk, 0x55, sizeof(junk));
+	assert_int_equal(tvh_pt_decode(junk, sizeof(junk), 0, image, NULL, collect, &g, &ps), 0);
+	assert_int_equal(g.syncs, 0);
+	assert_int_equal(g.n, 0);
+	assert_int_equal(tvh_pt_decode(junk, 0, 0, image, NULL, collect, &g, &ps), 0);
+}
+
+/* The same run inside a .tvt: split in two chunks mid-packet, then again after a gap. */
+static void test_from_tvt(void **state)
+{
+	struct enc x;
+	struct th_tvt t;
+	struct tvt_reader r;
+	struct tvh_pt_stream ps;
+	struct tvh_stats s;
+	size_t len;
+	char *runs = NULL, *bytes = NULL;
+	size_t runs_len, bytes_len;
+	FILE *rf, *bf;
+	int64_t n;
+
+	(void)state;
+	enc_begin(&x);
+	encode_run(&x, 1);
+	len = enc_end(&x);
+	th_tvt_begin(&t, "m", 1);
+	th_tvt_chunk(&t, 1, TVT_KIND_PT, 0, 0, x.buf, 21);
+	th_tvt_chunk(&t, 0, TVT_KIND_PT, 0, 0, x.buf, 8);   /* another CPU */
+	th_tvt_chunk(&t, 1, TVT_KIND_PT, 0, 21, x.buf + 21, len - 21);
+	th_tvt_chunk(&t, 1, TVT_KIND_PT, 0, len + 100, x.buf, len);
+	th_tvt_end(&t);
+	assert_int_equal(tvt_reader_open_mem(&r, t.buf, t.len), 0);
+
+	assert_int_equal(tvh_pt_collect(&r, 1, &ps, &s, NULL), 0);
+	assert_int_equal(ps.nruns, 2);
+	assert_int_equal(ps.runs[0].offset, 0);
+	assert_int_equal(ps.runs[0].len, len);
+	assert_memory_equal(ps.runs[0].data, x.buf, len);
+	assert_int_equal(ps.runs[1].offset, len + 100);
+	assert_int_equal(ps.gap_bytes, 100);
+	assert_int_equal(ps.bytes, 2 * len);
+	for (size_t i = 0; i < ps.nruns; i++) {
+		struct got g = { 0 };
+
+		assert_int_equal(tvh_pt_decode(ps.runs[i].data, ps.runs[i].len,
+					       ps.runs[i].offset, image, NULL, collect,
+					       &g, NULL), 0);
+		assert_int_equal(g.errors, 0);
+		expect_flow(&g, 0);
+		assert_int_equal(g.sync_off[0], ps.runs[i].offset);
+	}
+	tvh_pt_stream_free(&ps);
+	tvh_stats_free(&s);
+	assert_int_equal(tvh_pt_collect(&r, 5, &ps, NULL, NULL), -TVH_ERR_NOT_FOUND);
+
+	/* Extraction: the runs back to back, the layout on the side. */
+	rf = open_memstream(&runs, &runs_len);
+	bf = open_memstream(&bytes, &bytes_len);
+	n = tvh_pt_extract(&r, 1, bf, rf, NULL, NULL);
+	fclose(rf);
+	fclose(bf);
+	assert_int_equal(n, (int64_t)(2 * len));
+	assert_int_equal(bytes_len, 2 * len);
+	assert_memory_equal(bytes, x.buf, len);
+	assert_memory_equal(bytes + len, x.buf, len);
+	assert_true(th_contains(runs, "run: stream offsets 0x0.."));
+	assert_true(th_contains(runs, "gap: 100 bytes lost"));
+	free(runs);
+	free(bytes);
+	bf = open_memstream(&bytes, &bytes_len);
+	assert_int_equal(tvh_pt_extract(&r, 9, bf, NULL, NULL, NULL), -TVH_ERR_NOT_FOUND);
+	fclose(bf);
+	free(bytes);
+	tvt_reader_close(&r);
+	th_tvt_free(&t);
+}
+
+static void test_names_and_cpu_parsing(void **state)
+{
+	struct pt_cpu c;
+
+	(void)state;
+	assert_int_equal(tvh_pt_parse_cpu("6/85", &c), 0);
+	assert_int_equal(c.vendor, pcv_intel);
+	assert_int_equal(c.family, 6);
+	assert_int_equal(c.model, 85);
+	assert_int_equal(c.stepping, 0);
+	assert_int_equal(tvh_pt_parse_cpu("6/0x8c/1", &c), 0);
+	assert_int_equal(c.model, 0x8c);
+	assert_int_equal(c.stepping, 1);
+	assert_int_equal(tvh_pt_parse_cpu("6", &c), -TVH_ERR_INVALID);
+	assert_int_equal(tvh_pt_parse_cpu("6/85/4/1", &c), -TVH_ERR_INVALID);
+	assert_int_equal(tvh_pt_parse_cpu("6/300", &c), -TVH_ERR_INVALID);
+	assert_int_equal(tvh_pt_parse_cpu("6/-1", &c), -TVH_ERR_INVALID);
+	assert_int_equal(tvh_pt_parse_cpu("a/b", &c), -TVH_ERR_INVALID);
+	assert_int_equal(tvh_pt_parse_cpu("", &c), -TVH_ERR_INVALID);
+	assert_string_equal(tvh_pt_iclass_name(ptic_cond_jump), "jcc");
+	assert_string_equal(tvh_pt_event_name(ptev_overflow), "overflow");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_instruction_flow),
+		cmocka_unit_test(test_branch_list),
+		cmocka_unit_test(test_error_then_resync),
+		cmocka_unit_test(test_no_code_and_garbage),
+		cmocka_unit_test(test_from_tvt),
+		cmocka_unit_test(test_names_and_cpu_parsing),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
