@@ -167,6 +167,7 @@ int vmx_boot(const struct vmx_boot_params *p)
 	struct page_pool *pool;
 	struct vmx_host_env *envs;
 	struct hv_boot_info *bi;
+	struct log_ring *ring;
 	struct mtrr_state *mtrr;
 	struct ept *ept;
 	struct ept_params eparams;
@@ -196,7 +197,7 @@ int vmx_boot(const struct vmx_boot_params *p)
 	cpus_bytes = (ncpu * sizeof(struct per_cpu) + 4095) & ~4095ull;
 	/* boot info, host environments, EPT, MTRR and pool state */
 	info_bytes = (sizeof(*bi) + ncpu * sizeof(*envs) + sizeof(*ept) + sizeof(*mtrr) +
-		      sizeof(*pool) + 4095) & ~4095ull;
+		      sizeof(*pool) + sizeof(*ring) + 4095) & ~4095ull;
 	total = image_bytes + ncpu * percpu_bytes + cpus_bytes + info_bytes +
 		2 * 4096 /* IDT, guest TSS */ + POOL_BYTES;
 	st = efi_bs->AllocatePages(AllocateAnyPages, EfiReservedMemoryType, total / 4096, &region_pa);
@@ -227,6 +228,7 @@ int vmx_boot(const struct vmx_boot_params *p)
 	ept = (struct ept *)(envs + ncpu);
 	mtrr = (struct mtrr_state *)(ept + 1);
 	pool = (struct page_pool *)(mtrr + 1);
+	ring = (struct log_ring *)(pool + 1);
 	off += info_bytes;
 	idt = region + off;
 	off += 4096;
@@ -303,7 +305,14 @@ int vmx_boot(const struct vmx_boot_params *p)
 		 (unsigned long long)ept->eptp, (unsigned long long)pool->used,
 		 (unsigned long long)pool->npages);
 
-	bi->log_ring = p->log_ring;
+	/*
+	 * The ring's state moves into reserved memory: the resident copy must
+	 * not keep a pointer into this image, which the OS reclaims.  Both
+	 * images log into it until this CPU becomes a guest.
+	 */
+	*ring = *p->log_ring;
+	log_set_ring(ring);
+	bi->log_ring = ring;
 	bi->log_level = log_get_level();
 	bi->serial_port = p->serial_port;
 	bi->cpus = cpus;
@@ -345,7 +354,7 @@ int vmx_boot(const struct vmx_boot_params *p)
 		log_set_ring(NULL);
 		rc = launch_this_cpu(&cpus[bsp], &envs[bsp]);
 		if (rc) {
-			log_set_ring(p->log_ring);
+			log_set_ring(ring);
 			log_err("vmx: boot CPU did not launch (rc %d)", rc);
 			ok = 0;
 		}

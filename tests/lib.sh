@@ -97,6 +97,7 @@ panic: action=fatal
 error: action=report
 info: action=ignore
 debug: action=ignore
+${TV_BOCHS_EXTRA:-}
 RC
 	(cd "$(dirname "$log")" && timeout --kill-after=5 "$secs" "$bochs" -q -f "$rc_file" \
 		</dev/null >"$log.stdout" 2>&1) || rc=$?

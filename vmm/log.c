@@ -215,8 +215,14 @@ void tv_vlog(enum log_level level, const char *fmt, va_list ap)
 		m = sizeof(line) - 1;
 
 	log_lock();
-	if (g_log.ring)
-		log_ring_push(g_log.ring, hw_rdtsc(), (uint8_t)level, cpu, msg, (size_t)n);
+	if (g_log.ring) {
+		struct log_ring *r = g_log.ring;
+
+		while (__atomic_exchange_n(&r->lock, 1, __ATOMIC_ACQUIRE))
+			hw_pause();
+		log_ring_push(r, hw_rdtsc(), (uint8_t)level, cpu, msg, (size_t)n);
+		__atomic_store_n(&r->lock, 0, __ATOMIC_RELEASE);
+	}
 	for (int i = 0; i < LOG_MAX_SINKS; i++)
 		if (g_log.sinks[i].fn)
 			g_log.sinks[i].fn(g_log.sinks[i].ctx, line, (size_t)m);

@@ -54,6 +54,14 @@ struct log_ring {
 	uint64_t tail;     /* oldest entry */
 	uint64_t next_seq; /* sequence number of the next entry */
 	uint64_t lost;     /* entries dropped to make room */
+	/*
+	 * Taken around every push by tv_vlog.  It lives with the ring, not in
+	 * the logger: the firmware-loaded image and tracevisor's resident copy
+	 * each have a logger of their own but share this ring while CPUs are
+	 * being launched.
+	 */
+	uint32_t lock;
+	uint32_t reserved;
 };
 
 /*

@@ -46,9 +46,8 @@ printf '%s\n' 'loader = \EFI\linux\linuxload.efi' 'console = off' ${TV_CONF_EXTR
 # Bochs's Skylake-X model reports a 3.5 GHz base frequency (CPUID 0x16),
 # from which Linux derives its TSC rate, but Bochs's TSC counts emulated
 # instructions: 100 MHz at tv_bochs's ips=100000000.  Linux is told the
-# real rate (tsc_early_khz; it then refines it against the PM timer).
-# Misinformed, Linux's timekeeping runs 35x slow, and under tracevisor it
-# stalls once the TSC becomes its clocksource (docs/LINUX-FIXTURE.md).
+# real rate (tsc_early_khz; it then refines it against the PM timer), so
+# the uptimes it prints are true emulated seconds (it boots without it too).
 # TV_LINUX_CMDLINE replaces the whole command line (debugging: e.g. drop
 # "quiet"); the initrd= argument must stay.
 printf '%s\n' "${TV_LINUX_CMDLINE:-$LINUX_CMDLINE tsc_early_khz=100000}" >"$work/cmdline.txt"
