@@ -99,8 +99,8 @@ $(BUILD)/%.efi: $(BUILD)/%.so scripts/check-efi.sh
 	$(Q)$(OBJCOPY) $(EFI_SECTIONS) --target efi-app-x86_64 $< $@
 
 # --- test payload: a stand-in OS loader ------------------------------------
-PAYLOAD_SRCS := tests/payload/payload.c vmm/hw/hw_x86.c
-PAYLOAD_OBJS := $(patsubst %.c,$(BUILD)/efi/%.o,$(PAYLOAD_SRCS))
+PAYLOAD_SRCS := tests/payload/payload.c tests/payload/traced.S vmm/hw/hw_x86.c
+PAYLOAD_OBJS := $(patsubst %.S,$(BUILD)/efi/%.o,$(patsubst %.c,$(BUILD)/efi/%.o,$(PAYLOAD_SRCS)))
 $(BUILD)/payload.so: $(PAYLOAD_OBJS) linker.ld
 	@echo "  LD      $@"
 	$(Q)$(LD) $(EFI_LDFLAGS) $(EFI_CRT0) $(PAYLOAD_OBJS) $(EFI_LIBS) -o $@

@@ -194,6 +194,11 @@ static void virtualize(const struct cpu_caps *caps, const struct tv_config *cfg,
 	p.console_sink = cfg->console ? efi_console_sink : NULL;
 	p.tsc_hz = tsc_hz;
 	p.heartbeat_s = cfg->heartbeat_s;
+	p.trace.source = TV_SOURCE_MTF;
+	p.trace.overflow = TV_OVERFLOW_STOP;
+	p.trace.start = TV_TRIG_HYPERCALL;
+	p.trace.ring_kb = 1024;
+	trace_filter_all(&p.trace.filter);
 	if (vmx_boot(&p))
 		log_warn("vmx: booting unvirtualized");
 }

@@ -161,7 +161,7 @@ int vmx_boot(const struct vmx_boot_params *p)
 {
 	struct tv_mp_services *mp = find_mp();
 	UINTN ncpu = 1, nenabled = 1, bsp = 0;
-	uint64_t image_bytes, percpu_bytes, cpus_bytes, info_bytes, total, region_pa, off;
+	uint64_t image_bytes, percpu_bytes, trace_bytes, cpus_bytes, info_bytes, total, region_pa, off;
 	uint8_t *region, *copy;
 	struct per_cpu *cpus;
 	struct page_pool *pool;
@@ -198,8 +198,10 @@ int vmx_boot(const struct vmx_boot_params *p)
 	/* boot info, host environments, EPT, MTRR and pool state */
 	info_bytes = (sizeof(*bi) + ncpu * sizeof(*envs) + sizeof(*ept) + sizeof(*mtrr) +
 		      sizeof(*pool) + sizeof(*ring) + 4095) & ~4095ull;
+	/* A header page, then ring_kb of record data (a power of two). */
+	trace_bytes = p->trace.source != TV_SOURCE_NONE ? ((uint64_t)p->trace.ring_kb << 10) + 4096 : 0;
 	total = image_bytes + ncpu * percpu_bytes + cpus_bytes + info_bytes +
-		2 * 4096 /* IDT, guest TSS */ + POOL_BYTES;
+		2 * 4096 /* IDT, guest TSS */ + POOL_BYTES + ncpu * trace_bytes;
 	st = efi_bs->AllocatePages(AllocateAnyPages, EfiReservedMemoryType, total / 4096, &region_pa);
 	if (EFI_ERROR(st)) {
 		log_err("vmx: cannot reserve %llu KiB: %s", (unsigned long long)(total >> 10),
@@ -263,6 +265,22 @@ int vmx_boot(const struct vmx_boot_params *p)
 		log_err("vmx: page pool setup failed");
 		return -1;
 	}
+	off += POOL_BYTES;
+	/* Trace rings: hidden with the rest of the region, never reclaimed. */
+	for (UINTN i = 0; trace_bytes && i < ncpu; i++) {
+		rc = trace_cpu_init(&cpus[i].trace, region + off + i * trace_bytes, trace_bytes,
+				    (uint32_t)i, cpus[i].apic_id, (enum tv_source)p->trace.source,
+				    (enum tv_overflow)p->trace.overflow, p->tsc_hz, hw_rdtsc());
+		if (rc) {
+			log_err("vmx: cpu %llu: trace ring setup failed: %s",
+				(unsigned long long)i, trace_strerror(rc));
+			return -1;
+		}
+	}
+	if (trace_bytes)
+		log_info("vmx: %llu KiB trace ring per CPU (source %u, overflow %s)",
+			 (unsigned long long)p->trace.ring_kb, p->trace.source,
+			 p->trace.overflow == TV_OVERFLOW_STOP ? "stop" : "overwrite");
 
 	/* --- host world and EPT --------------------------------------------- */
 	host_build_idt(idt, (uint64_t)(uintptr_t)IN_COPY(copy, host_stub_table),
@@ -323,6 +341,8 @@ int vmx_boot(const struct vmx_boot_params *p)
 	bi->hidden[0] = hidden[0];
 	bi->hidden[1] = hidden[1];
 	bi->nhidden = 2;
+	bi->map_top = p->map_top;
+	bi->trace = p->trace;
 	IN_COPY(copy, hv_init)(bi);
 
 	/* --- launch: APs first, one at a time, then this CPU ----------------- */

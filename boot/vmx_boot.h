@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "vmm/log.h"
+#include "vmm/trace_engine.h"
 
 struct vmx_boot_params {
 	uint32_t phys_addr_bits;     /* CPUID.80000008H:EAX[7:0] */
@@ -18,6 +19,7 @@ struct vmx_boot_params {
 	log_sink_fn console_sink;    /* removed while APs run (ConOut is BSP-only) */
 	uint64_t tsc_hz;             /* measured at boot */
 	uint32_t heartbeat_s;        /* config: 0 = off */
+	struct trace_setup trace;    /* what to trace; ring_kb per CPU */
 };
 
 /*

@@ -15,6 +15,7 @@
 #include "vmm/exit_ept.h"
 #include "vmm/hw.h"
 #include "vmm/log.h"
+#include "vmm/trace_engine.h"
 #include "vmm/vmx.h"
 
 static const struct exit_handler exit_table[EXIT_REASON_MAX] = {
@@ -43,8 +44,9 @@ static const struct exit_handler exit_table[EXIT_REASON_MAX] = {
 	[EXIT_REASON_XSETBV]       = { exit_xsetbv,          false, true },
 	[EXIT_REASON_VMFUNC]       = { exit_vmx_instruction, false, false },
 	[EXIT_REASON_PREEMPTION_TIMER] = { exit_preemption_timer, false, false },
+	[EXIT_REASON_MONITOR_TRAP_FLAG] = { exit_monitor_trap, false, false },
 	/* EPT misconfiguration (a bug in ept.c: dump and stop) and the
-	 * tracing exits (MTF, #DB, PMI) get rows when their handlers exist. */
+	 * the hardware backends' exits (#DB, PMI) get rows when they are wired in. */
 };
 
 static const char *const exit_reason_names[] = {

@@ -7,6 +7,8 @@
 #include "drivers/serial.h"
 #include "vmm/hw.h"
 
+#include <string.h>
+
 static struct serial_port hv_com;
 struct hv_boot_info hv;
 
@@ -43,6 +45,26 @@ void host_nmi(void)
 	__atomic_fetch_add(&cpu->nmi_pending, 1, __ATOMIC_ACQ_REL);
 }
 
+/*
+ * Guest-physical reads for the tracer: EPT is an identity map and the host
+ * page tables map [0, map_top) 1:1, so a guest-physical address is read
+ * where it is.  Reads beyond the map fail instead of faulting in root.
+ */
+static int hv_read_phys(void *opaque, uint64_t gpa, void *buf, size_t len)
+{
+	(void)opaque;
+	if (gpa >= hv.map_top || len > hv.map_top - gpa)
+		return -1;
+	memcpy(buf, (const void *)(uintptr_t)gpa, len);
+	return 0;
+}
+
+/* A trace window closed on this CPU: hand it to the exporter. */
+static void hv_trace_window(struct per_cpu *cpu)
+{
+	(void)cpu;
+}
+
 void hv_init(const struct hv_boot_info *bi)
 {
 	/* Sinks copied from the original point into the original: drop them. */
@@ -55,5 +77,6 @@ void hv_init(const struct hv_boot_info *bi)
 		serial_attach(&hv_com, bi->serial_port);
 		log_add_sink(serial_write, &hv_com);
 	}
+	trace_engine_init(&bi->trace, hv_read_phys, NULL, hv_trace_window);
 	log_info("hv: resident copy initialised, %u CPUs", bi->ncpus);
 }

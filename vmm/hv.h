@@ -29,6 +29,8 @@ struct hv_boot_info {
 	uint64_t scratch_pa;          /* where guest accesses to hidden pages land */
 	struct ept_range hidden[2];   /* tracevisor's memory */
 	uint32_t nhidden;
+	uint64_t map_top;             /* host identity map covers [0, map_top) */
+	struct trace_setup trace;
 };
 
 /* The resident copy's view of the above, set by hv_init(). */

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "vmm/hw.h"
+#include "vmm/trace_engine.h"
 #include "vmm/vmx_caps.h"
 #include "vmm/vmx_defs.h"
 
@@ -74,6 +75,8 @@ struct per_cpu {
 
 	struct hw_devirt_frame devirt;  /* filled by TV_HC_DEVIRT */
 	uint32_t nmi_pending;     /* NMIs taken in VMX root, not yet injected */
+
+	struct trace_cpu trace;   /* this CPU's ring and backend state */
 };
 
 /*

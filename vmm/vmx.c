@@ -324,6 +324,7 @@ void vmx_exit_handler(struct per_cpu *cpu, struct guest_regs *regs)
 	switch (act) {
 	case EXIT_RESUME:
 		vcpu_periodic(cpu);
+		trace_before_entry(cpu);
 		vcpu_deliver_nmi(cpu);
 		return;
 	case EXIT_DEVIRT:

@@ -17,6 +17,7 @@
 #define COM1 0x3f8
 
 static EFI_SYSTEM_TABLE *st;
+static int have_tracevisor;  /* tracevisor answered the probe hypercall */
 
 static void com1_puts(const char *s)
 {
@@ -112,6 +113,7 @@ static void probe_hypervisor(void)
 	hex(p, r.eax);
 	say(line);
 	hw_vmcall(in, out);
+	have_tracevisor = 1;
 	p = append(line, "TRACEVISOR-PAYLOAD: vmcall probe: status ");
 	p = hex(p, out[0]);
 	p = append(p, " magic ");
@@ -121,10 +123,30 @@ static void probe_hypervisor(void)
 	say(line);
 }
 
+/* tests/payload/traced.S: a window of known branches, traced by tracevisor. */
+uint64_t tv_traced(uint64_t iterations);
+#define TRACED_ITERATIONS 64
+
+
+/* "TRACEVISOR-PAYLOAD: cpu N: traced window at A, K iterations: status S" */
+static void traced_line(char *line, UINTN cpu, uint64_t status)
+{
+	char *p = append(line, "TRACEVISOR-PAYLOAD: cpu ");
+
+	p = dec(p, cpu);
+	p = append(p, ": traced window at ");
+	p = hex(p, (uint64_t)(uintptr_t)tv_traced);
+	p = append(p, ", ");
+	p = dec(p, TRACED_ITERATIONS);
+	p = append(p, " iterations: status ");
+	hex(p, status);
+}
+
 /* What one CPU sees: run on every AP through the MP services. */
 struct cpu_view {
 	uint32_t leaf1_ecx;
 	uint32_t sig_ebx;
+	uint64_t traced_status;
 };
 
 static void EFIAPI ap_probe(void *arg)
@@ -136,6 +158,9 @@ static void EFIAPI ap_probe(void *arg)
 	v->leaf1_ecx = r.ecx;
 	hw_cpuid(TV_CPUID_LEAF_SIGNATURE, 0, &r);
 	v->sig_ebx = r.ebx;
+	/* VMCALL only where tracevisor answers it (it faults on bare metal). */
+	if (v->sig_ebx == 0x63617274u)
+		v->traced_status = tv_traced(TRACED_ITERATIONS);
 }
 
 /* One line per AP: "cpu N: VMX=b hypervisor=tracevisor|none". */
@@ -153,7 +178,7 @@ static void probe_aps(void)
 	mp->get_number_of_processors(mp, &n, &enabled);
 	mp->who_am_i(mp, &self);
 	for (UINTN i = 0; i < n; i++) {
-		struct cpu_view v = { 0, 0 };
+		struct cpu_view v = { 0, 0, ~0ull };
 		BOOLEAN finished = FALSE;
 
 		if (i == self)
@@ -171,6 +196,10 @@ static void probe_aps(void)
 		/* "trac" of "tracevisor" */
 		append(p, v.sig_ebx == 0x63617274u ? "tracevisor" : "none");
 		say(line);
+		if (v.sig_ebx == 0x63617274u) {
+			traced_line(line, i, v.traced_status);
+			say(line);
+		}
 	}
 }
 
@@ -192,6 +221,16 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 		p = append(p, "unknown");
 	say(line);
 	probe_hypervisor();
+	if (have_tracevisor) {
+		UINTN self = 0;
+		EFI_GUID guid = TV_MP_SERVICES_GUID;
+		struct tv_mp_services *mp = NULL;
+
+		if (!EFI_ERROR(st->BootServices->LocateProtocol(&guid, NULL, (void **)&mp)) && mp)
+			mp->who_am_i(mp, &self);
+		traced_line(line, self, tv_traced(TRACED_ITERATIONS));
+		say(line);
+	}
 	probe_aps();
 	say("TRACEVISOR-PAYLOAD-OK");
 

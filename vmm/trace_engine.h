@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * trace_engine.h - tracing in the running hypervisor: one record ring per
+ * CPU in reserved memory, start/stop/marker from hypercalls and triggers,
+ * and the backend's work on every VM exit.
+ *
+ * The engine is the glue between the VMX layer and the backends: it reads
+ * guest state from the VMCS, sets the controls a backend needs (the
+ * monitor trap flag for MTF), writes START/STOP/MARKER sideband records
+ * and hands finished windows to the exporter.  Backends keep their logic
+ * pure (vmm/trace_mtf.h, ...).
+ *
+ * Today the MTF backend is driven end to end; the hardware backends (BTF,
+ * LBR, BTS, PT) have their logic and unit vectors in vmm/trace_<name>.c
+ * and are refused here with TV_HC_ENOSYS until they are wired in.
+ *
+ * Concurrency: each CPU only ever touches its own struct trace_cpu and
+ * ring (in VMX root, on its own exits); the setup is written once at boot.
+ */
+#ifndef TV_TRACE_ENGINE_H
+#define TV_TRACE_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vmm/guest_mem.h"
+#include "vmm/trace.h"
+#include "vmm/trace_mtf.h"
+
+struct per_cpu;
+struct exit_ctx;
+
+/* What to trace, from the configuration; the same for every CPU. */
+struct trace_setup {
+	uint8_t source;           /* enum tv_source; TV_SOURCE_NONE = no tracing */
+	uint8_t overflow;         /* enum tv_overflow */
+	uint8_t start;            /* TV_TRIG_BOOT or TV_TRIG_HYPERCALL */
+	uint8_t reserved;
+	uint32_t ring_kb;         /* per CPU */
+	uint64_t stop_after;      /* branch records per window, 0 = no limit */
+	struct trace_filter filter;
+};
+
+/* Per-CPU engine state, inside struct per_cpu. */
+struct trace_cpu {
+	struct tv_trace_ring *ring;   /* NULL: this CPU does not trace */
+	bool active;                  /* a window is open */
+	bool boot_started;            /* TV_TRIG_BOOT handled */
+	uint64_t window_branches;     /* branch records since START */
+	uint64_t windows;             /* START records written */
+	struct trace_cursor exported; /* the exporter's place in the ring */
+	struct mtf_state mtf;
+};
+
+/*
+ * Called at the end of a window (STOP written) with the CPU's ring, from
+ * VMX root on that CPU: the exporter (serial today, network later).
+ */
+typedef void (*trace_window_fn)(struct per_cpu *cpu);
+
+/*
+ * trace_engine_init - adopt setup, register the hypercall hooks (when a
+ * source is set), and read guest-physical memory through read_phys
+ * (NULL: guest memory cannot be read, every MTF instruction counts as a
+ * decode error).  on_window may be NULL.
+ */
+void trace_engine_init(const struct trace_setup *setup, gmem_read_phys_fn read_phys,
+		       void *read_ctx, trace_window_fn on_window);
+
+/* The setup in effect (what trace_engine_init was given). */
+const struct trace_setup *trace_engine_setup(void);
+
+/*
+ * trace_cpu_init - make mem[0..bytes) the CPU's ring (boot, before the CPU
+ * launches).  Returns 0 or a TRACE_ERR_* code (TRACE_ERR_TOO_SMALL, ...).
+ */
+int trace_cpu_init(struct trace_cpu *t, void *mem, size_t bytes, uint32_t cpu_index,
+		   uint32_t apic_id, enum tv_source src, enum tv_overflow policy,
+		   uint64_t tsc_hz, uint64_t now_tsc);
+
+/*
+ * trace_start / trace_stop - open or close this CPU's window (VMX root,
+ * current VMCS = the CPU's).  Return TV_HC_OK, TV_HC_ENOSYS (no ring, no
+ * MTF control on this CPU, or a backend not wired in), TV_HC_EBUSY
+ * (start while tracing, stop while not).
+ */
+int trace_start(struct per_cpu *cpu, enum tv_trigger why);
+int trace_stop(struct per_cpu *cpu, enum tv_trigger why);
+
+/*
+ * trace_before_entry - the last thing before VMRESUME: the backend's
+ * per-exit work (MTF: record the transfer since the last exit) and the
+ * boot trigger.
+ */
+void trace_before_entry(struct per_cpu *cpu);
+
+/* Exit reason 37: the work happens in trace_before_entry. */
+enum exit_action exit_monitor_trap(struct exit_ctx *ctx);
+
+#endif /* TV_TRACE_ENGINE_H */
