@@ -29,6 +29,17 @@
 static int ept_lock;
 static uint64_t logged;
 
+void ept_edit_lock(void)
+{
+	while (__atomic_exchange_n(&ept_lock, 1, __ATOMIC_ACQUIRE))
+		hw_pause();
+}
+
+void ept_edit_unlock(void)
+{
+	__atomic_store_n(&ept_lock, 0, __ATOMIC_RELEASE);
+}
+
 static bool is_hidden(uint64_t gpa)
 {
 	for (uint32_t i = 0; i < hv.nhidden; i++)
@@ -49,8 +60,10 @@ enum exit_action exit_ept_violation(struct exit_ctx *ctx)
 		log_err("ept: violation at %#llx before EPT state is known", (unsigned long long)gpa);
 		return EXIT_STOP_CPU;
 	}
-	while (__atomic_exchange_n(&ept_lock, 1, __ATOMIC_ACQUIRE))
-		hw_pause();
+	/* The tracer's address trigger: an execute-disabled page. */
+	if ((ctx->qualification & EPT_QUAL_FETCH) && trace_trigger_fetch(ctx->cpu, gpa))
+		return EXIT_RESUME;
+	ept_edit_lock();
 	/*
 	 * Another CPU may have mapped it already: then only our TLB is stale.
 	 * The scratch page is RWX so every kind of access completes (a fetch
@@ -64,14 +77,14 @@ enum exit_action exit_ept_violation(struct exit_ctx *ctx)
 		else
 			rc = ept_map_4k(hv.ept, hv.pool, page, page, EPT_RWX, 0);
 	} else if ((ctx->qualification & EPT_QUAL_ACCESS) & ~(uint64_t)leaf.rwx) {
-		__atomic_store_n(&ept_lock, 0, __ATOMIC_RELEASE);
+		ept_edit_unlock();
 		log_err("ept: cpu %u: violation at %#llx (qualification %#llx) on a leaf that allows rwx=%u at RIP %#llx: stopping, it would repeat for ever",
 			ctx->cpu->index, (unsigned long long)gpa,
 			(unsigned long long)ctx->qualification, (unsigned)leaf.rwx,
 			(unsigned long long)vmcs_get(VMCS_GUEST_RIP));
 		return EXIT_STOP_CPU;
 	}
-	__atomic_store_n(&ept_lock, 0, __ATOMIC_RELEASE);
+	ept_edit_unlock();
 
 	if (hidden)
 		ctx->cpu->stats.hidden_memory_accesses++;

@@ -8,6 +8,13 @@
 
 #include "vmm/vcpu.h"
 
+/*
+ * ept_edit_lock / ept_edit_unlock - serialize changes to the shared EPT
+ * (violation handling, the tracer's address trigger) across CPUs.
+ */
+void ept_edit_lock(void);
+void ept_edit_unlock(void);
+
 /* Needs ctx->qualification (read/write/fetch bits). */
 enum exit_action exit_ept_violation(struct exit_ctx *ctx);
 

@@ -78,5 +78,6 @@ void hv_init(const struct hv_boot_info *bi)
 		log_add_sink(serial_write, &hv_com);
 	}
 	trace_engine_init(&bi->trace, hv_read_phys, NULL, hv_trace_window);
+	trace_trigger_arm(bi->ept, bi->pool);
 	log_info("hv: resident copy initialised, %u CPUs", bi->ncpus);
 }

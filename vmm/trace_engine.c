@@ -4,7 +4,9 @@
  */
 #include <string.h>
 
+#include "vmm/ept.h"
 #include "vmm/exit.h"
+#include "vmm/exit_ept.h"
 #include "vmm/hw.h"
 #include "vmm/hypercall.h"
 #include "vmm/log.h"
@@ -17,6 +19,12 @@ static gmem_read_phys_fn phys_reader;
 static void *phys_ctx;
 static trace_window_fn window_done;
 static uint8_t maxphyaddr;
+
+/* The address trigger: armed while its page is not executable. */
+static struct ept *trig_ept;
+static struct page_pool *trig_pool;
+static bool trig_armed;
+static unsigned trig_memtype;
 
 const struct trace_setup *trace_engine_setup(void)
 {
@@ -63,6 +71,9 @@ void trace_engine_init(const struct trace_setup *s, gmem_read_phys_fn read_phys,
 	phys_reader = read_phys;
 	phys_ctx = read_ctx;
 	window_done = on_window;
+	trig_ept = NULL;
+	trig_pool = NULL;
+	trig_armed = false;
 	hw_cpuid(0x80000000u, 0, &r);
 	maxphyaddr = 36;
 	if (r.eax >= 0x80000008u) {
@@ -147,6 +158,100 @@ static void gmem_from_vmcs(struct gmem_ctx *g)
 	}
 }
 
+static void set_mtf(struct per_cpu *cpu, bool on);
+
+/* --- the address trigger ------------------------------------------------- */
+
+/* Under ept_edit_lock: give the trigger page these rights, flush this CPU. */
+static int trig_set_rights(unsigned rwx)
+{
+	uint64_t page = setup.start_addr & ~0xfffull;
+	int rc = ept_map_4k(trig_ept, trig_pool, page, page, rwx, trig_memtype);
+
+	if (!rc)
+		hw_invept(1, trig_ept->eptp);   /* single context (SDM 3C 29.4.3.1) */
+	return rc;
+}
+
+int trace_trigger_arm(struct ept *ept, struct page_pool *pool)
+{
+	struct ept_leaf leaf;
+	int rc;
+
+	if (setup.start != TV_TRIG_ADDRESS || setup.source == TV_SOURCE_NONE)
+		return 0;
+	rc = ept_lookup(ept, setup.start_addr & ~0xfffull, &leaf);
+	if (rc || !(leaf.rwx & EPT_X)) {
+		log_err("trace: start address %#llx is not guest memory tracevisor can trap: trigger not armed",
+			(unsigned long long)setup.start_addr);
+		return rc ? rc : EPT_ERR_RANGE;
+	}
+	trig_memtype = leaf.memtype;
+	trig_ept = ept;
+	trig_pool = pool;
+	ept_edit_lock();
+	rc = trig_set_rights(EPT_R | EPT_W);
+	if (!rc)
+		__atomic_store_n(&trig_armed, true, __ATOMIC_RELEASE);
+	ept_edit_unlock();
+	if (rc)
+		log_err("trace: cannot arm the start address %#llx: %s",
+			(unsigned long long)setup.start_addr, ept_strerror(rc));
+	else
+		log_info("trace: window opens when a CPU executes guest-physical %#llx",
+			 (unsigned long long)setup.start_addr);
+	return rc;
+}
+
+bool trace_trigger_fetch(struct per_cpu *cpu, uint64_t gpa)
+{
+	bool hit;
+
+	/* Once armed, the page stays ours: a late fault is a stale TLB entry. */
+	if (!trig_ept || (gpa & ~0xfffull) != (setup.start_addr & ~0xfffull))
+		return false;
+	ept_edit_lock();
+	if (!trig_armed) {
+		/* Another CPU disarmed it: only this CPU's TLB is stale. */
+		hw_invept(1, trig_ept->eptp);
+		ept_edit_unlock();
+		return true;
+	}
+	hit = gpa == setup.start_addr;
+	if (trig_set_rights(EPT_RWX)) {
+		ept_edit_unlock();
+		log_err("trace: cpu %u: cannot restore execute on %#llx", cpu->index,
+			(unsigned long long)gpa);
+		return false;
+	}
+	if (hit)
+		__atomic_store_n(&trig_armed, false, __ATOMIC_RELEASE);
+	ept_edit_unlock();
+	if (hit) {
+		if (trace_start(cpu, TV_TRIG_ADDRESS) != TV_HC_OK)
+			log_warn("trace: cpu %u: start address reached, window could not open",
+				 cpu->index);
+		return true;
+	}
+	/* Another instruction in the page: run it alone, then disarm again. */
+	cpu->trace.trigger_step = true;
+	if (!cpu->trace.active)
+		set_mtf(cpu, true);
+	return true;
+}
+
+/* After one stepped instruction of the trigger page: execute off again. */
+static void trigger_step_done(struct per_cpu *cpu)
+{
+	cpu->trace.trigger_step = false;
+	if (!cpu->trace.active)
+		set_mtf(cpu, false);
+	ept_edit_lock();
+	if (trig_armed && trig_set_rights(EPT_R | EPT_W))
+		log_err("trace: cpu %u: cannot re-arm the start address", cpu->index);
+	ept_edit_unlock();
+}
+
 /* --- windows --------------------------------------------------------------- */
 
 static bool mtf_offered(const struct per_cpu *cpu)
@@ -222,6 +327,8 @@ void trace_before_entry(struct per_cpu *cpu)
 
 	if (!t->ring)
 		return;
+	if (t->trigger_step && vmcs_get(VMCS_EXIT_REASON) != EXIT_REASON_EPT_VIOLATION)
+		trigger_step_done(cpu);
 	if (!t->boot_started) {
 		t->boot_started = true;
 		if (setup.start == TV_TRIG_BOOT && trace_start(cpu, TV_TRIG_BOOT) != TV_HC_OK)

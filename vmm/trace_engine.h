@@ -30,15 +30,18 @@
 
 struct per_cpu;
 struct exit_ctx;
+struct ept;
+struct page_pool;
 
 /* What to trace, from the configuration; the same for every CPU. */
 struct trace_setup {
 	uint8_t source;           /* enum tv_source; TV_SOURCE_NONE = no tracing */
 	uint8_t overflow;         /* enum tv_overflow */
-	uint8_t start;            /* TV_TRIG_BOOT or TV_TRIG_HYPERCALL */
+	uint8_t start;            /* TV_TRIG_BOOT, TV_TRIG_HYPERCALL or TV_TRIG_ADDRESS */
 	uint8_t reserved;
 	uint32_t ring_kb;         /* per CPU */
 	uint64_t stop_after;      /* branch records per window, 0 = no limit */
+	uint64_t start_addr;      /* TV_TRIG_ADDRESS: guest-physical address */
 	struct trace_filter filter;
 };
 
@@ -49,6 +52,7 @@ struct trace_cpu {
 	bool boot_started;            /* TV_TRIG_BOOT handled */
 	uint64_t window_branches;     /* branch records since START */
 	uint64_t windows;             /* START records written */
+	bool trigger_step;            /* stepping one instruction in the trigger page */
 	struct trace_cursor exported; /* the exporter's place in the ring */
 	struct mtf_state mtf;
 };
@@ -94,6 +98,22 @@ int trace_stop(struct per_cpu *cpu, enum tv_trigger why);
  * boot trigger.
  */
 void trace_before_entry(struct per_cpu *cpu);
+
+/*
+ * The address trigger (start = TV_TRIG_ADDRESS): the 4 KiB page holding
+ * start_addr is made non-executable in EPT; the first instruction fetch at
+ * start_addr itself, on any CPU, opens that CPU's window right there and
+ * makes the page executable again for good.  Fetches of other
+ * instructions in the page are stepped over one at a time (execute
+ * allowed, MTF for one instruction, execute removed again).
+ *
+ * trace_trigger_arm - take execute away (once, at boot, before the CPUs
+ *   launch or on the boot CPU): 0, or an EPT_ERR_* code (logged).
+ * trace_trigger_fetch - from the EPT-violation handler, for a fetch at
+ *   gpa: true when it was the trigger's page and has been dealt with.
+ */
+int trace_trigger_arm(struct ept *ept, struct page_pool *pool);
+bool trace_trigger_fetch(struct per_cpu *cpu, uint64_t gpa);
 
 /* Exit reason 37: the work happens in trace_before_entry. */
 enum exit_action exit_monitor_trap(struct exit_ctx *ctx);

@@ -23,6 +23,8 @@
 #include "vmm/log.h"
 #include "vmm/mtrr.h"
 #include "vmm/page_pool.h"
+#include "vmm/hypercall.h"
+#include "vmm/trace_engine.h"
 #include "vmm/vmx_caps.h"
 
 #define GiB (1ull << 30)
@@ -178,6 +180,90 @@ static void test_stale_tlb_on_mapped_page_resumes(void **state)
 	assert_int_equal(cpu.stats.hidden_memory_accesses, 2);
 }
 
+/* --- the tracer's address trigger (vmm/trace_engine.c) ------------------- */
+
+#define TRIGGER 0x1000040ull
+static uint64_t trig_ring[(4096 + 8192) / 8];
+
+static void arm_trigger(void)
+{
+	struct trace_setup ts;
+
+	memset(&ts, 0, sizeof(ts));
+	ts.source = TV_SOURCE_MTF;
+	ts.overflow = TV_OVERFLOW_STOP;
+	ts.start = TV_TRIG_ADDRESS;
+	ts.start_addr = TRIGGER;
+	trace_filter_all(&ts.filter);
+	trace_engine_init(&ts, NULL, NULL, NULL);
+	cpu.caps.proc = (uint64_t)CPU_MONITOR_TRAP_FLAG << 32;
+	assert_int_equal(trace_cpu_init(&cpu.trace, trig_ring, sizeof(trig_ring), 0, 0,
+					TV_SOURCE_MTF, TV_OVERFLOW_STOP, 0, 0), 0);
+	assert_int_equal(trace_trigger_arm(&ept, &pool), 0);
+}
+
+static unsigned rights(uint64_t gpa)
+{
+	struct ept_leaf l;
+
+	assert_int_equal(ept_lookup(&ept, gpa, &l), 0);
+	return l.rwx;
+}
+
+static void test_address_trigger(void **state)
+{
+	(void)state;
+	arm_trigger();
+	assert_int_equal(rights(TRIGGER), EPT_R | EPT_W);
+	assert_int_equal(rights(TRIGGER + 0x1000), EPT_RWX);   /* only that page */
+	assert_int_equal(rights(TRIGGER - 0x1000), EPT_RWX);
+
+	/* Another instruction of the page: stepped with execute allowed. */
+	assert_int_equal(violation(TRIGGER + 0x100, 1u << 2), EXIT_RESUME);
+	assert_int_equal(rights(TRIGGER), EPT_RWX);
+	assert_true(cpu.trace.trigger_step);
+	assert_true(hw_fake_vmcs_get(VMCS_PROC_BASED_CTLS) & CPU_MONITOR_TRAP_FLAG);
+	assert_false(cpu.trace.active);
+	trace_before_entry(&cpu);            /* same exit: still stepping */
+	assert_true(cpu.trace.trigger_step);
+	hw_fake_vmcs_set(VMCS_EXIT_REASON, EXIT_REASON_MONITOR_TRAP_FLAG);
+	trace_before_entry(&cpu);            /* one instruction later */
+	assert_false(cpu.trace.trigger_step);
+	assert_false(hw_fake_vmcs_get(VMCS_PROC_BASED_CTLS) & CPU_MONITOR_TRAP_FLAG);
+	assert_int_equal(rights(TRIGGER), EPT_R | EPT_W);
+
+	/* A data access is not ours (the page is readable): nothing changes. */
+	assert_false(trace_trigger_fetch(&cpu, TRIGGER + 0x2000));
+
+	/* The address itself: the window opens, execute comes back for good. */
+	hw_fake_vmcs_set(VMCS_GUEST_CS_BASE, 0);
+	assert_int_equal(violation(TRIGGER, 1u << 2), EXIT_RESUME);
+	assert_true(cpu.trace.active);
+	assert_int_equal(rights(TRIGGER), EPT_RWX);
+	assert_true(hw_fake_vmcs_get(VMCS_PROC_BASED_CTLS) & CPU_MONITOR_TRAP_FLAG);
+	/* A stale TLB entry elsewhere faults once more: flushed, resumed. */
+	assert_int_equal(violation(TRIGGER + 8, 1u << 2), EXIT_RESUME);
+	assert_int_equal(rights(TRIGGER), EPT_RWX);
+	assert_int_equal(cpu.trace.windows, 1);
+	assert_int_equal(trace_stop(&cpu, TV_TRIG_HYPERCALL), TV_HC_OK);
+}
+
+static void test_address_trigger_refuses_hidden(void **state)
+{
+	struct trace_setup ts;
+
+	(void)state;
+	memset(&ts, 0, sizeof(ts));
+	ts.source = TV_SOURCE_MTF;
+	ts.start = TV_TRIG_ADDRESS;
+	ts.start_addr = HIDDEN + 0x10;
+	trace_engine_init(&ts, NULL, NULL, NULL);
+	assert_true(trace_trigger_arm(&ept, &pool) < 0);
+	if (!strstr(logbuf, "not guest memory tracevisor can trap"))
+		fail_msg("log: %s", logbuf);
+	assert_false(trace_trigger_fetch(&cpu, HIDDEN + 0x10));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -186,6 +272,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unmapped_gets_identity_uc, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_denied_access_on_present_leaf_stops, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stale_tlb_on_mapped_page_resumes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_address_trigger, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_address_trigger_refuses_hidden, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
