@@ -12,6 +12,7 @@
  * SetVirtualAddressMap would relocate), and EPT makes it non-present for
  * the guest.  After this, nothing is allocated.
  */
+#include "boot/images.h"
 #include "boot/vmx_boot.h"
 
 #include <stdio.h>
@@ -276,6 +277,13 @@ int vmx_boot(const struct vmx_boot_params *p)
 				(unsigned long long)i, trace_strerror(rc));
 			return -1;
 		}
+	}
+	if (trace_bytes) {
+		struct tv_trace_ring *rings[MAX_CPUS];
+
+		for (UINTN i = 0; i < ncpu; i++)
+			rings[i] = cpus[i].trace.ring;
+		images_record(rings, ncpu);
 	}
 	if (trace_bytes)
 		log_info("vmx: %llu KiB trace ring per CPU (source %u, overflow %s)",

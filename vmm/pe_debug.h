@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pe_debug.h - the debug file name a PE/COFF image carries (the CodeView
+ * record of its debug directory), used to name firmware images in the
+ * trace's IMAGE records so host tools can find their symbols.
+ *
+ * EDK2 builds (OVMF, most vendor firmware) put an "RSDS" (PDB 7.0) or
+ * "NB10" (PDB 2.0) record there holding the path of the .pdb/.dll the
+ * image was linked as, e.g. ".../DEBUG/DxeCore.dll" (PE/COFF spec 6.1
+ * "The .debug Section", Debug Type IMAGE_DEBUG_TYPE_CODEVIEW = 2).
+ *
+ * The image is read as loaded in memory (sections at their RVAs), every
+ * offset bounds-checked against size.  Errors (negative):
+ *   PE_ERR_ARG      image or out NULL
+ *   PE_ERR_FORMAT   not a PE32/PE32+ image (MZ/PE signatures, sizes)
+ *   PE_ERR_NONE     a valid image without a CodeView record
+ */
+#ifndef TV_PE_DEBUG_H
+#define TV_PE_DEBUG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PE_ERR_ARG    (-1)
+#define PE_ERR_FORMAT (-2)
+#define PE_ERR_NONE   (-3)
+
+/*
+ * pe_codeview_path - point *path at the NUL-terminated debug path inside
+ * image[0..size) and set *len to its length (without the NUL).
+ */
+int pe_codeview_path(const uint8_t *image, size_t size, const char **path, size_t *len);
+
+/* pe_basename - the last component of a path with / or \ separators. */
+const char *pe_basename(const char *path, size_t len, size_t *out_len);
+
+#endif /* TV_PE_DEBUG_H */
