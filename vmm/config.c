@@ -18,6 +18,25 @@ void config_defaults(struct tv_config *cfg)
 	cfg->log_ring_kb = 256;
 	cfg->vmx = true;
 	cfg->heartbeat_s = 0;
+	cfg->trace_source = TV_SOURCE_NONE;
+	cfg->trace_overflow = TV_OVERFLOW_OVERWRITE;
+	cfg->trace_start = TV_TRIG_HYPERCALL;
+	cfg->trace_start_address = 0;
+	cfg->trace_buffer_kb = 1024;
+	cfg->trace_stop_after = 0;
+	trace_filter_all(&cfg->trace_filter);
+	memset(cfg->trace_filter.ranges, 0, sizeof(cfg->trace_filter.ranges));
+	cfg->trace_all_cpus = true;
+	memset(cfg->trace_cpus, 0, sizeof(cfg->trace_cpus));
+}
+
+bool config_trace_cpu(const struct tv_config *cfg, uint32_t index)
+{
+	if (cfg->trace_all_cpus)
+		return true;
+	if (index >= CONFIG_TRACE_CPUS_MAX)
+		return false;
+	return (cfg->trace_cpus[index / 32] >> (index % 32)) & 1;
 }
 
 /* --- value parsers: return 0, or -1 with a reason in err ------------------ */
@@ -176,6 +195,221 @@ static int key_heartbeat_s(struct tv_config *cfg, const char *val, char *err, si
 	return 0;
 }
 
+/* --- tracing ---------------------------------------------------------------- */
+
+static int key_source(struct tv_config *cfg, const char *val, char *err, size_t errlen)
+{
+	static const struct { const char *name; enum tv_source src; } t[] = {
+		{ "auto", TV_SOURCE_NONE }, { "mtf", TV_SOURCE_MTF }, { "btf", TV_SOURCE_BTF },
+		{ "lbr", TV_SOURCE_LBR }, { "bts", TV_SOURCE_BTS }, { "pt", TV_SOURCE_PT },
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		if (!strcmp(val, t[i].name)) {
+			cfg->trace_source = (uint8_t)t[i].src;
+			return 0;
+		}
+	}
+	snprintf(err, errlen, "source must be auto, mtf, btf, lbr, bts or pt");
+	return -1;
+}
+
+static int key_overflow(struct tv_config *cfg, const char *val, char *err, size_t errlen)
+{
+	if (!strcmp(val, "stop")) {
+		cfg->trace_overflow = TV_OVERFLOW_STOP;
+		return 0;
+	}
+	if (!strcmp(val, "overwrite")) {
+		cfg->trace_overflow = TV_OVERFLOW_OVERWRITE;
+		return 0;
+	}
+	snprintf(err, errlen, "overflow must be stop or overwrite");
+	return -1;
+}
+
+static int key_trace_buffer_kb(struct tv_config *cfg, const char *val, char *err, size_t errlen)
+{
+	uint64_t kb;
+
+	if (parse_u64(val, &kb) || kb < CONFIG_TRACE_BUFFER_KB_MIN ||
+	    kb > CONFIG_TRACE_BUFFER_KB_MAX || (kb & (kb - 1))) {
+		snprintf(err, errlen, "trace_buffer_kb must be a power of two from %u to %u",
+			 CONFIG_TRACE_BUFFER_KB_MIN, CONFIG_TRACE_BUFFER_KB_MAX);
+		return -1;
+	}
+	cfg->trace_buffer_kb = (uint32_t)kb;
+	return 0;
+}
+
+static bool is_canonical(uint64_t v)
+{
+	return (uint64_t)(((int64_t)(v << 16)) >> 16) == v;
+}
+
+/* A 0x-prefixed hexadecimal number (addresses are always written in hex). */
+static int parse_hex(const char *s, uint64_t *out)
+{
+	if (s[0] != '0' || (s[1] != 'x' && s[1] != 'X'))
+		return -1;
+	return parse_u64(s, out);
+}
+
+static int key_trace_start(struct tv_config *cfg, const char *val, char *err, size_t errlen)
+{
+	static const struct { const char *name; enum tv_trigger trig; } t[] = {
+		{ "boot", TV_TRIG_BOOT }, { "hypercall", TV_TRIG_HYPERCALL },
+		{ "exit_boot_services", TV_TRIG_EXIT_BOOT_SERVICES },
+		{ "kernel_entry", TV_TRIG_KERNEL_ENTRY },
+	};
+	uint64_t a;
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		if (!strcmp(val, t[i].name)) {
+			cfg->trace_start = (uint8_t)t[i].trig;
+			cfg->trace_start_address = 0;
+			return 0;
+		}
+	}
+	if (!strncmp(val, "address:", 8)) {
+		if (parse_hex(val + 8, &a) || !is_canonical(a)) {
+			snprintf(err, errlen, "trace_start address must be a canonical 0x... address");
+			return -1;
+		}
+		cfg->trace_start = TV_TRIG_ADDRESS;
+		cfg->trace_start_address = a;
+		return 0;
+	}
+	snprintf(err, errlen, "trace_start must be boot, hypercall, exit_boot_services, kernel_entry or address:0xADDR");
+	return -1;
+}
+
+static int key_trace_stop_after(struct tv_config *cfg, const char *val, char *err, size_t errlen)
+{
+	uint64_t n;
+
+	if (parse_u64(val, &n)) {
+		snprintf(err, errlen, "trace_stop_after must be a record count (0 = unlimited)");
+		return -1;
+	}
+	cfg->trace_stop_after = n;
+	return 0;
+}
+
+static int key_trace_cpl(struct tv_config *cfg, const char *val, char *err, size_t errlen)
+{
+	if (!strcmp(val, "kernel"))
+		cfg->trace_filter.cpl = TRACE_CPL_KERNEL;
+	else if (!strcmp(val, "user"))
+		cfg->trace_filter.cpl = TRACE_CPL_USER;
+	else if (!strcmp(val, "all"))
+		cfg->trace_filter.cpl = TRACE_CPL_ALL;
+	else {
+		snprintf(err, errlen, "trace_cpl must be kernel, user or all");
+		return -1;
+	}
+	return 0;
+}
+
+static int key_trace_cr3(struct tv_config *cfg, const char *val, char *err, size_t errlen)
+{
+	uint64_t cr3;
+
+	if (!strcmp(val, "any")) {
+		cfg->trace_filter.cr3 = 0;
+		return 0;
+	}
+	/* CR3 is a physical address: at most 52 bits (SDM 3A 4.5) */
+	if (parse_hex(val, &cr3) || cr3 == 0 || (cr3 >> 52)) {
+		snprintf(err, errlen, "trace_cr3 must be any or a non-zero 0x... value below 2^52");
+		return -1;
+	}
+	cfg->trace_filter.cr3 = cr3;
+	return 0;
+}
+
+static int key_trace_ip(struct tv_config *cfg, const char *val, char *err, size_t errlen)
+{
+	struct trace_range r[TRACE_MAX_RANGES];
+	char buf[CONFIG_LINE_MAX + 1];
+	uint32_t n = 0;
+	char *p, *next;
+
+	if (strlen(val) >= sizeof(buf))
+		goto bad;
+	strcpy(buf, val);
+	for (p = buf; p; p = next) {
+		char *dash;
+
+		next = strchr(p, ',');
+		if (next)
+			*next++ = '\0';
+		while (*p == ' ' || *p == '\t')
+			p++;
+		for (char *e = p + strlen(p); e > p && (e[-1] == ' ' || e[-1] == '\t'); e--)
+			e[-1] = '\0';
+		dash = strchr(p, '-');
+		if (!dash)
+			goto bad;
+		*dash = '\0';
+		if (n == TRACE_MAX_RANGES) {
+			snprintf(err, errlen, "trace_ip takes at most %d ranges", TRACE_MAX_RANGES);
+			return -1;
+		}
+		if (parse_hex(p, &r[n].lo) || parse_hex(dash + 1, &r[n].hi))
+			goto bad;
+		if (r[n].lo > r[n].hi) {
+			snprintf(err, errlen, "trace_ip range %u: start above end", n + 1);
+			return -1;
+		}
+		n++;
+	}
+	memcpy(cfg->trace_filter.ranges, r, n * sizeof(r[0]));
+	cfg->trace_filter.nranges = n;
+	return 0;
+bad:
+	snprintf(err, errlen, "trace_ip must be 0xLO-0xHI[,0xLO-0xHI...] (hex, at most %d)",
+		 TRACE_MAX_RANGES);
+	return -1;
+}
+
+static int key_trace_cpus(struct tv_config *cfg, const char *val, char *err, size_t errlen)
+{
+	uint32_t set[CONFIG_TRACE_CPUS_MAX / 32] = { 0 };
+	const char *p = val;
+
+	if (!strcmp(val, "all")) {
+		cfg->trace_all_cpus = true;
+		memset(cfg->trace_cpus, 0, sizeof(cfg->trace_cpus));
+		return 0;
+	}
+	for (;;) {
+		uint32_t v = 0;
+		int digits = 0;
+
+		while (*p == ' ' || *p == '\t')
+			p++;
+		while (*p >= '0' && *p <= '9' && digits < 4) {
+			v = v * 10 + (uint32_t)(*p++ - '0');
+			digits++;
+		}
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (!digits || v >= CONFIG_TRACE_CPUS_MAX || (*p && *p != ',')) {
+			snprintf(err, errlen, "trace_cpus must be all or a list of CPU indexes 0..%d, e.g. 0,2,3",
+				 CONFIG_TRACE_CPUS_MAX - 1);
+			return -1;
+		}
+		set[v / 32] |= 1u << (v % 32);
+		if (!*p)
+			break;
+		p++;  /* ',' */
+	}
+	cfg->trace_all_cpus = false;
+	memcpy(cfg->trace_cpus, set, sizeof(set));
+	return 0;
+}
+
 static const struct config_key {
 	const char *name;
 	key_fn fn;
@@ -187,6 +421,15 @@ static const struct config_key {
 	{ "log_ring_kb", key_log_ring_kb },
 	{ "vmx", key_vmx },
 	{ "heartbeat_s", key_heartbeat_s },
+	{ "source", key_source },
+	{ "overflow", key_overflow },
+	{ "trace_buffer_kb", key_trace_buffer_kb },
+	{ "trace_start", key_trace_start },
+	{ "trace_stop_after", key_trace_stop_after },
+	{ "trace_cpl", key_trace_cpl },
+	{ "trace_cr3", key_trace_cr3 },
+	{ "trace_ip", key_trace_ip },
+	{ "trace_cpus", key_trace_cpus },
 };
 
 #define NKEYS (sizeof(config_keys) / sizeof(config_keys[0]))
@@ -352,6 +595,25 @@ uint32_t config_parse(struct tv_config *cfg, const char *text, size_t len,
 	return res->nerrors;
 }
 
+static const char *config_source_name(uint8_t s)
+{
+	static const char *const names[] = { "auto", "mtf", "btf", "lbr", "bts", "pt" };
+
+	return s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
+}
+
+static const char *config_start_name(uint8_t t)
+{
+	switch (t) {
+	case TV_TRIG_BOOT: return "boot";
+	case TV_TRIG_HYPERCALL: return "hypercall";
+	case TV_TRIG_ADDRESS: return "address";
+	case TV_TRIG_EXIT_BOOT_SERVICES: return "exit_boot_services";
+	case TV_TRIG_KERNEL_ENTRY: return "kernel_entry";
+	default: return "?";
+	}
+}
+
 void config_log(const struct tv_config *cfg)
 {
 	log_info("config: loader=%s log_level=%s serial=%#x console=%s log_ring_kb=%u vmx=%s heartbeat_s=%u",
@@ -359,4 +621,15 @@ void config_log(const struct tv_config *cfg)
 		 log_level_name(cfg->log_level), cfg->serial_port,
 		 cfg->console ? "on" : "off", cfg->log_ring_kb, cfg->vmx ? "on" : "off",
 		 cfg->heartbeat_s);
+	log_info("config: source=%s overflow=%s trace_buffer_kb=%u trace_start=%s%s%.0llx trace_stop_after=%llu trace_cpl=%s trace_cr3=%#llx trace_ip=%u range(s) trace_cpus=%s",
+		 config_source_name(cfg->trace_source),
+		 cfg->trace_overflow == TV_OVERFLOW_STOP ? "stop" : "overwrite",
+		 cfg->trace_buffer_kb, config_start_name(cfg->trace_start),
+		 cfg->trace_start == TV_TRIG_ADDRESS ? ":0x" : "",
+		 (unsigned long long)cfg->trace_start_address,
+		 (unsigned long long)cfg->trace_stop_after,
+		 cfg->trace_filter.cpl == TRACE_CPL_KERNEL ? "kernel" :
+		 cfg->trace_filter.cpl == TRACE_CPL_USER ? "user" : "all",
+		 (unsigned long long)cfg->trace_filter.cr3, cfg->trace_filter.nranges,
+		 cfg->trace_all_cpus ? "all" : "list");
 }

@@ -15,10 +15,17 @@
 #include <stdint.h>
 
 #include "vmm/log.h"
+#include "vmm/trace.h"
 
 #define CONFIG_PATH_MAX 256
 #define CONFIG_LINE_MAX 1024
 #define CONFIG_MAX_ERRORS 16
+
+/* trace_buffer_kb bounds: the ring needs its 128-byte header plus a
+ * power-of-two data area of at least 4 KiB (vmm/trace_format.h). */
+#define CONFIG_TRACE_BUFFER_KB_MIN 8
+#define CONFIG_TRACE_BUFFER_KB_MAX (1024 * 1024)   /* 1 GiB per CPU */
+#define CONFIG_TRACE_CPUS_MAX 256                  /* trace_cpus indexes 0..255 */
 
 struct tv_config {
 	char loader[CONFIG_PATH_MAX];  /* "" = next BootOrder entry */
@@ -28,6 +35,18 @@ struct tv_config {
 	uint32_t log_ring_kb;          /* power of two, 4..4096 */
 	bool vmx;                      /* virtualize (blue pill) when VT-x is there */
 	uint32_t heartbeat_s;          /* 0 = off; else a per-CPU status line every N s */
+
+	/* tracing (docs/CONFIG.md, "Tracing") */
+	uint8_t trace_source;          /* enum tv_source; TV_SOURCE_NONE = auto */
+	uint8_t trace_overflow;        /* enum tv_overflow */
+	uint8_t trace_start;           /* enum tv_trigger: BOOT, HYPERCALL, ADDRESS,
+					* EXIT_BOOT_SERVICES or KERNEL_ENTRY */
+	uint64_t trace_start_address;  /* TV_TRIG_ADDRESS: guest-physical address */
+	uint32_t trace_buffer_kb;      /* per CPU, power of two */
+	uint64_t trace_stop_after;     /* branch records per window, 0 = unlimited */
+	struct trace_filter trace_filter; /* cpl, cr3 (0 = any), IP ranges */
+	bool trace_all_cpus;           /* trace_cpus = all */
+	uint32_t trace_cpus[CONFIG_TRACE_CPUS_MAX / 32]; /* bit n: CPU index n */
 };
 
 struct config_error {
@@ -53,6 +72,9 @@ void config_defaults(struct tv_config *cfg);
  */
 uint32_t config_parse(struct tv_config *cfg, const char *text, size_t len,
 		      struct config_result *res);
+
+/* config_trace_cpu - does cfg trace the CPU with this index? */
+bool config_trace_cpu(const struct tv_config *cfg, uint32_t index);
 
 /* config_log - write the effective configuration to the log at info. */
 void config_log(const struct tv_config *cfg);

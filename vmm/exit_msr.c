@@ -16,6 +16,14 @@
  *  - the capability MSRs IA32_VMX_BASIC..IA32_VMX_VMFUNC (0x480-0x491)
  *    do not exist for the guest: reads and writes raise #GP, as on a CPU
  *    without VMX (SDM 4: they exist only if CPUID.1:ECX.VMX = 1).
+ *
+ * Tracing MSRs (IA32_DEBUGCTL, the LBR stack, IA32_DS_AREA,
+ * IA32_PEBS_ENABLE, IA32_RTIT_*, IA32_PERF_GLOBAL_*) follow the policy of
+ * vmm/trace_msr.h (docs/TRACE-MSR-POLICY.md): the bitmap intercepts those
+ * the configured backend owns, the policy answers from its per-CPU shadow
+ * or says which hardware access to make.  The guest's IA32_DEBUGCTL lives
+ * in the VMCS (load/save debug controls), so its "hardware" is
+ * GUEST_IA32_DEBUGCTL, never a WRMSR in VMX root.
  */
 #include <string.h>
 
@@ -23,6 +31,7 @@
 #include "vmm/hw.h"
 #include "vmm/log.h"
 #include "vmm/msr.h"
+#include "vmm/trace_msr.h"
 
 static int feature_control_read(struct exit_ctx *ctx, uint32_t msr, uint64_t *value)
 {
@@ -66,10 +75,9 @@ const struct msr_emul msr_emul_table[] = {
 	{ MSR_IA32_FEATURE_CONTROL, MSR_IA32_FEATURE_CONTROL, feature_control_read, feature_control_write },
 	{ MSR_IA32_VMX_BASIC, MSR_IA32_VMX_VMFUNC, absent_read, absent_write },
 	/*
-	 * Tracing adds its rows here: IA32_DEBUGCTL (0x1d9), the LBR stack,
-	 * IA32_DS_AREA (0x600), IA32_RTIT_* (0x560-0x58x), and
-	 * IA32_PERF_GLOBAL_* (0x38d-0x390), each with the read/write
-	 * functions that virtualize it.
+	 * The tracing MSRs are not rows here: which of them exit depends on
+	 * the configured backend (trace_msr_intercepts()), and exit_rdmsr /
+	 * exit_wrmsr hand them to vmm/trace_msr.c before this table.
 	 */
 };
 const size_t msr_emul_count = sizeof(msr_emul_table) / sizeof(msr_emul_table[0]);
@@ -91,9 +99,33 @@ static bool bitmap_pos(uint32_t msr, size_t *byte, uint8_t *bit)
 	return true;
 }
 
+/* Every MSR number the trace policy knows, as [first, last] ranges. */
+static const struct { uint32_t first, last; } trace_ranges[] = {
+	{ 0x040, 0x047 }, { 0x060, 0x067 },          /* Core 2 / Atom LBR stack */
+	{ 0x1c8, 0x1c9 }, { 0x1d9, 0x1d9 },          /* LBR_SELECT, TOS, DEBUGCTL */
+	{ 0x38e, 0x390 }, { 0x3f1, 0x3f1 },          /* PERF_GLOBAL_*, PEBS_ENABLE */
+	{ 0x560, 0x561 }, { 0x570, 0x572 }, { 0x580, 0x587 }, /* RTIT_* */
+	{ 0x600, 0x600 },                            /* DS_AREA */
+	{ 0x680, 0x69f }, { 0x6c0, 0x6df }, { 0xdc0, 0xddf }, /* LBR FROM/TO/INFO */
+	{ 0x1200, 0x123f }, { 0x14ce, 0x14cf }, { 0x1500, 0x153f }, { 0x1600, 0x163f }, /* arch LBR */
+};
+
 void msr_bitmap_build(uint8_t bitmap[4096])
 {
 	memset(bitmap, 0, 4096);
+	for (size_t i = 0; i < sizeof(trace_ranges) / sizeof(trace_ranges[0]); i++) {
+		for (uint32_t msr = trace_ranges[i].first; msr <= trace_ranges[i].last; msr++) {
+			size_t byte;
+			uint8_t bit;
+
+			if (!bitmap_pos(msr, &byte, &bit))
+				continue;
+			if (trace_msr_intercepts(msr, false))
+				bitmap[byte] |= bit;
+			if (trace_msr_intercepts(msr, true))
+				bitmap[2048 + byte] |= bit;
+		}
+	}
 	for (size_t i = 0; i < msr_emul_count; i++) {
 		const struct msr_emul *e = &msr_emul_table[i];
 
@@ -141,13 +173,66 @@ static void unexpected_msr(struct exit_ctx *ctx, uint32_t msr, bool write)
 	exit_inject_exception(ctx, VEC_GP, true, 0);
 }
 
+/*
+ * The hardware side of a TRACE_MSR_PASS: IA32_DEBUGCTL is the guest's
+ * VMCS field; every other MSR the real one (the policy checked the value).
+ */
+static uint64_t trace_hw_read(uint32_t msr)
+{
+	if (msr == MSR_IA32_DEBUGCTL)
+		return vmcs_get(VMCS_GUEST_IA32_DEBUGCTL);
+	return hw_rdmsr(msr);
+}
+
+static void trace_hw_write(uint32_t msr, uint64_t value)
+{
+	if (msr == MSR_IA32_DEBUGCTL)
+		vmcs_write(VMCS_GUEST_IA32_DEBUGCTL, value);
+	else
+		hw_wrmsr(msr, value);
+}
+
+/* A tracing MSR: 0 = done (value in *value for reads), -1 = #GP. */
+static int trace_access(struct exit_ctx *ctx, uint32_t msr, bool write, uint64_t *value)
+{
+	struct trace_msr_state *s = trace_msr_state_of(ctx->cpu);
+	enum trace_msr_action a;
+
+	if (!s)
+		return -1;
+	if (!write) {
+		a = trace_msr_read(s, msr, value);
+		if (a == TRACE_MSR_PASS)
+			*value = trace_msr_guest_view(s, msr, trace_hw_read(msr));
+		return a == TRACE_MSR_GP ? -1 : 0;
+	}
+	a = trace_msr_write(s, msr, *value);
+	if (a == TRACE_MSR_PASS) {
+		uint64_t now = trace_msr_owned_mask(s, msr) ? trace_hw_read(msr) : 0;
+
+		trace_hw_write(msr, trace_msr_hw_value(s, msr, now));
+	}
+	return a == TRACE_MSR_GP ? -1 : 0;
+}
+
 enum exit_action exit_rdmsr(struct exit_ctx *ctx)
 {
 	struct guest_regs *regs = ctx->regs;
 	uint32_t msr = (uint32_t)regs->rcx;
-	const struct msr_emul *e = find_emul(msr);
+	const struct msr_emul *e;
 	uint64_t value = 0;
 
+	if (trace_msr_is_virtualized(msr) && trace_msr_intercepts(msr, false)) {
+		if (trace_access(ctx, msr, false, &value) < 0) {
+			exit_inject_exception(ctx, VEC_GP, true, 0);
+			return EXIT_RESUME;
+		}
+		regs->rax = (uint32_t)value;
+		regs->rdx = value >> 32;
+		exit_skip_instruction(ctx);
+		return EXIT_RESUME;
+	}
+	e = find_emul(msr);
 	if (!e || !e->read) {
 		unexpected_msr(ctx, msr, false);
 		return EXIT_RESUME;
@@ -167,9 +252,18 @@ enum exit_action exit_wrmsr(struct exit_ctx *ctx)
 {
 	struct guest_regs *regs = ctx->regs;
 	uint32_t msr = (uint32_t)regs->rcx;
-	const struct msr_emul *e = find_emul(msr);
+	const struct msr_emul *e;
 	uint64_t value = (regs->rdx << 32) | (uint32_t)regs->rax;
 
+	if (trace_msr_is_virtualized(msr) && trace_msr_intercepts(msr, true)) {
+		if (trace_access(ctx, msr, true, &value) < 0) {
+			exit_inject_exception(ctx, VEC_GP, true, 0);
+			return EXIT_RESUME;
+		}
+		exit_skip_instruction(ctx);
+		return EXIT_RESUME;
+	}
+	e = find_emul(msr);
 	if (!e || !e->write) {
 		unexpected_msr(ctx, msr, true);
 		return EXIT_RESUME;

@@ -43,6 +43,18 @@ static void assert_defaults(const struct tv_config *c)
 	assert_int_equal(c->log_ring_kb, 256);
 	assert_true(c->vmx);
 	assert_int_equal(c->heartbeat_s, 0);
+	assert_int_equal(c->trace_source, TV_SOURCE_NONE);
+	assert_int_equal(c->trace_overflow, TV_OVERFLOW_OVERWRITE);
+	assert_int_equal(c->trace_start, TV_TRIG_HYPERCALL);
+	assert_int_equal(c->trace_start_address, 0);
+	assert_int_equal(c->trace_buffer_kb, 1024);
+	assert_int_equal(c->trace_stop_after, 0);
+	assert_int_equal(c->trace_filter.cpl, TRACE_CPL_ALL);
+	assert_int_equal(c->trace_filter.cr3, 0);
+	assert_int_equal(c->trace_filter.nranges, 0);
+	assert_true(c->trace_all_cpus);
+	assert_true(config_trace_cpu(c, 0));
+	assert_true(config_trace_cpu(c, 255));
 }
 
 /* Exactly one error, on line, whose message contains needle. */
@@ -303,6 +315,190 @@ static void test_len_bounds_the_text(void **state)
 	assert_one_error(2, "expected `key = value`");
 }
 
+
+/* --- tracing keys ---------------------------------------------------------------- */
+
+static void test_trace_source_and_overflow(void **state)
+{
+	static const struct { const char *v; enum tv_source s; } t[] = {
+		{ "auto", TV_SOURCE_NONE }, { "mtf", TV_SOURCE_MTF }, { "btf", TV_SOURCE_BTF },
+		{ "lbr", TV_SOURCE_LBR }, { "bts", TV_SOURCE_BTS }, { "pt", TV_SOURCE_PT },
+	};
+	char text[64];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		snprintf(text, sizeof(text), "source = %s\n", t[i].v);
+		assert_int_equal(parse(text), 0);
+		assert_int_equal(cfg.trace_source, t[i].s);
+	}
+	assert_int_equal(parse("overflow = stop\n"), 0);
+	assert_int_equal(cfg.trace_overflow, TV_OVERFLOW_STOP);
+	assert_int_equal(parse("overflow = overwrite\n"), 0);
+	assert_int_equal(cfg.trace_overflow, TV_OVERFLOW_OVERWRITE);
+}
+
+static void test_trace_buffer_kb(void **state)
+{
+	char text[64];
+
+	(void)state;
+	for (uint32_t kb = CONFIG_TRACE_BUFFER_KB_MIN; kb <= CONFIG_TRACE_BUFFER_KB_MAX; kb *= 2) {
+		snprintf(text, sizeof(text), "trace_buffer_kb = %u\n", kb);
+		assert_int_equal(parse(text), 0);
+		assert_int_equal(cfg.trace_buffer_kb, kb);
+	}
+	assert_int_equal(parse("trace_buffer_kb = 0x100000\n"), 0);
+	assert_int_equal(cfg.trace_buffer_kb, 1024 * 1024);
+}
+
+static void test_trace_start(void **state)
+{
+	(void)state;
+	assert_int_equal(parse("trace_start = boot\n"), 0);
+	assert_int_equal(cfg.trace_start, TV_TRIG_BOOT);
+	assert_int_equal(parse("trace_start = hypercall\n"), 0);
+	assert_int_equal(cfg.trace_start, TV_TRIG_HYPERCALL);
+	assert_int_equal(parse("trace_start = exit_boot_services\n"), 0);
+	assert_int_equal(cfg.trace_start, TV_TRIG_EXIT_BOOT_SERVICES);
+	assert_int_equal(parse("trace_start = kernel_entry\n"), 0);
+	assert_int_equal(cfg.trace_start, TV_TRIG_KERNEL_ENTRY);
+	assert_int_equal(parse("trace_start = address:0xffffffff81000000\n"), 0);
+	assert_int_equal(cfg.trace_start, TV_TRIG_ADDRESS);
+	assert_int_equal(cfg.trace_start_address, 0xffffffff81000000ull);
+	assert_int_equal(parse("trace_start = address:0x7ffffffff000\n"), 0);
+	assert_int_equal(cfg.trace_start_address, 0x7ffffffff000ull);
+	/* the address is dropped when another trigger is set */
+	config_defaults(&cfg);
+	assert_int_equal(config_parse(&cfg, "trace_start = address:0x1000\n", 29, &res), 0);
+	assert_int_equal(config_parse(&cfg, "trace_start = boot\n", 19, &res), 0);
+	assert_int_equal(cfg.trace_start_address, 0);
+}
+
+static void test_trace_stop_after_cpl_cr3(void **state)
+{
+	(void)state;
+	assert_int_equal(parse("trace_stop_after = 1000000\n"), 0);
+	assert_int_equal(cfg.trace_stop_after, 1000000);
+	assert_int_equal(parse("trace_stop_after = 0\n"), 0);
+	assert_int_equal(cfg.trace_stop_after, 0);
+	assert_int_equal(parse("trace_stop_after = 0xffffffffffffffff\n"), 0);
+	assert_int_equal(cfg.trace_stop_after, UINT64_MAX);
+	assert_int_equal(parse("trace_cpl = kernel\n"), 0);
+	assert_int_equal(cfg.trace_filter.cpl, TRACE_CPL_KERNEL);
+	assert_int_equal(parse("trace_cpl = user\n"), 0);
+	assert_int_equal(cfg.trace_filter.cpl, TRACE_CPL_USER);
+	assert_int_equal(parse("trace_cpl = all\n"), 0);
+	assert_int_equal(cfg.trace_filter.cpl, TRACE_CPL_ALL);
+	assert_int_equal(parse("trace_cr3 = 0x1a2b000\n"), 0);
+	assert_int_equal(cfg.trace_filter.cr3, 0x1a2b000);
+	assert_int_equal(parse("trace_cr3 = any\n"), 0);
+	assert_int_equal(cfg.trace_filter.cr3, 0);
+}
+
+static void test_trace_ip_ranges(void **state)
+{
+	(void)state;
+	assert_int_equal(parse("trace_ip = 0x1000-0x1fff\n"), 0);
+	assert_int_equal(cfg.trace_filter.nranges, 1);
+	assert_int_equal(cfg.trace_filter.ranges[0].lo, 0x1000);
+	assert_int_equal(cfg.trace_filter.ranges[0].hi, 0x1fff);
+	/* four ranges, spaces around commas, a one-byte range (lo == hi) */
+	assert_int_equal(parse("trace_ip = 0x1-0x2, 0x10-0x10 ,0xffffffff81000000-0xffffffff82000000,"
+			       "0x400000-0x500000\n"), 0);
+	assert_int_equal(cfg.trace_filter.nranges, TRACE_MAX_RANGES);
+	assert_int_equal(cfg.trace_filter.ranges[1].lo, 0x10);
+	assert_int_equal(cfg.trace_filter.ranges[1].hi, 0x10);
+	assert_int_equal(cfg.trace_filter.ranges[2].lo, 0xffffffff81000000ull);
+	assert_int_equal(cfg.trace_filter.ranges[3].hi, 0x500000);
+	assert_true(trace_filter_ip(&cfg.trace_filter, 0x10, 0));
+	assert_false(trace_filter_ip(&cfg.trace_filter, 0x11, 0x3));
+}
+
+static void test_trace_cpus(void **state)
+{
+	(void)state;
+	assert_int_equal(parse("trace_cpus = 0,2, 255\n"), 0);
+	assert_false(cfg.trace_all_cpus);
+	assert_true(config_trace_cpu(&cfg, 0));
+	assert_false(config_trace_cpu(&cfg, 1));
+	assert_true(config_trace_cpu(&cfg, 2));
+	assert_true(config_trace_cpu(&cfg, 255));
+	assert_false(config_trace_cpu(&cfg, 256));
+	assert_int_equal(parse("trace_cpus = 7\n"), 0);
+	assert_true(config_trace_cpu(&cfg, 7));
+	assert_false(config_trace_cpu(&cfg, 0));
+	assert_int_equal(parse("trace_cpus = all\n"), 0);
+	assert_true(cfg.trace_all_cpus);
+	assert_true(config_trace_cpu(&cfg, 100));
+}
+
+static void test_trace_keys_bad_values(void **state)
+{
+	static const struct { const char *line, *msg; } t[] = {
+		{ "source = PT", "source must be" },
+		{ "source = none", "source must be" },
+		{ "source = pt,bts", "source must be" },
+		{ "overflow = wrap", "overflow must be" },
+		{ "trace_buffer_kb = 4", "power of two from 8 to 1048576" },
+		{ "trace_buffer_kb = 1000", "power of two from 8 to 1048576" },
+		{ "trace_buffer_kb = 2097152", "power of two from 8 to 1048576" },
+		{ "trace_buffer_kb = 1M", "power of two from 8 to 1048576" },
+		{ "trace_start = now", "trace_start must be" },
+		{ "trace_start = address:", "canonical" },
+		{ "trace_start = address:1000", "canonical" },
+		{ "trace_start = address:0x800000000000", "canonical" },
+		{ "trace_start = address:0xg", "canonical" },
+		{ "trace_stop_after = -1", "trace_stop_after must be" },
+		{ "trace_stop_after = 18446744073709551616", "trace_stop_after must be" },
+		{ "trace_cpl = ring0", "trace_cpl must be" },
+		{ "trace_cr3 = 0", "trace_cr3 must be" },
+		{ "trace_cr3 = 0x0", "trace_cr3 must be" },
+		{ "trace_cr3 = 12345", "trace_cr3 must be" },
+		{ "trace_cr3 = 0x10000000000000", "trace_cr3 must be" },
+		{ "trace_ip = 0x2000-0x1000", "start above end" },
+		{ "trace_ip = 0x1000", "trace_ip must be" },
+		{ "trace_ip = 4096-8192", "trace_ip must be" },
+		{ "trace_ip = 0x1-0x2,", "trace_ip must be" },
+		{ "trace_ip = 0x1-0x2-0x3", "trace_ip must be" },
+		{ "trace_ip = 0x1-0x2,0x3-0x4,0x5-0x6,0x7-0x8,0x9-0xa", "at most 4 ranges" },
+		{ "trace_cpus = 256", "trace_cpus must be" },
+		{ "trace_cpus = 0,,1", "trace_cpus must be" },
+		{ "trace_cpus = 1-3", "trace_cpus must be" },
+		{ "trace_cpus = none", "trace_cpus must be" },
+		{ "trace_cpus = 00001", "trace_cpus must be" },
+	};
+	char text[128];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		snprintf(text, sizeof(text), "\n%s\n", t[i].line);
+		if (parse(text) != 1)
+			fail_msg("\"%s\" gave %u errors", t[i].line, res.nerrors);
+		assert_one_error(2, t[i].msg);
+		assert_defaults(&cfg);
+	}
+}
+
+static void test_trace_keys_line_numbers(void **state)
+{
+	(void)state;
+	assert_int_equal(parse("# tracing\n"
+			       "source = bts\n"
+			       "trace_ip = 0x10-0x1\n"        /* 3: lo > hi */
+			       "trace_cpus = 1,2\n"
+			       "source = pt\n"                /* 5: duplicate */
+			       "trace_cpl = kernel\n"), 2);
+	assert_int_equal(res.errors[0].line, 3);
+	assert_int_equal(res.errors[1].line, 5);
+	assert_non_null(strstr(res.errors[1].msg, "first set on line 2"));
+	assert_int_equal(cfg.trace_source, TV_SOURCE_BTS);
+	assert_int_equal(cfg.trace_filter.nranges, 0);
+	assert_true(config_trace_cpu(&cfg, 2));
+	assert_false(config_trace_cpu(&cfg, 0));
+	assert_int_equal(cfg.trace_filter.cpl, TRACE_CPL_KERNEL);
+}
+
 /* --- malformed input ---------------------------------------------------------- */
 
 static void test_unknown_key(void **state)
@@ -350,6 +546,8 @@ static void test_empty_value(void **state)
 {
 	static const char *const keys[] = {
 		"loader", "log_level", "serial", "console", "log_ring_kb", "vmx", "heartbeat_s",
+		"source", "overflow", "trace_buffer_kb", "trace_start", "trace_stop_after",
+		"trace_cpl", "trace_cr3", "trace_ip", "trace_cpus",
 	};
 	char text[64];
 
@@ -607,6 +805,8 @@ static void test_random_input(void **state)
 		"loader", "log_level", "serial", "console", "log_ring_kb", "vmx",
 		" = ", "\"", "# c", "com2", "0x3f8", "on", "off", "debug", "\r\n", "\n",
 		"\xef\xbb\xbf", "/EFI/x.efi",
+		"source", "pt", "trace_ip", "0x10-0x20", ",", "trace_cpus", "trace_buffer_kb",
+		"trace_start", "address:0x", "trace_cr3",
 	};
 	static char text[4096];
 
@@ -661,6 +861,12 @@ static void test_random_input(void **state)
 		}
 		if (cfg.loader[0])
 			assert_int_equal(cfg.loader[0], '\\');
+		assert_true(cfg.trace_source <= TV_SOURCE_PT);
+		assert_true(cfg.trace_filter.nranges <= TRACE_MAX_RANGES);
+		for (uint32_t r = 0; r < cfg.trace_filter.nranges; r++)
+			assert_true(cfg.trace_filter.ranges[r].lo <= cfg.trace_filter.ranges[r].hi);
+		assert_in_range(cfg.trace_buffer_kb, CONFIG_TRACE_BUFFER_KB_MIN, CONFIG_TRACE_BUFFER_KB_MAX);
+		assert_int_equal(cfg.trace_buffer_kb & (cfg.trace_buffer_kb - 1), 0);
 	}
 }
 
@@ -685,6 +891,14 @@ int main(void)
 		cmocka_unit_test(test_no_trailing_newline),
 		cmocka_unit_test(test_applies_on_top_of_existing_config),
 		cmocka_unit_test(test_len_bounds_the_text),
+		cmocka_unit_test(test_trace_source_and_overflow),
+		cmocka_unit_test(test_trace_buffer_kb),
+		cmocka_unit_test(test_trace_start),
+		cmocka_unit_test(test_trace_stop_after_cpl_cr3),
+		cmocka_unit_test(test_trace_ip_ranges),
+		cmocka_unit_test(test_trace_cpus),
+		cmocka_unit_test(test_trace_keys_bad_values),
+		cmocka_unit_test(test_trace_keys_line_numbers),
 		cmocka_unit_test(test_unknown_key),
 		cmocka_unit_test(test_missing_equals),
 		cmocka_unit_test(test_empty_key),

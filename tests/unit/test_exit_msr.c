@@ -15,6 +15,8 @@
 #include "hw_fake.h"
 #include "vmm/exit.h"
 #include "vmm/log.h"
+#include "vmm/msr.h"
+#include "vmm/trace_msr.h"
 
 #define MSR_FEATURE_CONTROL 0x3a
 #define MSR_DEBUGCTL 0x1d9
@@ -67,6 +69,8 @@ static int setup(void **state)
 	vm_set(VMCS_CR0_READ_SHADOW, 0x80050033);
 	vm_set(VMCS_GUEST_RIP, GUEST_RIP);
 	vm_set(VMCS_GUEST_RFLAGS, 0x2);
+	/* no tracing backend: no trace MSR is intercepted */
+	assert_int_equal(trace_msr_configure(TV_SOURCE_NONE), 0);
 	return 0;
 }
 
@@ -274,6 +278,174 @@ static void test_inject_encoding(void **state)
 	assert_int_equal(cpu.stats.injected_gp, 1);
 }
 
+
+/* --- tracing MSRs (vmm/trace_msr.c) ---------------------------------------------- */
+
+/* The i7-6700K as test_trace_caps.c decodes it (recorded VirtualBox values). */
+static void caps_6700k(struct trace_caps *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->intel = true;
+	c->family = 6;
+	c->model = 0x5e;
+	c->vmx = c->entry_load_debug = c->exit_save_debug = c->mtf = true;
+	c->pt_cpuid = c->pt_topa = c->pt_ip_filter = c->pt_cr3_filter = true;
+	c->pt_addr_ranges = 2;
+	c->ds = c->dtes64 = c->debugctl_works = c->bts = true;
+	c->pdcm = true;
+	c->perf_capabilities = 0x33c5;
+	c->lbr_format = 5;
+	c->lbr_depth = 32;
+	c->lbr_select = c->lbr_info = true;
+	c->lbr_from0 = 0x680;
+	c->lbr_to0 = 0x6c0;
+	c->lbr = c->btf = true;
+	c->pmu_version = 4;
+	c->pmu_gp_counters = 4;
+	c->pmu_fixed_counters = 3;
+}
+
+static struct trace_msr_state *trace_setup_backend(enum tv_source b)
+{
+	struct trace_caps c;
+	struct trace_msr_state *s;
+
+	caps_6700k(&c);
+	assert_int_equal(trace_msr_configure(b), 0);
+	s = trace_msr_state_of(&cpu);
+	assert_non_null(s);
+	assert_int_equal(trace_msr_init(s, &c, b), 0);
+	return s;
+}
+
+static void test_bitmap_bts_backend(void **state)
+{
+	uint8_t b[4096];
+	size_t set = 0;
+
+	(void)state;
+	assert_int_equal(trace_msr_configure(TV_SOURCE_BTS), 0);
+	msr_bitmap_build(b);
+	for (size_t i = 0; i < sizeof(b); i++)
+		set += (size_t)__builtin_popcount(b[i]);
+	/* + DEBUGCTL, DS_AREA, PEBS_ENABLE both ways, STATUS read, OVF_CTRL write */
+	assert_int_equal(set, 2 * (1 + 18) + 8);
+	assert_true(msr_bitmap_test(b, MSR_DEBUGCTL, false));
+	assert_true(msr_bitmap_test(b, MSR_DEBUGCTL, true));
+	assert_true(msr_bitmap_test(b, 0x600, true));
+	assert_true(msr_bitmap_test(b, 0x3f1, false));
+	assert_true(msr_bitmap_test(b, 0x38e, false));
+	assert_false(msr_bitmap_test(b, 0x38e, true));
+	assert_false(msr_bitmap_test(b, 0x390, false));
+	assert_true(msr_bitmap_test(b, 0x390, true));
+	assert_false(msr_bitmap_test(b, 0x38f, true));
+	assert_false(msr_bitmap_test(b, 0x570, true));
+	assert_false(msr_bitmap_test(b, 0x680, false));
+	/* the table's rows are unchanged */
+	assert_true(msr_bitmap_test(b, MSR_FEATURE_CONTROL, true));
+
+	assert_int_equal(trace_msr_configure(TV_SOURCE_PT), 0);
+	msr_bitmap_build(b);
+	assert_false(msr_bitmap_test(b, MSR_DEBUGCTL, true));
+	for (uint32_t m = 0x580; m <= 0x587; m++)
+		assert_true(msr_bitmap_test(b, m, false));
+	assert_true(msr_bitmap_test(b, 0x570, true));
+
+	assert_int_equal(trace_msr_configure(TV_SOURCE_LBR), 0);
+	msr_bitmap_build(b);
+	for (uint32_t m = 0x1500; m <= 0x153f; m++)
+		assert_true(msr_bitmap_test(b, m, true));
+	assert_true(msr_bitmap_test(b, 0x6df, false));
+	assert_true(msr_bitmap_test(b, 0x14ce, true));
+	assert_false(msr_bitmap_test(b, 0x6e0, false));
+}
+
+static void test_debugctl_write_keeps_our_bits(void **state)
+{
+	(void)state;
+	trace_setup_backend(TV_SOURCE_BTS);
+	/* the BTS backend has TR|BTS|BTINT on in the guest's DEBUGCTL */
+	vm_set(VMCS_GUEST_IA32_DEBUGCTL, 0x1c0);
+	/* Linux perf switches LBR on and BTS off */
+	assert_int_equal(msr_exit(EXIT_REASON_WRMSR, MSR_DEBUGCTL, 0x1, 0), EXIT_RESUME);
+	assert_int_equal(vm_get(VMCS_GUEST_IA32_DEBUGCTL), 0x1c1);
+	assert_int_equal(vm_get(VMCS_GUEST_RIP), GUEST_RIP + 2);
+	assert_int_equal(vm_get(VMCS_ENTRY_INTR_INFO), 0);
+	/* no WRMSR in VMX root: DEBUGCTL lives in the VMCS */
+	assert_int_equal(hw_fake_msr_write_count, 0);
+	/* and reads back what it wrote */
+	vm_set(VMCS_GUEST_RIP, GUEST_RIP);
+	msr_exit(EXIT_REASON_RDMSR, MSR_DEBUGCTL, ~0ull, ~0ull);
+	assert_int_equal(regs.rax, 0x1);
+	assert_int_equal(regs.rdx, 0);
+}
+
+static void test_debugctl_reserved_gp(void **state)
+{
+	(void)state;
+	trace_setup_backend(TV_SOURCE_BTS);
+	vm_set(VMCS_GUEST_IA32_DEBUGCTL, 0x1c0);
+	msr_exit(EXIT_REASON_WRMSR, MSR_DEBUGCTL, 0x4, 0);
+	assert_gp_injected();
+	assert_int_equal(vm_get(VMCS_GUEST_IA32_DEBUGCTL), 0x1c0);
+	setup(NULL);
+	trace_setup_backend(TV_SOURCE_BTS);
+	msr_exit(EXIT_REASON_WRMSR, MSR_DEBUGCTL, 0, 1);  /* bit 32 */
+	assert_gp_injected();
+	assert_int_equal(cpu.stats.injected_gp, 1);
+}
+
+static void test_ds_area_and_status_through_exits(void **state)
+{
+	const uint64_t writes = hw_fake_msr_write_count;
+
+	(void)state;
+	trace_setup_backend(TV_SOURCE_BTS);
+	seed_msr(0x600, 0xfffffe0000001000ull);   /* ours */
+	msr_exit(EXIT_REASON_WRMSR, 0x600, 0x12340000, 0xffff8880);
+	assert_int_equal(hw_fake_get_msr(0x600), 0xfffffe0000001000ull);
+	assert_int_equal(hw_fake_msr_write_count, writes);
+	vm_set(VMCS_GUEST_RIP, GUEST_RIP);
+	msr_exit(EXIT_REASON_RDMSR, 0x600, 0, 0);
+	assert_int_equal(regs.rax, 0x12340000);
+	assert_int_equal(regs.rdx, 0xffff8880);
+	/* our DS buffer overflow is hidden from the guest's status */
+	seed_msr(0x38e, (1ull << 62) | 0x3);
+	vm_set(VMCS_GUEST_RIP, GUEST_RIP);
+	msr_exit(EXIT_REASON_RDMSR, 0x38e, 0, 0);
+	assert_int_equal(regs.rax, 0x3);
+	assert_int_equal(regs.rdx, 0);
+	/* and its acknowledgement cannot clear it */
+	vm_set(VMCS_GUEST_RIP, GUEST_RIP);
+	msr_exit(EXIT_REASON_WRMSR, 0x390, 0x3, 1u << 30);
+	assert_int_equal(hw_fake_msr_write_log(0)->msr, 0x390);
+	assert_int_equal(hw_fake_msr_write_log(0)->value, 0x3);
+	assert_int_equal(vm_get(VMCS_GUEST_RIP), GUEST_RIP + 2);
+}
+
+static void test_pt_msrs_absent_gp(void **state)
+{
+	struct trace_msr_state *s;
+
+	(void)state;
+	s = trace_setup_backend(TV_SOURCE_PT);
+	s->has_pt = false;   /* a CPU (an E-core, say) without PT */
+	msr_exit(EXIT_REASON_RDMSR, 0x570, 0x55, 0x66);
+	assert_gp_injected();
+	assert_int_equal(regs.rax, 0x55);
+	assert_int_equal(regs.rdx, 0x66);
+	assert_null(strstr(logbuf, "unexpected"));
+}
+
+static void test_trace_msr_not_intercepted_is_unexpected(void **state)
+{
+	(void)state;
+	/* configured for PT, DEBUGCTL must not exit; if it does: as before */
+	trace_setup_backend(TV_SOURCE_PT);
+	msr_exit(EXIT_REASON_WRMSR, MSR_DEBUGCTL, 1, 0);
+	assert_gp_injected();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -287,6 +459,12 @@ int main(void)
 		cmocka_unit_test_setup(test_rdmsr_splits_edx_eax, setup),
 		cmocka_unit_test_setup(test_gp_in_real_mode_has_no_error_code, setup),
 		cmocka_unit_test_setup(test_inject_encoding, setup),
+		cmocka_unit_test_setup(test_bitmap_bts_backend, setup),
+		cmocka_unit_test_setup(test_debugctl_write_keeps_our_bits, setup),
+		cmocka_unit_test_setup(test_debugctl_reserved_gp, setup),
+		cmocka_unit_test_setup(test_ds_area_and_status_through_exits, setup),
+		cmocka_unit_test_setup(test_pt_msrs_absent_gp, setup),
+		cmocka_unit_test_setup(test_trace_msr_not_intercepted_is_unexpected, setup),
 	};
 
 	return cmocka_run_group_tests_name("test_exit_msr", tests, NULL, NULL);
