@@ -21,6 +21,8 @@
 #include "vmm/log.h"
 #include "vmm/memmap.h"
 #include "vmm/msr.h"
+#include "vmm/trace_caps.h"
+#include "vmm/trace_msr.h"
 #include "vmm/version.h"
 #include "net/net.h"
 
@@ -159,6 +161,68 @@ out:
 	return rc;
 }
 
+/* Backends the engine drives today (vmm/trace_engine.c). */
+static bool backend_wired(enum tv_source s)
+{
+	return s == TV_SOURCE_MTF;
+}
+
+/*
+ * The trace source for this machine, from the boot CPU's capabilities and
+ * source= (docs/CONFIG.md): an explicit request the CPU or this build
+ * cannot serve is an error and tracing stays off; auto takes the best
+ * source the engine can drive.
+ */
+static void trace_setup_from_config(struct vmx_boot_params *p, const struct tv_config *cfg)
+{
+	struct trace_caps tc;
+	enum tv_source chosen = TV_SOURCE_NONE, req = (enum tv_source)cfg->trace_source;
+	char why[200];
+
+	trace_caps_read(&tc, NULL);
+	trace_caps_describe(&tc, why, sizeof(why));
+	log_info("trace: caps: %s", why);
+	if (trace_choose(&tc, req, &chosen, why, sizeof(why))) {
+		log_err("trace: source=%s not possible on this CPU: %s; tracing off",
+			trace_caps_source_name(req), why);
+		chosen = TV_SOURCE_NONE;
+	} else if (!backend_wired(chosen)) {
+		if (req != TV_SOURCE_NONE) {
+			log_err("trace: source=%s: the CPU has it but this build drives only mtf so far; tracing off",
+				trace_caps_source_name(req));
+			chosen = TV_SOURCE_NONE;
+		} else if (trace_choose(&tc, TV_SOURCE_MTF, &chosen, why, sizeof(why))) {
+			log_err("trace: auto: no source this build can drive (%s); tracing off", why);
+			chosen = TV_SOURCE_NONE;
+		} else {
+			log_warn("trace: auto: the CPU offers better sources, but this build drives only mtf so far");
+		}
+	}
+	if (chosen != TV_SOURCE_NONE)
+		log_info("trace: source %s", trace_caps_source_name(chosen));
+	trace_msr_configure(chosen);
+	p->trace.source = (uint8_t)chosen;
+	p->trace.overflow = cfg->trace_overflow;
+	p->trace.ring_kb = cfg->trace_buffer_kb;
+	p->trace.stop_after = cfg->trace_stop_after;
+	p->trace.filter = cfg->trace_filter;
+	p->trace.start_addr = cfg->trace_start_address;
+	switch (cfg->trace_start) {
+	case TV_TRIG_BOOT:
+	case TV_TRIG_HYPERCALL:
+	case TV_TRIG_ADDRESS:
+		p->trace.start = cfg->trace_start;
+		break;
+	default:
+		log_err("trace: trace_start=%s is not implemented yet; windows open by hypercall",
+			cfg->trace_start == TV_TRIG_KERNEL_ENTRY ? "kernel_entry" : "exit_boot_services");
+		p->trace.start = TV_TRIG_HYPERCALL;
+		break;
+	}
+	p->trace_cpu_all = cfg->trace_all_cpus;
+	memcpy(p->trace_cpus, cfg->trace_cpus, sizeof(p->trace_cpus));
+}
+
 /* The blue pill, when VT-x is there and the config allows it. */
 static void virtualize(const struct cpu_caps *caps, const struct tv_config *cfg,
 		       const struct mm_summary *sum, int map_ok, uint64_t tsc_hz)
@@ -194,11 +258,7 @@ static void virtualize(const struct cpu_caps *caps, const struct tv_config *cfg,
 	p.console_sink = cfg->console ? efi_console_sink : NULL;
 	p.tsc_hz = tsc_hz;
 	p.heartbeat_s = cfg->heartbeat_s;
-	p.trace.source = TV_SOURCE_MTF;
-	p.trace.overflow = TV_OVERFLOW_STOP;
-	p.trace.start = TV_TRIG_HYPERCALL;
-	p.trace.ring_kb = 1024;
-	trace_filter_all(&p.trace.filter);
+	trace_setup_from_config(&p, cfg);
 	if (vmx_boot(&p))
 		log_warn("vmx: booting unvirtualized");
 }

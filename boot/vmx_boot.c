@@ -269,6 +269,8 @@ int vmx_boot(const struct vmx_boot_params *p)
 	off += POOL_BYTES;
 	/* Trace rings: hidden with the rest of the region, never reclaimed. */
 	for (UINTN i = 0; trace_bytes && i < ncpu; i++) {
+		if (!p->trace_cpu_all && (i >= 256 || !(p->trace_cpus[i / 32] & (1u << (i % 32)))))
+			continue;   /* not selected by trace_cpus: no ring, never traced */
 		rc = trace_cpu_init(&cpus[i].trace, region + off + i * trace_bytes, trace_bytes,
 				    (uint32_t)i, cpus[i].apic_id, (enum tv_source)p->trace.source,
 				    (enum tv_overflow)p->trace.overflow, p->tsc_hz, hw_rdtsc());

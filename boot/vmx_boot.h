@@ -20,6 +20,8 @@ struct vmx_boot_params {
 	uint64_t tsc_hz;             /* measured at boot */
 	uint32_t heartbeat_s;        /* config: 0 = off */
 	struct trace_setup trace;    /* what to trace; ring_kb per CPU */
+	bool trace_cpu_all;          /* every CPU gets a ring, else trace_cpus */
+	uint32_t trace_cpus[8];      /* bit n: CPU index n traces */
 };
 
 /*
