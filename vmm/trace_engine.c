@@ -162,14 +162,19 @@ static void set_mtf(struct per_cpu *cpu, bool on);
 
 /* --- the address trigger ------------------------------------------------- */
 
-/* Under ept_edit_lock: give the trigger page these rights, flush this CPU. */
-static int trig_set_rights(unsigned rwx)
+/*
+ * Under ept_edit_lock: give the trigger page these rights and, in VMX
+ * root, flush this CPU's EPT translations (single context, SDM 3C
+ * 29.4.3.1).  At arming time no CPU has used the EPT yet and INVEPT would
+ * be #UD outside VMX operation.
+ */
+static int trig_set_rights(unsigned rwx, bool flush)
 {
 	uint64_t page = setup.start_addr & ~0xfffull;
 	int rc = ept_map_4k(trig_ept, trig_pool, page, page, rwx, trig_memtype);
 
-	if (!rc)
-		hw_invept(1, trig_ept->eptp);   /* single context (SDM 3C 29.4.3.1) */
+	if (!rc && flush)
+		hw_invept(1, trig_ept->eptp);
 	return rc;
 }
 
@@ -190,7 +195,7 @@ int trace_trigger_arm(struct ept *ept, struct page_pool *pool)
 	trig_ept = ept;
 	trig_pool = pool;
 	ept_edit_lock();
-	rc = trig_set_rights(EPT_R | EPT_W);
+	rc = trig_set_rights(EPT_R | EPT_W, false);
 	if (!rc)
 		__atomic_store_n(&trig_armed, true, __ATOMIC_RELEASE);
 	ept_edit_unlock();
@@ -218,7 +223,7 @@ bool trace_trigger_fetch(struct per_cpu *cpu, uint64_t gpa)
 		return true;
 	}
 	hit = gpa == setup.start_addr;
-	if (trig_set_rights(EPT_RWX)) {
+	if (trig_set_rights(EPT_RWX, true)) {
 		ept_edit_unlock();
 		log_err("trace: cpu %u: cannot restore execute on %#llx", cpu->index,
 			(unsigned long long)gpa);
@@ -247,7 +252,7 @@ static void trigger_step_done(struct per_cpu *cpu)
 	if (!cpu->trace.active)
 		set_mtf(cpu, false);
 	ept_edit_lock();
-	if (trig_armed && trig_set_rights(EPT_R | EPT_W))
+	if (trig_armed && trig_set_rights(EPT_R | EPT_W, true))
 		log_err("trace: cpu %u: cannot re-arm the start address", cpu->index);
 	ept_edit_unlock();
 }

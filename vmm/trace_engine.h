@@ -107,8 +107,8 @@ void trace_before_entry(struct per_cpu *cpu);
  * instructions in the page are stepped over one at a time (execute
  * allowed, MTF for one instruction, execute removed again).
  *
- * trace_trigger_arm - take execute away (once, at boot, before the CPUs
- *   launch or on the boot CPU): 0, or an EPT_ERR_* code (logged).
+ * trace_trigger_arm - take execute away (once, at boot, before any CPU
+ *   uses the EPT: it does no INVEPT): 0, or an EPT_ERR_* code (logged).
  * trace_trigger_fetch - from the EPT-violation handler, for a fetch at
  *   gpa: true when it was the trigger's page and has been dealt with.
  */

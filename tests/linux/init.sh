@@ -18,6 +18,8 @@ echo "TVLINUX: /proc/cpuinfo processors: $(grep -c '^processor' /proc/cpuinfo)"
 # took (under Bochs: linuxload's, signature APIC is the MADT).
 dmesg | grep -i -E 'smp:|Brought up|hypervisor|x2apic|ACPI: MADT|ACPI: (RSDP|XSDT|FACP|DSDT|FACS|APIC) |IOAPIC\[' |
 	sed 's/^/TVLINUX: /'
+# Where the kernel runs (physical), for the trace scenarios' start address.
+grep -E 'Kernel (code|data)' /proc/iomem | sed 's/^ */TVLINUX: iomem: /'
 echo "TVLINUX: powering off"
 # The UART must drain before the power goes (TESTBENCH.md: Bochs loses the
 # tail of the serial output otherwise).
