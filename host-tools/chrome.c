@@ -60,7 +60,7 @@ static void cpu_fini(void *p)
 static int pass1(void *ctx, const struct tvh_event *ev)
 {
 	struct chrome *ch = ctx;
-	const struct tvh_record *r = ev->rec;
+	const struct trace_event *r = ev->rec;
 	struct cpu_time *c;
 
 	if (ev->kind != TVH_EV_RECORD || r->type == TV_REC_PAD)
@@ -97,7 +97,7 @@ static int pass1(void *ctx, const struct tvh_event *ev)
 /* ---- pass 2: events ------------------------------------------------------ */
 
 static double rec_time(struct chrome *ch, struct cpu_time *c,
-		       const struct tvh_record *r)
+		       const struct trace_event *r)
 {
 	double us;
 
@@ -209,7 +209,7 @@ static void target_name(struct chrome *ch, uint64_t to, char *buf, size_t n)
 }
 
 static int branch(struct chrome *ch, uint32_t cpu, struct cpu_time *c,
-		  const struct tvh_record *r, double ts)
+		  const struct trace_event *r, double ts)
 {
 	uint8_t kind = r->u.branch.kind;
 	char name[512];
@@ -281,7 +281,7 @@ static int branch(struct chrome *ch, uint32_t cpu, struct cpu_time *c,
 static int pass2(void *ctx, const struct tvh_event *ev)
 {
 	struct chrome *ch = ctx;
-	const struct tvh_record *r = ev->rec;
+	const struct trace_event *r = ev->rec;
 	struct cpu_time *c;
 	char name[160];
 	double ts;

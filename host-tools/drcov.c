@@ -157,7 +157,7 @@ int tvh_drcov_event(void *ctx, const struct tvh_event *ev)
 {
 	struct tvh_drcov *d = ctx;
 	struct drcov_chain *c = tvh_cputab_get(&d->chain, ev->cpu);
-	const struct tvh_record *r = ev->rec;
+	const struct trace_event *r = ev->rec;
 
 	if (ev->cpu == UINT32_MAX)
 		return 0;

@@ -35,13 +35,13 @@ static void addr(FILE *out, uint64_t a, struct tvh_symtab *st)
 		fprintf(out, " %s", buf);
 }
 
-static void tsc(FILE *out, const struct tvh_record *r)
+static void tsc(FILE *out, const struct trace_event *r)
 {
 	if (r->has_tsc)
 		fprintf(out, " tsc=%" PRIu64, r->tsc);
 }
 
-void tvh_dump_fields(FILE *out, const struct tvh_record *r, struct tvh_symtab *st)
+void tvh_dump_fields(FILE *out, const struct trace_event *r, struct tvh_symtab *st)
 {
 	switch (r->type) {
 	case TV_REC_PAD:
@@ -126,7 +126,7 @@ static const char *short_type(uint8_t type)
 int tvh_dump_event(void *ctx, const struct tvh_event *ev)
 {
 	struct tvh_dump *d = ctx;
-	const struct tvh_record *r = ev->rec;
+	const struct trace_event *r = ev->rec;
 	FILE *out = d->out;
 
 	switch (ev->kind) {

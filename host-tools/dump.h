@@ -35,7 +35,7 @@ void tvh_dump_header(FILE *out, const struct tvt_reader *r, bool columns);
 int tvh_dump_event(void *ctx, const struct tvh_event *ev);
 
 /* The fields of one record, as in the dump (no newline). */
-void tvh_dump_fields(FILE *out, const struct tvh_record *r, struct tvh_symtab *st);
+void tvh_dump_fields(FILE *out, const struct trace_event *r, struct tvh_symtab *st);
 
 /* The summary block. */
 void tvh_dump_summary(FILE *out, const struct tvh_stats *s);

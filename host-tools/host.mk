@@ -31,7 +31,8 @@ HOST_TOOLS_ASAN_CFLAGS := -std=gnu11 -O1 -g $(HOST_TOOLS_WARN) -I. \
 	$(HOST_TOOLS_PKG_CFLAGS) -fsanitize=address,undefined \
 	-fno-sanitize-recover=all -fno-omit-frame-pointer
 
-HOST_TOOLS_LIB_SRCS := $(sort $(filter-out host-tools/main.c,$(wildcard host-tools/*.c)))
+HOST_TOOLS_LIB_SRCS := $(sort $(filter-out host-tools/main.c,$(wildcard host-tools/*.c))) \
+	vmm/trace_read.c vmm/trace_ring.c vmm/trace_serial.c vmm/x86_decode.c
 HOST_TOOLS_OBJS := $(patsubst %.c,$(BUILD)/host-tools/%.o,$(HOST_TOOLS_LIB_SRCS))
 HOST_TOOLS_ASAN_OBJS := $(patsubst %.c,$(BUILD)/host-tools-asan/%.o,$(HOST_TOOLS_LIB_SRCS))
 HOST_TOOLS_LIB := $(BUILD)/host-tools/libtvh.a

@@ -2,12 +2,10 @@
 /*
  * stream.h - iterate the records of one CPU's record stream.
  *
- * THIS IS A STOPGAP SEAM.  vmm/trace_read.[ch] (a validating reader of
- * linear record buffers that also expands compact branches) is being
- * written separately; when it lands, stream.c is replaced by a thin
- * adapter over it and everything above (walk.c, the exporters, the CLI)
- * keeps using only this header.  Nothing outside stream.c knows the
- * wire layout of a record (vmm/trace_format.h is the normative one).
+ * A thin adapter over vmm/trace_read.[ch], the validating reader shared
+ * with the hypervisor (it also expands compact branches): walk.c, the
+ * exporters and the CLI use only this header, with the host tools' error
+ * codes (enum tvh_error).  vmm/trace_format.h is the normative layout.
  *
  * The caller feeds linear buffers of whole records (the payload of one
  * .tvt records chunk) one after another with the sequence number of the
@@ -24,74 +22,15 @@
 
 #include "host-tools/error.h"
 #include "vmm/trace_format.h"
+#include "vmm/trace_read.h"
 
-/* One decoded record, host byte order.  Pointers point into the buffer. */
-struct tvh_record {
-	uint64_t seq;            /* its sequence number in the CPU's stream */
-	uint64_t offset;         /* byte offset of the record in the buffer */
-	uint8_t type;            /* enum tv_rec_type (raw, may be unknown) */
-	uint8_t info;            /* raw tv_rec.info */
-	uint16_t size;           /* raw tv_rec.size */
-	uint32_t aux;            /* raw tv_rec.aux */
-	bool has_tsc;            /* tsc below is valid */
-	uint64_t tsc;
-	union {
-		/* BRANCH, BRANCH_COMPACT (from expanded), LBR */
-		struct {
-			uint64_t from;
-			uint64_t to;
-			uint64_t lbr_info;   /* LBR only */
-			uint32_t flags;      /* TV_BRF_* (0 for compact) */
-			uint8_t kind;        /* enum tv_branch_kind */
-			bool compact;
-		} branch;
-		struct {
-			uint64_t cr3;
-			uint64_t rip;
-		} cr3;
-		struct {                     /* START, STOP */
-			uint64_t rip;
-			uint32_t trigger;    /* enum tv_trigger */
-		} startstop;
-		struct {
-			uint64_t tsc_hz;
-			uint64_t unix_ns;
-		} time;
-		struct {                     /* CONFIG, LOG */
-			const char *text;    /* not NUL terminated */
-			uint32_t len;
-			uint8_t level;       /* LOG only */
-		} text;
-		struct {
-			uint64_t base;
-			uint64_t size;
-			const char *name;    /* not NUL terminated */
-			uint32_t name_len;
-			uint8_t kind;        /* enum tv_image_kind */
-		} image;
-		struct {
-			uint64_t records;
-		} lost;
-		struct {
-			uint64_t value;
-			const char *label;   /* not NUL terminated */
-			uint32_t label_len;
-		} marker;
-		struct {
-			uint64_t pt_offset;
-			uint64_t pt_lost;
-		} pt_sync;
-	} u;
-};
-
+/*
+ * Records come out as vmm/trace_read.h's struct trace_event (seq, offset,
+ * raw header fields, tsc, the per-type union; pointers point into the
+ * buffer fed).
+ */
 struct tvh_stream {
-	const uint8_t *buf;
-	size_t len;
-	size_t pos;
-	uint64_t next_seq;       /* sequence number of the record at pos */
-	uint64_t prev_to;        /* `to` of the last full or compact branch */
-	bool have_prev;
-	bool stopped;            /* a fatal error ended the current buffer */
+	struct trace_reader rd;
 };
 
 /* An empty stream: tvh_next_record() returns 0 until fed. */
@@ -127,7 +66,7 @@ void tvh_stream_feed(struct tvh_stream *s, const void *buf, size_t len,
  * PAD records are returned like any other record (they hold a sequence
  * number: the stream is a sequence of records, see trace_format.h).
  */
-int tvh_next_record(struct tvh_stream *s, struct tvh_record *r);
+int tvh_next_record(struct tvh_stream *s, struct trace_event *r);
 
 /* True for the errors after which tvh_next_record() can go on. */
 static inline bool tvh_record_error_is_skippable(int err)

@@ -103,7 +103,7 @@ static int do_records(struct walk *w, const struct tvt_chunk *c)
 	struct cpu_slot *s = slot_for(w, c->cpu);
 	struct tvh_cpu_stats *st;
 	struct tvh_event ev;
-	struct tvh_record rec;
+	struct trace_event rec;
 	bool contiguous;
 	int ret, err;
 

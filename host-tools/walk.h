@@ -43,7 +43,7 @@ enum tvh_gap_kind {
 struct tvh_event {
 	enum tvh_event_kind kind;
 	uint32_t cpu;
-	const struct tvh_record *rec;
+	const struct trace_event *rec;
 	int err;
 	uint64_t file_offset;
 	uint64_t seq;

@@ -3,12 +3,12 @@
  * x86_len.h - length of a control-transfer instruction (64-bit mode).
  *
  * Branch records give the address of the branch instruction (`from`),
- * not its length; drcov's basic blocks must include it.  This decodes
- * just the instructions that can be the source of a branch record:
- * Jcc, JMP, CALL, RET, LOOP/JCXZ, far forms, SYSCALL/SYSRET,
- * SYSENTER/SYSEXIT, INT n/INT3/INT1, IRET, with legacy prefixes and REX.
- * Near branches use Intel's 64-bit rule (the 66h prefix does not shorten
- * rel32).  Anything else is "unknown" (0); the caller falls back.
+ * not its length; drcov's basic blocks must include it.  The bytes are
+ * decoded by vmm/x86_decode (every instruction of the SDM opcode maps,
+ * Intel's 64-bit rules: the 66h prefix does not shorten a near branch's
+ * rel32); only control transfers count: Jcc, JMP, CALL, RET, LOOP/JrCXZ,
+ * far forms, SYSCALL/SYSRET, SYSENTER/SYSEXIT, INT n/INT3/INT1/INTO, IRET.
+ * Anything else is "unknown" (0); the caller falls back.
  */
 #ifndef TVH_X86_LEN_H
 #define TVH_X86_LEN_H

@@ -22,7 +22,7 @@
 #include "tests/host/pt_fixture.h"
 
 static const char *const subcommands[] = {
-	"dump", "symbolize", "drcov", "chrome", "pt", "pt-decode",
+	"dump", "symbolize", "drcov", "chrome", "pt", "pt-decode", "from-serial",
 };
 
 static struct pt_fixture fx;
@@ -152,6 +152,10 @@ static void test_usage_errors(void **state)
 		{ "pt-decode --pt-cpu 6 --raw f.pt", "bad --pt-cpu" },
 		{ "symbolize 0x1000", "at least one --elf" },
 		{ "drcov f.tvt -o x --elf a --flavor ''", "bad flavor" },
+		{ "from-serial", "missing LOGFILE" },
+		{ "from-serial a.log b.log -o x.tvt", "one LOGFILE expected" },
+		{ "from-serial a.log", "missing -o" },
+		{ "from-serial a.log -o x.tvt --machine", "option '--machine' needs a value" },
 	};
 	char *err;
 

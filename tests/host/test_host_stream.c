@@ -25,7 +25,7 @@ static void test_every_type(void **state)
 {
 	struct recbuf b = { 0 };
 	struct tvh_stream s;
-	struct tvh_record r;
+	struct trace_event r;
 
 	(void)state;
 	rb_startstop(&b, TV_REC_START, TV_TRIG_HYPERCALL, 100, 0xfff0);
@@ -141,7 +141,7 @@ static void test_compact_chain_and_resets(void **state)
 {
 	struct recbuf b = { 0 };
 	struct tvh_stream s;
-	struct tvh_record r;
+	struct trace_event r;
 
 	(void)state;
 	rb_compact(&b, TV_BR_JMP, 4, 0x100);          /* no predecessor */
@@ -182,7 +182,7 @@ static void test_contiguous_feed_keeps_state(void **state)
 {
 	struct recbuf a = { 0 }, b = { 0 };
 	struct tvh_stream s;
-	struct tvh_record r;
+	struct trace_event r;
 
 	(void)state;
 	rb_branch(&a, TV_BR_CALL, 0x1000, 0x2000);
@@ -217,7 +217,7 @@ static void test_fatal_sizes(void **state)
 {
 	static const uint16_t bad[] = { 0, 4, 12, TV_REC_MAX_SIZE + 8 };
 	struct tvh_stream s;
-	struct tvh_record r;
+	struct trace_event r;
 
 	(void)state;
 	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -242,7 +242,7 @@ static void test_truncated(void **state)
 {
 	struct recbuf b = { 0 };
 	struct tvh_stream s;
-	struct tvh_record r;
+	struct trace_event r;
 
 	(void)state;
 	rb_branch_tsc(&b, TV_BR_JMP, 1, 2, 3, 0);
@@ -265,7 +265,7 @@ static void test_skippable_errors(void **state)
 {
 	struct recbuf b = { 0 };
 	struct tvh_stream s;
-	struct tvh_record r;
+	struct trace_event r;
 	uint64_t f[3] = { 1, 2, 3 };
 	uint8_t junk[16] = { 0 };
 
