@@ -150,6 +150,13 @@ test: all $(BUILD)/tracevisor-usb.img $(UNIT_TESTS) $(HOST_TOOL_TESTS) linux-fix
 run: all $(BUILD)/tracevisor-usb.img
 	bash scripts/run.sh $(EMU)
 
+# Benchmarks, never part of `make test`: Linux in Bochs with vmx off vs on,
+# the exit profile, the trace ring's producer (docs/BENCHMARKS.md).
+# BENCH_REPEAT=N boots per setting (default 2).
+.PHONY: bench
+bench: all $(BUILD)/tracevisor-usb.img linux-fixture
+	@bash tests/bench/bench.sh
+
 .PHONY: clean
 clean:
 	rm -rf $(BUILD)

@@ -12,7 +12,10 @@
  *
  * Today's work is the heartbeat: one line per CPU with what the guest is
  * doing (where, in which address space, which exits since the last
- * line), which is what you want when a guest "hangs".
+ * line), which is what you want when a guest "hangs".  At log_level debug
+ * each beat is followed by "hbsum:" lines with the CPU's TSC and its
+ * cumulative exit counts for every reason seen so far (tests/bench/ sums
+ * them into a profile; docs/BENCHMARKS.md).
  */
 #include <stdio.h>
 
@@ -71,7 +74,51 @@ static void top_reasons(const struct per_cpu *cpu, char *buf, size_t len)
 		snprintf(buf, len, "none");
 }
 
-static void heartbeat(struct per_cpu *cpu)
+/*
+ * Cumulative exits by reason, every reason with a count, as
+ * "hbsum: cpu C: tsc T exits E: R=N R=N ..." (R the basic exit reason
+ * number).  When the pairs do not fit in one log line the rest follow in
+ * more lines with the same header.  Only at log_level debug: the
+ * heartbeat line itself stays one line.
+ */
+static void heartbeat_totals(const struct per_cpu *cpu, uint64_t now)
+{
+	char buf[LOG_MAX_LINE + 1];
+	size_t hdr, n;
+	bool any = false;
+
+	if (log_get_level() < LOG_DEBUG)
+		return;
+	n = hdr = (size_t)snprintf(buf, sizeof(buf), "hbsum: cpu %u: tsc %llu exits %llu:",
+				   cpu->index, (unsigned long long)now,
+				   (unsigned long long)cpu->stats.exits);
+	if (hdr >= sizeof(buf))
+		return;
+	for (uint32_t r = 0; r < EXIT_REASON_MAX; r++) {
+		int w;
+
+		if (!cpu->stats.by_reason[r])
+			continue;
+		w = snprintf(buf + n, sizeof(buf) - n, " %u=%llu", r,
+			     (unsigned long long)cpu->stats.by_reason[r]);
+		if (w < 0 || (size_t)w >= sizeof(buf) - n) {
+			buf[n] = '\0';
+			log_debug("%s", buf);
+			n = hdr;
+			buf[n] = '\0';
+			w = snprintf(buf + n, sizeof(buf) - n, " %u=%llu", r,
+				     (unsigned long long)cpu->stats.by_reason[r]);
+			if (w < 0 || (size_t)w >= sizeof(buf) - n)
+				return;
+		}
+		n += (size_t)w;
+		any = true;
+	}
+	if (n > hdr || !any)
+		log_debug("%s", buf);
+}
+
+static void heartbeat(struct per_cpu *cpu, uint64_t now)
 {
 	char top[160];
 
@@ -85,6 +132,7 @@ static void heartbeat(struct per_cpu *cpu)
 		 (unsigned long long)vmcs_get(VMCS_GUEST_CR3),
 		 (unsigned long long)vmcs_get(VMCS_GUEST_RFLAGS),
 		 (unsigned long long)vmcs_get(VMCS_GUEST_ACTIVITY_STATE));
+	heartbeat_totals(cpu, now);
 	cpu->beat_exits = cpu->stats.exits;
 	for (uint32_t r = 0; r < EXIT_REASON_MAX; r++)
 		cpu->beat_by_reason[r] = cpu->stats.by_reason[r];
@@ -98,7 +146,7 @@ void vcpu_periodic(struct per_cpu *cpu)
 		return;
 	now = hw_rdtsc();
 	if ((int64_t)(now - cpu->next_beat_tsc) >= 0) {
-		heartbeat(cpu);
+		heartbeat(cpu, now);
 		cpu->next_beat_tsc += cpu->timer_period_tsc;
 		/* Far behind (a long stop): skip the missed beats. */
 		if ((int64_t)(now - cpu->next_beat_tsc) >= 0)
