@@ -191,6 +191,15 @@ static void log_unlock(void)
 	__atomic_store_n(&g_log.lock, 0, __ATOMIC_RELEASE);
 }
 
+void log_write_raw(const char *text, size_t len)
+{
+	log_lock();
+	for (int i = 0; i < LOG_MAX_SINKS; i++)
+		if (g_log.sinks[i].fn)
+			g_log.sinks[i].fn(g_log.sinks[i].ctx, text, len);
+	log_unlock();
+}
+
 void tv_vlog(enum log_level level, const char *fmt, va_list ap)
 {
 	char line[LOG_MAX_LINE + 16];

@@ -105,6 +105,12 @@ int log_add_sink(log_sink_fn fn, void *ctx);
  * it).  Lines may interleave afterwards; nothing deadlocks.
  */
 void log_break_lock(void);
+/*
+ * log_write_raw - text[0..len) to every sink as it is, under the logger's
+ * lock (so it never lands inside a log line), not into the ring: for
+ * machine-read lines such as the serial trace transport's.
+ */
+void log_write_raw(const char *text, size_t len);
 /* Forget every sink (a relocated copy of tracevisor starts afresh). */
 void log_clear_sinks(void);
 /* Remove every sink registered with fn (e.g. the console at handover). */

@@ -126,6 +126,12 @@ static void probe_hypervisor(void)
 /* tests/payload/traced.S: a window of known branches, traced by tracevisor. */
 uint64_t tv_traced(uint64_t iterations);
 #define TRACED_ITERATIONS 64
+/*
+ * How long the BSP waits for an AP's probe: tracevisor sends the AP's
+ * window over the serial port (~23 KB, ~2 s at 115200 baud) before the AP
+ * returns, and OVMF resets an AP that overruns its timeout.
+ */
+#define AP_TIMEOUT_US 30000000
 
 
 /* "TRACEVISOR-PAYLOAD: cpu N: traced window at A, K iterations: status S" */
@@ -185,7 +191,7 @@ static void probe_aps(void)
 			continue;
 		p = append(line, "TRACEVISOR-PAYLOAD: cpu ");
 		p = dec(p, i);
-		if (EFI_ERROR(mp->startup_this_ap(mp, ap_probe, i, NULL, 2000000, &v, &finished))) {
+		if (EFI_ERROR(mp->startup_this_ap(mp, ap_probe, i, NULL, AP_TIMEOUT_US, &v, &finished))) {
 			append(p, ": did not run");
 			say(line);
 			continue;

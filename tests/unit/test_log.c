@@ -562,6 +562,27 @@ static void test_exact_max_line_not_cut(void **state)
 	assert_memory_equal(text + LOG_MAX_LINE - 3, "...", 3);
 }
 
+/* Raw text reaches every sink unchanged, whatever the level, never the ring. */
+static void test_write_raw_sinks_only(void **state)
+{
+	(void)state;
+	assert_int_equal(log_ring_init(&ring, RING_MEM, 1024), 0);
+	log_set_ring(&ring);
+	log_set_level(LOG_ERR);
+	assert_int_equal(log_add_sink(capture, &cap_a), 0);
+	assert_int_equal(log_add_sink(other_sink, &cap_b), 0);
+	log_write_raw("TVT1 0 0 E 0 0 xx 00000000\n", 27);
+	assert_int_equal(cap_a.calls, 1);
+	assert_int_equal(cap_a.last_len, 27);
+	assert_string_equal(cap_a.text, "TVT1 0 0 E 0 0 xx 00000000\n");
+	assert_string_equal(cap_b.text, cap_a.text);
+	assert_int_equal(ring.head, ring.tail);
+	/* the lock was released: a log line goes through afterwards */
+	log_err("after");
+	assert_int_equal(cap_a.calls, 2);
+	assert_non_null(strstr(cap_a.text, "[err] after\n"));
+}
+
 static void test_sinks_add_remove(void **state)
 {
 	(void)state;
@@ -627,6 +648,7 @@ int main(void)
 		cmocka_unit_test_setup(test_ring_gets_tsc_cpu_and_text_without_prefix, setup),
 		cmocka_unit_test_setup(test_max_line_cut_with_ellipsis, setup),
 		cmocka_unit_test_setup(test_exact_max_line_not_cut, setup),
+		cmocka_unit_test_setup(test_write_raw_sinks_only, setup),
 		cmocka_unit_test_setup(test_sinks_add_remove, setup),
 		cmocka_unit_test_setup(test_level_names, setup),
 	};
