@@ -7,7 +7,8 @@
 #   make test       unit + qemu + bochs tiers; final line "N passed, N failed, N skipped"
 #   make unit       host unit tests only (ASan + UBSan)
 #   make test-qemu  / make test-bochs   one emulator tier
-#   make run        boot the USB image in QEMU (EMU=bochs: Bochs 3.0 with VT-x)
+#   make run        trace the payload in Bochs 3.0 (VT-x), receive and decode it (EMU=qemu: QEMU, no VT-x)
+#   make bench      benchmarks (docs/BENCHMARKS.md), never part of make test
 #   make clean
 #
 # Third-party code (newlib, lwIP, Bochs) is built by scripts/deps.sh into
