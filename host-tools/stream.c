@@ -54,16 +54,7 @@ const char *tvh_branch_kind_name(unsigned kind)
 
 const char *tvh_trigger_name(unsigned trigger)
 {
-	static const char *const names[] = {
-		[TV_TRIG_BOOT] = "boot", [TV_TRIG_HYPERCALL] = "hypercall",
-		[TV_TRIG_ADDRESS] = "address",
-		[TV_TRIG_EXIT_BOOT_SERVICES] = "exit-boot-services",
-		[TV_TRIG_KERNEL_ENTRY] = "kernel-entry",
-		[TV_TRIG_RECEIVER] = "receiver", [TV_TRIG_FULL] = "full",
-		[TV_TRIG_LIMIT] = "limit",
-	};
-
-	return name_of(names, ARRAY_LEN(names), trigger);
+	return trace_trigger_name(trigger);
 }
 
 const char *tvh_image_kind_name(unsigned kind)

@@ -277,6 +277,35 @@ void exit_inject_exception(struct exit_ctx *ctx, uint8_t vector, bool has_error,
 
 /* --- dispatch ---------------------------------------------------------------- */
 
+/*
+ * An exit during event delivery (SDM 3C, VM Exits, "Information for VM
+ * Exits During Event Delivery"): the IDT-vectoring
+ * information field is valid and the event (an interrupt, NMI or
+ * exception the guest was receiving when, say, its stack page needed an
+ * EPT fix-up) was not delivered.  Unless the handler already injected an
+ * event of its own, it is injected again on this entry, with its error
+ * code, and for software interrupts and exceptions the instruction length
+ * (SDM 3C, VM Entries, "Event Injection").  Bits 30:12 are reserved in the
+ * entry field (bit 12 of the vectoring field is undefined): not copied.  A hardware exception that is
+ * injected anew is re-evaluated by the CPU, so a #DF or triple fault comes
+ * out as it would have on bare metal.
+ */
+static void reinject_vectoring(struct exit_ctx *ctx)
+{
+	uint64_t idt = vmcs_get(VMCS_IDT_VECTORING_INFO);
+	uint32_t type = (uint32_t)(idt >> INTR_INFO_TYPE_SHIFT) & 7u;
+
+	if (!(idt & INTR_INFO_VALID) || (vmcs_get(VMCS_ENTRY_INTR_INFO) & INTR_INFO_VALID))
+		return;
+	if (idt & INTR_INFO_DELIVER_ERROR)
+		vmcs_write(VMCS_ENTRY_EXCEPTION_ERROR_CODE, vmcs_get(VMCS_IDT_VECTORING_ERROR_CODE));
+	if (type == INTR_TYPE_SW_INTERRUPT || type == INTR_TYPE_PRIV_SW_EXC ||
+	    type == INTR_TYPE_SW_EXCEPTION)
+		vmcs_write(VMCS_ENTRY_INSTRUCTION_LEN, vmcs_get(VMCS_EXIT_INSTRUCTION_LEN));
+	vmcs_write(VMCS_ENTRY_INTR_INFO, idt & (INTR_INFO_VALID | 0xfffu));
+	ctx->cpu->stats.reinjected++;
+}
+
 static enum exit_action exit_unknown(struct exit_ctx *ctx)
 {
 	log_err("exit: cpu %u: unhandled exit reason %u (%s), qualification %#llx, guest RIP %#llx",
@@ -302,6 +331,7 @@ enum exit_action vmx_exit_dispatch(struct per_cpu *cpu, struct guest_regs *regs)
 {
 	struct exit_ctx ctx = { .cpu = cpu, .regs = regs };
 	const struct exit_handler *h = NULL;
+	enum exit_action action;
 	uint64_t raw;
 
 	cpu->stats.exits++;
@@ -354,5 +384,8 @@ enum exit_action vmx_exit_dispatch(struct per_cpu *cpu, struct guest_regs *regs)
 		ctx.qualification = vmcs_get(VMCS_EXIT_QUALIFICATION);
 	if (h->need_instr_len)
 		ctx.instr_len = (uint32_t)vmcs_get(VMCS_EXIT_INSTRUCTION_LEN);
-	return h->fn(&ctx);
+	action = h->fn(&ctx);
+	if (action == EXIT_RESUME)
+		reinject_vectoring(&ctx);
+	return action;
 }

@@ -7,6 +7,7 @@
 #include "vmm/exit.h"
 #include "vmm/hw.h"
 #include "vmm/log.h"
+#include "vmm/trace_engine.h"
 
 bool xsetbv_xcr0_valid(uint64_t value, uint64_t supported)
 {
@@ -100,5 +101,9 @@ enum exit_action exit_triple_fault(struct exit_ctx *ctx)
 		(unsigned long long)vmcs_get(VMCS_GUEST_CR0), (unsigned long long)vmcs_get(VMCS_GUEST_CR3),
 		(unsigned long long)vmcs_get(VMCS_GUEST_CR4),
 		(unsigned long long)vmcs_get(VMCS_IDT_VECTORING_INFO));
+	/* The branches that led here are what a user wants most: close the
+	 * window, which hands it to the exporter, before the reset. */
+	if (ctx->cpu->trace.active)
+		trace_stop(ctx->cpu, TV_TRIG_GUEST_RESET);
 	return EXIT_RESET_MACHINE;
 }

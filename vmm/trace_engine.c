@@ -11,6 +11,7 @@
 #include "vmm/hypercall.h"
 #include "vmm/log.h"
 #include "vmm/trace_engine.h"
+#include "vmm/trace_read.h"
 
 #define SEG_AR_DB (1u << 14)
 
@@ -293,7 +294,7 @@ int trace_start(struct per_cpu *cpu, enum tv_trigger why)
 	trace_append_start(t->ring, hw_rdtsc(), why, guest_linear_ip());
 	set_mtf(cpu, true);
 	log_info("trace: cpu %u: window %llu started (%s) at %#llx", cpu->index,
-		 (unsigned long long)t->windows, why == TV_TRIG_BOOT ? "boot" : "hypercall",
+		 (unsigned long long)t->windows, trace_trigger_name(why),
 		 (unsigned long long)guest_linear_ip());
 	return TV_HC_OK;
 }
@@ -309,8 +310,8 @@ int trace_stop(struct per_cpu *cpu, enum tv_trigger why)
 	t->active = false;
 	set_mtf(cpu, false);
 	trace_append_stop(t->ring, hw_rdtsc(), why, guest_linear_ip());
-	log_info("trace: cpu %u: window %llu stopped (trigger %u): %llu branches, %llu events, %llu filtered, %llu dropped, %llu undecodable, %llu steps; ring lost %llu records",
-		 cpu->index, (unsigned long long)t->windows, (unsigned)why,
+	log_info("trace: cpu %u: window %llu stopped (%s): %llu branches, %llu events, %llu filtered, %llu dropped, %llu undecodable, %llu steps; ring lost %llu records",
+		 cpu->index, (unsigned long long)t->windows, trace_trigger_name(why),
 		 (unsigned long long)t->window_branches,
 		 (unsigned long long)t->mtf.stats.events,
 		 (unsigned long long)t->mtf.stats.filtered,

@@ -213,6 +213,9 @@ enum tv_trigger {
 	TV_TRIG_RECEIVER = 5,    /* authenticated control message */
 	TV_TRIG_FULL = 6,        /* STOP only: ring full under TV_OVERFLOW_STOP */
 	TV_TRIG_LIMIT = 7,       /* STOP only: configured record/time limit */
+	TV_TRIG_GUEST_RESET = 8, /* STOP only: the guest triple-faulted (the
+				  * window ends where the machine died) */
+	TV_TRIG_MAX = TV_TRIG_GUEST_RESET,
 };
 
 struct tv_rec_startstop {

@@ -145,7 +145,7 @@ static int decode_startstop(struct trace_reader *rd, const uint8_t *p, struct tr
 	ev->u.startstop.trigger = ev->aux;
 	if (ev->type == TV_REC_START)
 		rd->have_prev = false;   /* a sync point: a full branch follows */
-	if (ev->aux > TV_TRIG_LIMIT)
+	if (ev->aux > TV_TRIG_MAX)
 		return TRACE_ERR_REC_FIELD;
 	if (ev->type == TV_REC_START && ev->aux > TV_TRIG_RECEIVER)
 		return TRACE_ERR_REC_FIELD;  /* FULL, LIMIT: reasons to stop only */
@@ -301,6 +301,20 @@ const char *trace_rec_type_name(unsigned type)
 	};
 
 	return name_of(names, ARRAY_LEN(names), type);
+}
+
+const char *trace_trigger_name(unsigned trigger)
+{
+	static const char *const names[] = {
+		[TV_TRIG_BOOT] = "boot", [TV_TRIG_HYPERCALL] = "hypercall",
+		[TV_TRIG_ADDRESS] = "address",
+		[TV_TRIG_EXIT_BOOT_SERVICES] = "exit-boot-services",
+		[TV_TRIG_KERNEL_ENTRY] = "kernel-entry",
+		[TV_TRIG_RECEIVER] = "receiver", [TV_TRIG_FULL] = "full",
+		[TV_TRIG_LIMIT] = "limit", [TV_TRIG_GUEST_RESET] = "guest-reset",
+	};
+
+	return name_of(names, ARRAY_LEN(names), trigger);
 }
 
 const char *trace_branch_kind_name(unsigned kind)

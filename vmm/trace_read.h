@@ -158,5 +158,7 @@ static inline bool trace_read_error_is_skippable(int err)
 /* Names for printing: "BRANCH", "call"; "?" when unknown. */
 const char *trace_rec_type_name(unsigned type);
 const char *trace_branch_kind_name(unsigned kind);
+/* Name of an enum tv_trigger ("hypercall", "guest-reset", ...; "?" if unknown). */
+const char *trace_trigger_name(unsigned trigger);
 
 #endif /* TV_TRACE_READ_H */

@@ -443,7 +443,7 @@ int trace_append_start(struct tv_trace_ring *r, uint64_t tsc,
 int trace_append_stop(struct tv_trace_ring *r, uint64_t tsc,
 		      enum tv_trigger trigger, uint64_t rip)
 {
-	if (!is_ring(r) || (unsigned)trigger > TV_TRIG_LIMIT)
+	if (!is_ring(r) || (unsigned)trigger > TV_TRIG_MAX)
 		return TRACE_ERR_INVAL;
 	return put_startstop(r, TV_REC_STOP, tsc, trigger, rip);
 }

@@ -41,6 +41,7 @@ struct vcpu_stats {
 	uint64_t hidden_memory_accesses;  /* EPT violations on hypervisor memory */
 	uint64_t nmis_in_root;            /* NMIs taken while in VMX root */
 	uint64_t nmis_reflected;          /* ... and injected into the guest */
+	uint64_t reinjected;              /* events whose delivery an exit interrupted */
 };
 
 struct per_cpu {

@@ -145,6 +145,49 @@ static void test_hidden_write_then_read(void **state)
 	assert_int_equal(cpu.stats.hidden_memory_accesses, 2);
 }
 
+/*
+ * The guest was receiving an event when it touched a hidden page (say its
+ * stack frame went there): the exit came during delivery, and the event
+ * must be delivered again on the next entry, or it is lost.
+ */
+static void test_event_reinjected_after_exit_during_delivery(void **state)
+{
+	const uint64_t pf = INTR_INFO_VALID | INTR_INFO_DELIVER_ERROR |
+			    (INTR_TYPE_HW_EXCEPTION << INTR_INFO_TYPE_SHIFT) | 14;
+
+	(void)state;
+	/* an external interrupt, vector 0x30 */
+	hw_fake_vmcs_set(VMCS_IDT_VECTORING_INFO, INTR_INFO_VALID | 0x30);
+	hw_fake_vmcs_set(VMCS_ENTRY_INTR_INFO, 0);
+	assert_int_equal(violation(HIDDEN, 1u << 1), EXIT_RESUME);
+	assert_int_equal(hw_fake_vmcs_get(VMCS_ENTRY_INTR_INFO), INTR_INFO_VALID | 0x30);
+	/* #PF with its error code; bit 12 (undefined in the vectoring field)
+	 * is not copied into the entry field, where it is reserved */
+	hw_fake_vmcs_set(VMCS_IDT_VECTORING_INFO, pf | (1u << 12));
+	hw_fake_vmcs_set(VMCS_IDT_VECTORING_ERROR_CODE, 2);
+	hw_fake_vmcs_set(VMCS_ENTRY_INTR_INFO, 0);
+	assert_int_equal(violation(HIDDEN + 0x1000, 1u << 1), EXIT_RESUME);
+	assert_int_equal(hw_fake_vmcs_get(VMCS_ENTRY_INTR_INFO), pf);
+	assert_int_equal(hw_fake_vmcs_get(VMCS_ENTRY_EXCEPTION_ERROR_CODE), 2);
+	/* INT 0x80 (2 bytes): a software interrupt needs its length */
+	hw_fake_vmcs_set(VMCS_IDT_VECTORING_INFO,
+			 INTR_INFO_VALID | (INTR_TYPE_SW_INTERRUPT << INTR_INFO_TYPE_SHIFT) | 0x80);
+	hw_fake_vmcs_set(VMCS_EXIT_INSTRUCTION_LEN, 2);
+	hw_fake_vmcs_set(VMCS_ENTRY_INTR_INFO, 0);
+	hw_fake_vmcs_set(VMCS_ENTRY_INSTRUCTION_LEN, 0);
+	assert_int_equal(violation(HIDDEN + 0x2000, 1u << 1), EXIT_RESUME);
+	assert_int_equal(hw_fake_vmcs_get(VMCS_ENTRY_INTR_INFO),
+			 INTR_INFO_VALID | (INTR_TYPE_SW_INTERRUPT << INTR_INFO_TYPE_SHIFT) | 0x80);
+	assert_int_equal(hw_fake_vmcs_get(VMCS_ENTRY_INSTRUCTION_LEN), 2);
+	assert_int_equal(cpu.stats.reinjected, 3);
+	/* not during delivery (valid bit clear): nothing is injected */
+	hw_fake_vmcs_set(VMCS_IDT_VECTORING_INFO, 0x30);
+	hw_fake_vmcs_set(VMCS_ENTRY_INTR_INFO, 0);
+	assert_int_equal(violation(0x100000, 1u << 0), EXIT_RESUME);   /* unmapped: identity */
+	assert_int_equal(hw_fake_vmcs_get(VMCS_ENTRY_INTR_INFO), 0);
+	assert_int_equal(cpu.stats.reinjected, 3);
+}
+
 static void test_unmapped_gets_identity_uc(void **state)
 {
 	struct ept_leaf l;
@@ -269,6 +312,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_hidden_fetch_lands_on_scratch_rwx, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hidden_write_then_read, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_event_reinjected_after_exit_during_delivery, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unmapped_gets_identity_uc, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_denied_access_on_present_leaf_stops, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stale_tlb_on_mapped_page_resumes, setup, teardown),

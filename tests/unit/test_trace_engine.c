@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -170,6 +171,38 @@ static void test_window_by_hypercall(void **state)
 	assert_int_equal(cpu.trace.window_branches, 1);
 }
 
+/* A guest that triple-faults mid-window: the window is closed (STOP with
+ * trigger guest-reset, MTF off) and exported before the machine resets. */
+static void test_triple_fault_closes_and_exports(void **state)
+{
+	struct trace_event ev[8];
+
+	(void)state;
+	gmem[0x1003] = 0xeb;                 /* jmp 0x1010 */
+	gmem[0x1004] = 0x0b;
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
+	trace_before_entry(&cpu);
+	mtf_exit_at(0x1010);
+	hw_fake_vmcs_set(VMCS_GUEST_RIP, 0x1011);
+	hw_fake_vmcs_set(VMCS_EXIT_REASON, EXIT_REASON_TRIPLE_FAULT);
+	assert_int_equal(vmx_exit_dispatch(&cpu, &regs), EXIT_RESET_MACHINE);
+	assert_false(cpu.trace.active);
+	assert_false(mtf_in_vmcs());
+	assert_int_equal(windows_done, 1);
+	assert_int_equal(events(ev, 8), 3);
+	assert_int_equal(ev[1].type, TV_REC_BRANCH);
+	assert_int_equal(ev[1].u.branch.to, 0x1010);
+	assert_int_equal(ev[2].type, TV_REC_STOP);
+	assert_int_equal(ev[2].u.startstop.trigger, TV_TRIG_GUEST_RESET);
+	assert_int_equal(ev[2].u.startstop.rip, 0x1011);
+	assert_string_equal(trace_trigger_name(TV_TRIG_GUEST_RESET), "guest-reset");
+
+	/* no window open: a triple fault still resets, nothing is exported */
+	hw_fake_vmcs_set(VMCS_EXIT_REASON, EXIT_REASON_TRIPLE_FAULT);
+	assert_int_equal(vmx_exit_dispatch(&cpu, &regs), EXIT_RESET_MACHINE);
+	assert_int_equal(windows_done, 1);
+}
+
 static void test_emulated_exit_is_not_a_branch(void **state)
 {
 	struct trace_event ev[8];
@@ -294,6 +327,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_window_by_hypercall, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_triple_fault_closes_and_exports, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_emulated_exit_is_not_a_branch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_marker_and_limits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),

@@ -378,7 +378,7 @@ static void test_skippable_errors_go_on(void **state)
 		H(10, 4, 32, 0), Q(1ull), Q(2ull), Q(3ull), /* IMAGE kind 4 */
 		H(9, 4, 16, 0), Q(1ull),                   /* LOG level 4 */
 		H(5, 0, 24, 6), Q(1ull), Q(2ull),          /* START on FULL */
-		H(6, 0, 24, 8), Q(1ull), Q(2ull),          /* STOP trigger 8 */
+		H(6, 0, 24, 9), Q(1ull), Q(2ull),          /* STOP trigger 9 */
 		H(11, 0, 16, 0), Q(1ull),                  /* LOST too short */
 		H(13, 0, 24, 0), Q(1ull), Q(2ull),         /* PT_SYNC too short */
 		H(8, 0, 24, 0), Q(1ull), Q(2ull),          /* TIME too short */

@@ -403,7 +403,7 @@ static void test_invalid_arguments_write_nothing(void **state)
 	assert_int_equal(trace_append_lbr(r, 1, 2, TV_BR_JMP, 0x80000000u, 0), TRACE_ERR_INVAL);
 	assert_int_equal(trace_append_start(r, 1, TV_TRIG_FULL, 0), TRACE_ERR_INVAL);
 	assert_int_equal(trace_append_start(r, 1, TV_TRIG_LIMIT, 0), TRACE_ERR_INVAL);
-	assert_int_equal(trace_append_stop(r, 1, (enum tv_trigger)8, 0), TRACE_ERR_INVAL);
+	assert_int_equal(trace_append_stop(r, 1, (enum tv_trigger)(TV_TRIG_MAX + 1), 0), TRACE_ERR_INVAL);
 	assert_int_equal(trace_append_log(r, 1, 4, "x", 1), TRACE_ERR_INVAL);
 	assert_int_equal(trace_append_log(r, 1, 0, NULL, 1), TRACE_ERR_INVAL);
 	assert_int_equal(trace_append_config(r, 1, NULL, 3), TRACE_ERR_INVAL);
