@@ -126,10 +126,32 @@ HOST_CFLAGS := -std=gnu11 -g -O1 $(WARN) -fsanitize=address,undefined \
 UNIT_LIB_SRCS := $(VMM_SRCS) boot/load_option.c drivers/serial.c tests/fakes/hw_fake.c
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/host/%,$(wildcard tests/unit/test_*.c))
 
-$(BUILD)/host/test_%: tests/unit/test_%.c $(UNIT_LIB_SRCS) $(wildcard vmm/*.h boot/*.h drivers/*.h tests/fakes/*.h) | $(BUILD)/deps.mk
+# The code under test is compiled once into an archive (each object with
+# its own header dependencies); every test links against it.
+UNIT_LIB_OBJS := $(patsubst %.c,$(BUILD)/host/lib/%.o,$(UNIT_LIB_SRCS))
+UNIT_LIB := $(BUILD)/host/libtvunit.a
+
+$(BUILD)/host/lib/%.o: %.c | $(BUILD)/deps.mk
 	@mkdir -p $(dir $@)
-	@echo "  HOSTCC  $@"
-	$(Q)$(HOST_CC) $(HOST_CFLAGS) $< $(UNIT_LIB_SRCS) -lcmocka -o $@
+	@echo "  HOSTCC  $<"
+	$(Q)$(HOST_CC) $(HOST_CFLAGS) -MMD -MP -c $< -o $@
+
+$(UNIT_LIB): $(UNIT_LIB_OBJS)
+	$(Q)rm -f $@
+	$(Q)ar rcs $@ $^
+
+$(BUILD)/host/unit/%.o: tests/unit/%.c | $(BUILD)/deps.mk
+	@mkdir -p $(dir $@)
+	@echo "  HOSTCC  $<"
+	$(Q)$(HOST_CC) $(HOST_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/host/test_%: $(BUILD)/host/unit/test_%.o $(UNIT_LIB)
+	@mkdir -p $(dir $@)
+	@echo "  HOSTLD  $@"
+	$(Q)$(HOST_CC) $(HOST_CFLAGS) $< $(UNIT_LIB) -lcmocka -o $@
+
+.PRECIOUS: $(BUILD)/host/unit/%.o
+-include $(UNIT_LIB_OBJS:.o=.d) $(patsubst $(BUILD)/host/%,$(BUILD)/host/unit/%.d,$(UNIT_TESTS))
 
 # --- host tools (build/tracevisor) and their tests ------------------------------
 include host-tools/host.mk
