@@ -157,17 +157,17 @@ $(BUILD)/host/test_%: $(BUILD)/host/unit/test_%.o $(UNIT_LIB)
 include host-tools/host.mk
 
 .PHONY: unit test test-qemu test-bochs
-unit: $(UNIT_TESTS) $(HOST_TOOL_TESTS)
-	@bash tests/run-tests.sh unit
+unit: $(UNIT_TESTS) $(HOST_TOOL_TESTS) $(BUILD)/tracevisor.so
+	@BUILD=$(BUILD) bash tests/run-tests.sh unit
 
 test-qemu: all $(BUILD)/tracevisor-usb.img linux-fixture
-	@bash tests/run-tests.sh qemu
+	@BUILD=$(BUILD) bash tests/run-tests.sh qemu
 
 test-bochs: all $(BUILD)/tracevisor-usb.img linux-fixture
-	@bash tests/run-tests.sh bochs
+	@BUILD=$(BUILD) bash tests/run-tests.sh bochs
 
 test: all $(BUILD)/tracevisor-usb.img $(UNIT_TESTS) $(HOST_TOOL_TESTS) linux-fixture
-	@bash tests/run-tests.sh unit qemu bochs
+	@BUILD=$(BUILD) bash tests/run-tests.sh unit qemu bochs
 
 .PHONY: run
 run: all $(BUILD)/tracevisor-usb.img

@@ -6,7 +6,7 @@
 # are kept under build/test-logs/ and their tail is printed.
 
 TV_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-TV_BUILD=$TV_ROOT/build
+TV_BUILD=${TV_BUILD:-$TV_ROOT/build}
 TV_LOGS=$TV_BUILD/test-logs
 mkdir -p "$TV_LOGS"
 

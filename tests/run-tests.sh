@@ -4,12 +4,15 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 pass=0 fail=0 skip=0
-logs=build/test-logs
+# BUILD=dir (as for make) tests another build tree.
+build=${BUILD:-build}
+export TV_BUILD=$PWD/$build
+logs=$build/test-logs
 mkdir -p "$logs"
 
 run_unit() {
 	local t name out p f k
-	for t in build/host/test_*; do
+	for t in "$build"/host/test_*; do
 		[ -x "$t" ] || continue
 		name=$(basename "$t")
 		out=$logs/unit-$name.log
