@@ -16,10 +16,15 @@
 #     the heartbeat itself costs.
 #  3. build/bench/ring_bench (tests/bench/ring_bench.c, -O2): appends per
 #     second of vmm/trace_ring.c against a memcpy of 24-byte records.
+#  4. The test payload on one CPU: ticks (= instructions under Bochs) of
+#     1000 CPUIDs with vmx off and on, and of its traced window untraced
+#     and single-stepped with MTF: the hypervisor's instructions per exit
+#     and the MTF slowdown.
 #
 # Environment: BENCH_REPEAT (boots per vmx setting, default 2),
 # BENCH_TIMEOUT (seconds per boot, default 300), BENCH_HEARTBEAT=0 skips
-# the exit-profile boot, BENCH_RING=0 skips the micro-benchmark.
+# the exit-profile boot, BENCH_RING=0 skips the micro-benchmark,
+# BENCH_LINUX=0 skips the Linux boots (1 and 2), BENCH_PAYLOAD=0 skips 4.
 # Work files: build/bench/.  Prints a table and, last, one line
 # "BENCH: key=value ..." for machines.
 set -uo pipefail
@@ -139,8 +144,11 @@ mkstick on 'vmx = on'
 # --- 1. vmx off / on, alternating -------------------------------------------
 declare -a W_off=() W_on=() C_off=() C_on=() U_off=() U_on=() E_off=() E_on=()
 failed=0
-printf '\n%-4s %-4s %8s %8s %10s %12s %6s  %s\n' run vmx wall_s cpu_s uptime_s emulated_s load1 status
-for ((i = 1; i <= repeat; i++)); do
+linux_runs=$repeat
+[ "${BENCH_LINUX:-1}" = 0 ] && linux_runs=0
+[ "$linux_runs" = 0 ] ||
+	printf '\n%-4s %-4s %8s %8s %10s %12s %6s  %s\n' run vmx wall_s cpu_s uptime_s emulated_s load1 status
+for ((i = 1; i <= linux_runs; i++)); do
 	for mode in off on; do
 		boot "$mode" "$i"
 		emu=-
@@ -174,6 +182,7 @@ r_cpu=$(ratio "$cm_off" "$cm_on")
 r_up=$(ratio "$um_off" "$um_on")
 r_emu=$(ratio "$em_off" "$em_on")
 
+[ "$linux_runs" = 0 ] || {
 echo
 echo "Linux boot, EFI stub, 2 CPUs (median [min-max] of $repeat; on/off = ratio of medians)"
 printf '%-36s %-22s %-22s %s\n' metric 'vmx = off' 'vmx = on' on/off
@@ -185,10 +194,11 @@ printf '%-36s %-22s %-22s %s\n' 'Linux uptime at /init, s' \
 	"$um_off [$ul_off-$uh_off]" "$um_on [$ul_on-$uh_on]" "$r_up"
 printf '%-36s %-22s %-22s %s\n' 'emulated s at power-off (ticks/1e8)' \
 	"$em_off [$el_off-$eh_off]" "$em_on [$el_on-$eh_on]" "$r_emu"
+}
 
 # --- 2. exit profile ----------------------------------------------------------
 hb_summary="hb=skipped"
-if [ "${BENCH_HEARTBEAT:-1}" != 0 ]; then
+if [ "${BENCH_HEARTBEAT:-1}" != 0 ] && [ "${BENCH_LINUX:-1}" != 0 ]; then
 	boot hb 1
 	hblog=$work/hb-1.serial.log
 	hb_wall=$wall hb_cpu=${cpu:--} hb_up=${uptime:--} hb_emu=-
@@ -238,6 +248,55 @@ if [ "${BENCH_RING:-1}" != 0 ]; then
 	fi
 fi
 
+# --- 4. cost per exit and MTF slowdown (the payload, 1 CPU) ------------------
+# Bochs with one CPU advances the TSC by one tick per instruction, so the
+# payload's rdtsc-timed loops count instructions, tracevisor's own in VMX
+# root included: 1000 CPUIDs natively (vmx = off) vs. each a VM exit
+# (vmx = on), and the traced window (tests/payload/traced.S, 64 iterations)
+# untraced (vmx = on, trace_cpus = 1: CPU 0 has no ring, the START
+# hypercall is refused) vs. single-stepped with MTF.  serial = off: the
+# window's export over the UART would dominate the time.
+pl_summary="payload=skipped"
+if [ "${BENCH_PAYLOAD:-1}" != 0 ]; then
+	echo
+	declare -A PL_CPUID=() PL_WIN=()
+	for mode in off untraced mtf; do
+		case $mode in
+		off) conf=('vmx = off') ;;
+		untraced) conf=('vmx = on' 'serial = off' 'trace_cpus = 1') ;;
+		mtf) conf=('vmx = on' 'serial = off' 'source = mtf') ;;
+		esac
+		printf '%s\n' 'loader = \EFI\tracevisor\payload.efi' 'console = off' "${conf[@]}" >"$work/pl-$mode.conf"
+		tv_image "$work/pl-$mode.img" EFI/BOOT/BOOTX64.EFI="$TV_BUILD/tracevisor.efi" \
+			EFI/tracevisor/tracevisor.conf="$work/pl-$mode.conf" \
+			EFI/tracevisor/payload.efi="$TV_BUILD/payload.efi"
+		TV_BOCHS_MEGS=512 tv_bochs "$work/pl-$mode.serial.log" 120 "$work/pl-$mode.img" 1 >/dev/null
+		rm -f "$work/pl-$mode.img"
+		PL_CPUID[$mode]=$(tr -d '\r' <"$work/pl-$mode.serial.log" | sed -n 's/.*timing: 1000 cpuid: \([0-9]*\) ticks.*/\1/p' | head -1)
+		PL_WIN[$mode]=$(tr -d '\r' <"$work/pl-$mode.serial.log" | sed -n 's/.*timing: traced window: \([0-9]*\) ticks.*/\1/p' | head -1)
+	done
+	if [ -z "${PL_CPUID[off]}" ] || [ -z "${PL_CPUID[untraced]}" ] || [ -z "${PL_WIN[untraced]}" ] || [ -z "${PL_WIN[mtf]}" ]; then
+		echo "payload timings: FAILED (logs build/bench/pl-*.serial.log)"
+		failed=1
+		pl_summary="payload=failed"
+	else
+		steps=$(grep -oE '[0-9]+ steps' "$work/pl-mtf.serial.log" | head -1 | cut -d' ' -f1)
+		steps=${steps:-963}
+		echo "Payload, 1 CPU, Bochs ticks (= instructions executed, tracevisor's included)"
+		awk -v co="${PL_CPUID[off]}" -v cu="${PL_CPUID[untraced]}" -v wu="${PL_WIN[untraced]}" \
+			-v wm="${PL_WIN[mtf]}" -v steps="$steps" -v mach="$work/pl.mach" 'BEGIN {
+			printf "%-44s %12s %12s %8s\n", "", "baseline", "measured", "ratio"
+			printf "%-44s %12d %12d %8.1f\n", "1000 CPUID (vmx off | on: each an exit)", co, cu, cu / co
+			printf "%-44s %12d %12d %8.1f\n", "traced window (untraced | MTF-stepped)", wu, wm, wm / wu
+			pe = (cu - co) / 1000; ps = (wm - wu) / steps
+			printf "ticks per CPUID exit, beyond the instruction: %.0f\n", pe
+			printf "ticks per MTF step (%d steps, 319 branch records), beyond the instruction: %.0f\n", steps, ps
+			printf "payload_cpuid_ratio=%.2f payload_window_ratio=%.2f ticks_per_cpuid_exit=%.0f ticks_per_mtf_step=%.0f", cu / co, wm / wu, pe, ps > mach
+		}'
+		pl_summary=$(cat "$work/pl.mach")
+	fi
+fi
+
 echo
-echo "BENCH: repeat=$repeat wall_off=$wm_off wall_on=$wm_on wall_ratio=$r_wall cpu_off=$cm_off cpu_on=$cm_on cpu_ratio=$r_cpu uptime_off=$um_off uptime_on=$um_on uptime_ratio=$r_up emulated_off=$em_off emulated_on=$em_on emulated_ratio=$r_emu $hb_summary $ring_summary failed=$failed"
+echo "BENCH: repeat=$repeat wall_off=$wm_off wall_on=$wm_on wall_ratio=$r_wall cpu_off=$cm_off cpu_on=$cm_on cpu_ratio=$r_cpu uptime_off=$um_off uptime_on=$um_on uptime_ratio=$r_up emulated_off=$em_off emulated_on=$em_on emulated_ratio=$r_emu $hb_summary $ring_summary $pl_summary failed=$failed"
 exit "$failed"
