@@ -77,6 +77,9 @@ EFI_SECTIONS := -j .text -j .sdata -j .data -j .dynamic -j .dynsym \
 VMM_SRCS := $(sort $(wildcard vmm/*.c))
 TV_SRCS := $(sort $(wildcard boot/*.c)) $(VMM_SRCS) vmm/hw/hw_x86.c vmm/hw/vmx_entry.S \
 	$(sort $(wildcard drivers/*.c)) net/net.c net/lwip_port.c
+# The export protocol (docs/PROTOCOL.md): pure, also in the unit tests and host tools.
+NET_PROTO_SRCS := net/sha256.c
+TV_SRCS += $(NET_PROTO_SRCS)
 TV_OBJS := $(patsubst %.S,$(BUILD)/efi/%.o,$(patsubst %.c,$(BUILD)/efi/%.o,$(TV_SRCS)))
 
 $(BUILD)/efi/%.o: %.c | $(BUILD)/deps.mk
@@ -124,6 +127,7 @@ HOST_CC ?= $(CC)
 HOST_CFLAGS := -std=gnu11 -g -O1 $(WARN) -fsanitize=address,undefined \
 	-fno-sanitize-recover=all -fno-omit-frame-pointer -I. -Itests/fakes
 UNIT_LIB_SRCS := $(VMM_SRCS) boot/load_option.c drivers/serial.c tests/fakes/hw_fake.c
+UNIT_LIB_SRCS += $(NET_PROTO_SRCS)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/host/%,$(wildcard tests/unit/test_*.c))
 
 # The code under test is compiled once into an archive (each object with
