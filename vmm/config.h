@@ -47,7 +47,22 @@ struct tv_config {
 	struct trace_filter trace_filter; /* cpl, cr3 (0 = any), IP ranges */
 	bool trace_all_cpus;           /* trace_cpus = all */
 	uint32_t trace_cpus[CONFIG_TRACE_CPUS_MAX / 32]; /* bit n: CPU index n */
+
+	/* network (docs/CONFIG.md, "Network"; docs/NET.md) */
+	uint8_t nic;                   /* CONFIG_NIC_* */
+	uint8_t nic_pci[3];            /* CONFIG_NIC_PCI: bus, device, function */
+	uint8_t nic_mac[6];            /* CONFIG_NIC_MAC */
+	bool net_dhcp;                 /* net_ip = dhcp */
+	uint32_t net_ip;               /* static address, a.b.c.d as a << 24 | ... */
+	uint8_t net_prefix;            /* static netmask length, 1..32 */
+	uint32_t net_gw;               /* 0 = none */
+	uint32_t receiver_ip;          /* where the trace goes */
+	uint16_t receiver_port;
+	uint32_t net_selftest;         /* records of the boot-time link self-test, 0 = off */
 };
+
+enum { CONFIG_NIC_AUTO, CONFIG_NIC_OFF, CONFIG_NIC_PCI, CONFIG_NIC_MAC };
+#define CONFIG_NET_SELFTEST_MAX 1000000u
 
 struct config_error {
 	uint32_t line;                 /* 1-based */

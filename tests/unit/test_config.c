@@ -870,6 +870,95 @@ static void test_random_input(void **state)
 	}
 }
 
+/* --- network keys ------------------------------------------------------------ */
+
+static void test_net_defaults_and_good_values(void **state)
+{
+	(void)state;
+	config_defaults(&cfg);
+	assert_int_equal(cfg.nic, CONFIG_NIC_AUTO);
+	assert_true(cfg.net_dhcp);
+	assert_int_equal(cfg.receiver_ip, 0x0a000202);   /* 10.0.2.2, slirp's host */
+	assert_int_equal(cfg.receiver_port, 6543);
+	assert_int_equal(cfg.net_selftest, 0);
+
+	assert_int_equal(parse("nic = 00:1f.6\n"
+			       "net_ip = 192.168.1.77/24\n"
+			       "net_gw = 192.168.1.1\n"
+			       "receiver = 192.168.1.2:40000\n"
+			       "net_selftest = 5000\n"), 0);
+	assert_int_equal(cfg.nic, CONFIG_NIC_PCI);
+	assert_int_equal(cfg.nic_pci[0], 0x00);
+	assert_int_equal(cfg.nic_pci[1], 0x1f);
+	assert_int_equal(cfg.nic_pci[2], 6);
+	assert_false(cfg.net_dhcp);
+	assert_int_equal(cfg.net_ip, 0xc0a8014d);
+	assert_int_equal(cfg.net_prefix, 24);
+	assert_int_equal(cfg.net_gw, 0xc0a80101);
+	assert_int_equal(cfg.receiver_ip, 0xc0a80102);
+	assert_int_equal(cfg.receiver_port, 40000);
+	assert_int_equal(cfg.net_selftest, 5000);
+
+	assert_int_equal(parse("nic = 0000:3A:00.1\n"), 0);
+	assert_int_equal(cfg.nic, CONFIG_NIC_PCI);
+	assert_int_equal(cfg.nic_pci[0], 0x3a);
+	assert_int_equal(cfg.nic_pci[1], 0);
+	assert_int_equal(cfg.nic_pci[2], 1);
+
+	assert_int_equal(parse("nic = 52:54:00:AB:cd:0f\nnet_ip = dhcp\nnet_gw = none\n"
+			       "net_selftest = off\n"), 0);
+	assert_int_equal(cfg.nic, CONFIG_NIC_MAC);
+	assert_memory_equal(cfg.nic_mac, ((uint8_t[]){ 0x52, 0x54, 0, 0xab, 0xcd, 0x0f }), 6);
+	assert_true(cfg.net_dhcp);
+	assert_int_equal(cfg.net_gw, 0);
+	assert_int_equal(cfg.net_selftest, 0);
+
+	assert_int_equal(parse("nic = off\n"), 0);
+	assert_int_equal(cfg.nic, CONFIG_NIC_OFF);
+}
+
+static void test_net_bad_values(void **state)
+{
+	static const struct { const char *line, *msg; } t[] = {
+		{ "nic = 0:1f.6", "nic must be" },          /* two hex digits for the bus */
+		{ "nic = 00:20.0", "nic must be" },         /* device 0..1f */
+		{ "nic = 00:1f.8", "nic must be" },         /* function 0..7 */
+		{ "nic = 0001:00:03.0", "nic must be" },    /* only segment 0 */
+		{ "nic = 00:03.0x", "nic must be" },
+		{ "nic = 01:00:5e:00:00:01", "nic must be" }, /* multicast MAC */
+		{ "nic = 52:54:00:12:34", "nic must be" },
+		{ "nic = 52:54:00:12:34:5g", "nic must be" },
+		{ "nic = e1000", "nic must be" },
+		{ "net_ip = 10.0.2.15", "net_ip must be" },
+		{ "net_ip = 10.0.2.15/33", "net_ip must be" },
+		{ "net_ip = 10.0.2.15/0", "net_ip must be" },
+		{ "net_ip = 10.0.2.256/24", "net_ip must be" },
+		{ "net_ip = 10.0.2/24", "net_ip must be" },
+		{ "net_ip = 0.0.0.0/8", "net_ip must be" },
+		{ "net_ip = 10.0.2.15/24x", "net_ip must be" },
+		{ "net_gw = 10.0.2", "net_gw must be" },
+		{ "net_gw = 10.0.2.2.1", "net_gw must be" },
+		{ "receiver = 10.0.2.2", "receiver must be" },
+		{ "receiver = 10.0.2.2:0", "receiver must be" },
+		{ "receiver = 10.0.2.2:65536", "receiver must be" },
+		{ "receiver = 10.0.2.2:0x10", "receiver must be" },
+		{ "receiver = host:6543", "receiver must be" },
+		{ "net_selftest = 1000001", "net_selftest must be" },
+		{ "net_selftest = many", "net_selftest must be" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		assert_int_equal(parse(t[i].line), 1);
+		assert_one_error(1, t[i].msg);
+		assert_int_equal(cfg.nic, CONFIG_NIC_AUTO);
+		assert_true(cfg.net_dhcp);
+		assert_int_equal(cfg.receiver_port, 6543);
+		assert_int_equal(cfg.net_gw, 0);
+		assert_int_equal(cfg.net_selftest, 0);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -917,6 +1006,8 @@ int main(void)
 		cmocka_unit_test(test_line_numbers_mixed),
 		cmocka_unit_test(test_unknown_key_message_is_bounded),
 		cmocka_unit_test(test_random_input),
+		cmocka_unit_test(test_net_defaults_and_good_values),
+		cmocka_unit_test(test_net_bad_values),
 	};
 
 	return cmocka_run_group_tests_name("test_config", tests, NULL, NULL);
