@@ -13,6 +13,7 @@
 
 #include "vmm/exit.h"
 #include "vmm/exit_ept.h"
+#include "vmm/exit_io.h"
 #include "vmm/hw.h"
 #include "vmm/log.h"
 #include "vmm/trace_engine.h"
@@ -36,6 +37,7 @@ static const struct exit_handler exit_table[EXIT_REASON_MAX] = {
 	[EXIT_REASON_VMXOFF]       = { exit_vmx_instruction, false, false },
 	[EXIT_REASON_VMXON]        = { exit_vmx_instruction, false, false },
 	[EXIT_REASON_CR_ACCESS]    = { exit_cr_access,       true,  true },
+	[EXIT_REASON_IO_INSTRUCTION] = { exit_io_instruction, true,  true },
 	[EXIT_REASON_RDMSR]        = { exit_rdmsr,           false, true },
 	[EXIT_REASON_WRMSR]        = { exit_wrmsr,           false, true },
 	[EXIT_REASON_EPT_VIOLATION] = { exit_ept_violation,  true,  false },

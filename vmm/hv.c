@@ -130,6 +130,8 @@ void hv_init(const struct hv_boot_info *bi)
 		serial_attach(&hv_com, bi->serial_port);
 		log_add_sink(serial_write, &hv_com);
 	}
+	pci_hide_init(&bi->pci_hide, &bi->ecam);
+	preempt_hook_install(&bi->poll);
 	trace_engine_init(&bi->trace, hv_read_phys, NULL, hv_trace_window);
 	trace_trigger_arm(bi->ept, bi->pool);
 	log_info("hv: resident copy initialised, %u CPUs", bi->ncpus);

@@ -16,6 +16,8 @@
 #include "vmm/ept.h"
 #include "vmm/log.h"
 #include "vmm/page_pool.h"
+#include "vmm/pci_hide.h"
+#include "vmm/preempt.h"
 #include "vmm/vcpu.h"
 
 struct hv_boot_info {
@@ -31,6 +33,9 @@ struct hv_boot_info {
 	uint32_t nhidden;
 	uint64_t map_top;             /* host identity map covers [0, map_top) */
 	struct trace_setup trace;
+	struct pci_hide_list pci_hide; /* functions the guest must not see */
+	struct pci_ecam ecam;          /* MCFG segment 0 (base 0: none found) */
+	struct preempt_hook poll;      /* rebased into the resident copy */
 };
 
 /* The resident copy's view of the above, set by hv_init(). */
@@ -41,6 +46,16 @@ struct per_cpu *hv_this_cpu(void);
 
 /* host_nmi - from the host IDT: an NMI arrived in VMX root (vmx_entry.S). */
 void host_nmi(void);
+
+/*
+ * hv_set_poll_hook - run fn(ctx) in VMX root on the CPU with per_cpu
+ * index cpu, every poll_us (tracevisor.conf) and at its exits once that
+ * much time has passed (vmm/preempt.h).  Register at boot, before
+ * vmx_boot: it rebases fn and ctx when they point into the loaded image;
+ * ctx anywhere else must be memory the OS never reclaims.  fn NULL
+ * removes the hook.  Returns 0.
+ */
+int hv_set_poll_hook(void (*fn)(void *ctx), void *ctx, uint32_t cpu);
 
 /* hv_init - called in the resident copy before any CPU launches. */
 void hv_init(const struct hv_boot_info *bi);

@@ -22,6 +22,7 @@
 #include "vmm/exit.h"
 #include "vmm/hw.h"
 #include "vmm/log.h"
+#include "vmm/preempt.h"
 
 enum exit_action exit_preemption_timer(struct exit_ctx *ctx)
 {
@@ -31,11 +32,11 @@ enum exit_action exit_preemption_timer(struct exit_ctx *ctx)
 
 uint32_t vcpu_timer_value(const struct per_cpu *cpu, uint64_t now)
 {
-	uint64_t left;
+	uint64_t left, due = preempt_deadline(cpu, now);
 
-	if ((int64_t)(cpu->next_beat_tsc - now) <= 0)
+	if ((int64_t)(due - now) <= 0)
 		return 0;
-	left = (cpu->next_beat_tsc - now) >> cpu->timer_shift;
+	left = (due - now) >> cpu->timer_shift;
 	return left > 0xffffffffull ? 0xffffffffu : (uint32_t)left;
 }
 
@@ -140,12 +141,16 @@ static void heartbeat(struct per_cpu *cpu, uint64_t now)
 
 void vcpu_periodic(struct per_cpu *cpu)
 {
+	bool timer = (cpu->pin & PIN_PREEMPTION_TIMER) != 0;
 	uint64_t now;
 
-	if (!(cpu->pin & PIN_PREEMPTION_TIMER) || !cpu->timer_period_tsc)
+	if (!cpu->poll_period_tsc && (!timer || !cpu->timer_period_tsc))
 		return;
 	now = hw_rdtsc();
-	if ((int64_t)(now - cpu->next_beat_tsc) >= 0) {
+	preempt_poll(cpu, now);
+	if (!timer)
+		return;
+	if (cpu->timer_period_tsc && (int64_t)(now - cpu->next_beat_tsc) >= 0) {
 		heartbeat(cpu, now);
 		cpu->next_beat_tsc += cpu->timer_period_tsc;
 		/* Far behind (a long stop): skip the missed beats. */

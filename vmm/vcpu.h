@@ -42,6 +42,12 @@ struct vcpu_stats {
 	uint64_t nmis_in_root;            /* NMIs taken while in VMX root */
 	uint64_t nmis_reflected;          /* ... and injected into the guest */
 	uint64_t reinjected;              /* events whose delivery an exit interrupted */
+	/* hidden PCI functions (vmm/pci_hide.h) */
+	uint64_t pci_hidden_reads;        /* 0xCFC-0xCFF reads answered all ones */
+	uint64_t pci_dropped_writes;      /* 0xCFC-0xCFF writes dropped */
+	uint64_t io_string_refused;       /* INS/OUTS at 0xCF8-0xCFF: #GP(0) */
+	uint64_t ecam_dropped_writes;     /* ECAM page writes dropped (EPT violation) */
+	uint64_t polls;                   /* poll hook calls (vmm/preempt.c) */
 };
 
 struct per_cpu {
@@ -51,6 +57,7 @@ struct per_cpu {
 
 	/* physical (== virtual: identity mapped) addresses */
 	uint64_t vmxon_pa, vmcs_pa, msr_bitmap_pa;
+	uint64_t io_bitmap_a_pa, io_bitmap_b_pa;  /* 0: no I/O bitmaps (nothing hidden) */
 	uint64_t host_stack_top;
 
 	struct vmx_caps caps;     /* this CPU's capability MSRs */
@@ -73,6 +80,13 @@ struct per_cpu {
 	uint32_t timer_shift;     /* IA32_VMX_MISC[4:0]: timer ticks = TSC >> shift */
 	uint64_t next_beat_tsc;
 	uint64_t beat_exits, beat_by_reason[EXIT_REASON_MAX];  /* at the last heartbeat */
+	/*
+	 * The poll hook (hv_set_poll_hook, vmm/preempt.c): only the CPU it
+	 * names has a period; it runs when next_poll_tsc has passed, at the
+	 * preemption-timer exit or at any other exit before.
+	 */
+	uint64_t poll_period_tsc;
+	uint64_t next_poll_tsc;
 
 	struct hw_devirt_frame devirt;  /* filled by TV_HC_DEVIRT */
 	uint32_t nmi_pending;     /* NMIs taken in VMX root, not yet injected */

@@ -40,17 +40,27 @@ int vmx_compute_controls(struct per_cpu *cpu, bool guest_long_mode, char *why, s
 	uint32_t missing;
 	uint32_t want2 = CPU2_ENABLE_EPT | CPU2_UNRESTRICTED_GUEST | CPU2_ENABLE_VPID;
 
-	cpu->pin = vmx_adjust_controls(c->pin, cpu->timer_period_tsc ? PIN_PREEMPTION_TIMER : 0,
-				       &missing);
+	cpu->pin = vmx_adjust_controls(c->pin, (cpu->timer_period_tsc || cpu->poll_period_tsc) ?
+				       PIN_PREEMPTION_TIMER : 0, &missing);
 	if (missing & PIN_PREEMPTION_TIMER) {
-		log_warn("vmx: cpu %u: no VMX-preemption timer: periodic work (heartbeat) only on exits",
-			 cpu->index);
+		/* The poll keeps its period: it then runs at exits only (preempt.c). */
+		log_warn("vmx: cpu %u: no VMX-preemption timer: periodic work (%s) only on exits",
+			 cpu->index, cpu->poll_period_tsc ? "poll hook" : "heartbeat");
 		cpu->timer_period_tsc = 0;
 	}
-	cpu->proc = vmx_adjust_controls(c->proc, CPU_USE_MSR_BITMAPS | CPU_ACTIVATE_SECONDARY_CONTROLS,
+	/*
+	 * I/O bitmaps only while a PCI function is hidden (boot sets the
+	 * bitmap addresses then): they select 0xCF8-0xCFF alone (exit_io.c).
+	 */
+	cpu->proc = vmx_adjust_controls(c->proc, CPU_USE_MSR_BITMAPS | CPU_ACTIVATE_SECONDARY_CONTROLS |
+					(cpu->io_bitmap_a_pa ? CPU_USE_IO_BITMAPS : 0),
 					&missing);
 	if (missing & CPU_ACTIVATE_SECONDARY_CONTROLS) {
 		snprintf(why, whylen, "no secondary processor-based controls (needed for EPT)");
+		return -1;
+	}
+	if (missing & CPU_USE_IO_BITMAPS) {
+		snprintf(why, whylen, "no I/O bitmaps: cannot hide PCI functions from the guest");
 		return -1;
 	}
 	/*
@@ -134,12 +144,17 @@ int vmx_write_vmcs(struct per_cpu *cpu, const struct cpu_snapshot *s,
 	W(VMCS_ENTRY_MSR_LOAD_COUNT, 0);
 	W(VMCS_ENTRY_INTR_INFO, 0);
 	W(VMCS_MSR_BITMAP, cpu->msr_bitmap_pa);
+	if (cpu->proc & CPU_USE_IO_BITMAPS) {
+		W(VMCS_IO_BITMAP_A, cpu->io_bitmap_a_pa);
+		W(VMCS_IO_BITMAP_B, cpu->io_bitmap_b_pa);
+	}
 	W(VMCS_EPT_POINTER, h->eptp);
 	if (cpu->pin & PIN_PREEMPTION_TIMER) {
 		uint64_t now = hw_rdtsc();
 
 		cpu->timer_shift = VMX_MISC_PREEMPT_SHIFT(cpu->caps.misc);
 		cpu->next_beat_tsc = now + cpu->timer_period_tsc;
+		cpu->next_poll_tsc = now + cpu->poll_period_tsc;
 		W(VMCS_PREEMPTION_TIMER_VALUE, vcpu_timer_value(cpu, now));
 	}
 	if (cpu->proc2 & CPU2_ENABLE_VPID)
