@@ -1,0 +1,434 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_host_record.c - the capture directory (host-tools/capture.c) that
+ * `tracevisor record` writes: trace.tvt chunks, raw PT files, meta.json,
+ * losses.json/losses.txt, loss range bookkeeping.  The socket loop
+ * itself is tested end to end by tests/build/net-*.sh.
+ */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cmocka.h>
+
+#include "host-tools/capture.h"
+#include "host-tools/error.h"
+#include "host-tools/le.h"
+#include "host-tools/tvt.h"
+#include "tests/host/helpers.h"
+#include "tests/host/json_check.h"
+
+static void hello_fill(struct tvp_hello *h, const char *machine)
+{
+	memset(h, 0, sizeof(*h));
+	h->cpu_count = 2;
+	h->source = TV_SOURCE_MTF;
+	h->overflow = TV_OVERFLOW_OVERWRITE;
+	h->vendor_id = TVP_VENDOR_INTEL;
+	h->stepping = 4;
+	h->family = 6;
+	h->model = 0x55;
+	h->caps = TVP_CAP_SOURCE(TV_SOURCE_MTF) | TVP_CAP_SOURCE(TV_SOURCE_PT) | TVP_CAP_CONTROL;
+	h->tsc_hz = 2100000000ull;
+	h->boot_tsc = 12345;
+	h->ring_bytes = 1u << 20;
+	h->unix_ns = 1700000000000000000ull;
+	memcpy(h->vendor, "GenuineIntel", 12);
+	strncpy(h->sw_version, "v0.1-test", sizeof(h->sw_version));
+	strncpy(h->machine, machine, sizeof(h->machine));
+}
+
+static char *outdir(const char *name)
+{
+	return th_path(name);
+}
+
+static struct jval *parse_file(const char *dir, const char *name)
+{
+	char path[4200], err[128];
+	size_t len;
+	char *text;
+	struct jval *v;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	text = th_read_file(path, &len);
+	v = json_parse(text, len, err, sizeof(err));
+	if (!v)
+		fail_msg("%s: %s\n%s", name, err, text);
+	free(text);
+	return v;
+}
+
+static double num(const struct jval *o, const char *key)
+{
+	const struct jval *v = json_get(o, key);
+
+	assert_non_null(v);
+	assert_int_equal(v->t, J_NUM);
+	return v->num;
+}
+
+static void test_dir_name(void **state)
+{
+	char buf[128];
+
+	(void)state;
+	assert_int_equal(cap_dir_name(buf, sizeof(buf), "lab-7", 5, 0x1122334455667788ull), 22);
+	assert_string_equal(buf, "lab-7-1122334455667788");
+	/* Slashes, dots in front, spaces and non-ASCII never make a path. */
+	assert_true(cap_dir_name(buf, sizeof(buf), "../x y/\xc3\xa9", 9, 1) > 0);
+	assert_string_equal(buf, "_._x_y___-0000000000000001");
+	assert_true(cap_dir_name(buf, sizeof(buf), "", 0, 2) > 0);
+	assert_string_equal(buf, "unknown-0000000000000002");
+	assert_true(cap_dir_name(buf, sizeof(buf), NULL, 0, 3) > 0);
+	assert_string_equal(buf, "unknown-0000000000000003");
+	/* Too long names are cut at CAP_MACHINE_DIR. */
+	{
+		char m[100];
+
+		memset(m, 'a', sizeof(m));
+		assert_int_equal(cap_dir_name(buf, sizeof(buf), m, sizeof(m), 4),
+				 CAP_MACHINE_DIR + 17);
+	}
+	assert_int_equal(cap_dir_name(buf, 10, "x", 1, 5), -TVH_ERR_INVALID);
+}
+
+/* Two CPUs, a gap, a loss, PT, a heartbeat: the file and the JSON say so exactly. */
+static void test_capture_roundtrip(void **state)
+{
+	struct tvp_hello h;
+	struct cap c;
+	struct recbuf a = { 0 }, b = { 0 };
+	struct tvp_hb_cpu hb;
+	struct cap_range miss[1] = { { 40, 42 } };
+	struct cap_stream_stats st = { .duplicates = 3, .retransmit_reqs = 2,
+				       .nacked_records = 5, .datagrams = 9,
+				       .missing = miss, .nmissing = 1 };
+	char *out = outdir("rt");
+	struct tvt_reader r;
+	struct tvt_chunk ch;
+	char path[4200];
+	uint8_t pt[100];
+	unsigned nrec = 0, npt = 0, nring = 0;
+	struct jval *meta, *loss;
+	const struct jval *cpus, *c0, *rng;
+	struct stat sb;
+
+	(void)state;
+	hello_fill(&h, "lab 7");
+	assert_int_equal(cap_open(&c, out, 0xabcdef0123456789ull, &h, "127.0.0.1:5000",
+				  1700000001000000000ull), 0);
+	assert_non_null(strstr(c.dir, "/lab_7-abcdef0123456789"));
+	rb_branch(&a, TV_BR_CALL, 0x1000, 0x2000);
+	rb_compact(&a, TV_BR_JCC, 0x10, 0x3000);
+	rb_lost(&a, 7, 11);
+	assert_int_equal(cap_records(&c, 0, 0, a.p, a.len, false, 0), 0);
+	/* CPU 1 from 5; then 10..: a gap of 2 records (5+3 = 8, 8 and 9 lost). */
+	assert_int_equal(cap_records(&c, 1, 5, a.p, a.len, false, 0), 0);
+	assert_int_equal(cap_loss(&c, 1, 8, 2), 0);
+	assert_int_equal(cap_loss(&c, 1, 8, 2), 0);     /* repeated notice: once */
+	assert_int_equal(cap_records(&c, 1, 10, a.p, a.len, false, 0), 0);
+	for (unsigned i = 0; i < sizeof(pt); i++)
+		pt[i] = (uint8_t)i;
+	assert_int_equal(cap_pt(&c, 1, 0, pt, 60), 0);
+	assert_int_equal(cap_pt(&c, 1, 60, pt + 60, 40), 0);
+	memset(&hb, 0, sizeof(hb));
+	hb.cpu = 1;
+	hb.produced = hb.head_seq = 13;
+	hb.lost_overwrite = 2;
+	hb.ring_dropped = 4;
+	assert_int_equal(cap_heartbeat(&c, &hb), 0);
+	assert_int_equal(cap_set_stream(&c, 1, &st), 0);
+	/* meta.json exists while the capture is open, and says so. */
+	meta = parse_file(c.dir, "meta.json");
+	assert_true(json_get(meta, "complete")->t == J_BOOL && !json_get(meta, "complete")->b);
+	json_free(meta);
+	assert_int_equal(cap_close(&c, 1700000002000000000ull), 0);
+
+	snprintf(path, sizeof(path), "%s/trace.tvt", c.dir);
+	assert_int_equal(tvt_reader_open(&r, path), 0);
+	assert_int_equal(r.info.session_id, 0xabcdef0123456789ull);
+	assert_string_equal(r.info.machine, "lab 7");
+	while (tvt_next_chunk(&r, &ch) == 1) {
+		if (ch.kind == TVT_KIND_RECORDS) {
+			/*
+			 * cpu0 @0, cpu1 @5 then @10 (the gap splits the run);
+			 * CPUs interleave in any order, each in stream order.
+			 */
+			static const uint64_t want1[] = { 5, 10 };
+			static unsigned n1;
+
+			if (nrec == 0)
+				n1 = 0;
+			assert_true(nrec < 3);
+			if (ch.cpu == 0) {
+				assert_int_equal(ch.first, 0);
+				assert_int_equal(ch.flags, TVT_CHUNK_F_STREAM_START);
+			} else {
+				assert_int_equal(ch.cpu, 1);
+				assert_true(n1 < 2);
+				assert_int_equal(ch.first, want1[n1++]);
+				assert_int_equal(ch.flags, 0);
+			}
+			assert_int_equal(ch.length, a.len);
+			assert_memory_equal(ch.payload, a.p, a.len);
+			nrec++;
+		} else if (ch.kind == TVT_KIND_PT) {
+			assert_int_equal(ch.cpu, 1);
+			assert_int_equal(ch.first, npt ? 60 : 0);
+			npt++;
+		} else if (ch.kind == TVT_KIND_RING) {
+			assert_int_equal(ch.cpu, 1);
+			assert_int_equal(tvh_le32(ch.payload), TV_TRACE_MAGIC);
+			assert_int_equal(tvh_le64(ch.payload + 56), 13);   /* next_seq */
+			assert_int_equal(tvh_le64(ch.payload + 64), 4);    /* lost_records */
+			assert_int_equal(tvh_le64(ch.payload + 24), 1u << 20);
+			nring++;
+		}
+	}
+	assert_int_equal(nrec, 3);
+	assert_int_equal(npt, 2);
+	assert_int_equal(nring, 1);
+	tvt_reader_close(&r);
+	snprintf(path, sizeof(path), "%s/cpu1.pt", c.dir);
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(sb.st_size, 100);
+	snprintf(path, sizeof(path), "%s/cpu0.pt", c.dir);
+	assert_int_not_equal(stat(path, &sb), 0);
+
+	meta = parse_file(c.dir, "meta.json");
+	assert_string_equal(json_get_str(meta, "session_id"), "abcdef0123456789");
+	assert_string_equal(json_get_str(meta, "machine"), "lab 7");
+	assert_string_equal(json_get_str(json_get(meta, "cpu"), "vendor"), "GenuineIntel");
+	assert_int_equal((int)num(json_get(meta, "cpu"), "model"), 0x55);
+	assert_int_equal((int)num(json_get(meta, "cpu"), "family"), 6);
+	assert_int_equal((int)num(json_get(meta, "cpu"), "stepping"), 4);
+	assert_true(num(meta, "tsc_hz") == 2100000000.0);
+	assert_int_equal((int)num(meta, "cpu_count"), 2);
+	assert_int_equal((int)num(meta, "protocol_version"), 1);
+	assert_string_equal(json_get_str(json_get(meta, "trace"), "source"), "mtf");
+	assert_string_equal(json_get_str(json_get(meta, "trace"), "overflow"), "overwrite");
+	rng = json_get(json_get(meta, "trace"), "capabilities");
+	assert_int_equal(rng->len, 2);
+	assert_string_equal(rng->items[0].str, "mtf");
+	assert_string_equal(rng->items[1].str, "pt");
+	assert_true(json_get(meta, "complete")->b);
+	assert_string_equal(json_get_str(meta, "end_time"), "2023-11-14T22:13:22.000000000Z");
+	assert_string_equal(json_get(json_get(meta, "files"), "pt")->items[0].str, "cpu1.pt");
+	json_free(meta);
+
+	loss = parse_file(c.dir, "losses.json");
+	assert_true(num(json_get(loss, "total"), "declared_lost") == 2);
+	assert_true(num(json_get(loss, "total"), "records") == 9);
+	cpus = json_get(loss, "cpus");
+	assert_int_equal(cpus->len, 2);
+	c0 = &cpus->items[1];
+	assert_true(num(c0, "cpu") == 1);
+	assert_true(num(c0, "records_received") == 6);
+	assert_true(num(c0, "declared_lost") == 2);
+	assert_true(num(c0, "duplicates") == 3);
+	assert_true(num(c0, "retransmit_requests") == 2);
+	assert_true(num(c0, "missing_at_close") == 2);
+	assert_true(num(c0, "lost_records_in_stream") == 22);
+	assert_true(num(c0, "pt_bytes") == 100);
+	rng = json_get(c0, "declared_lost_ranges");
+	assert_int_equal(rng->len, 1);
+	assert_true(num(&rng->items[0], "first") == 8 && num(&rng->items[0], "count") == 2);
+	assert_true(num(json_get(c0, "sender"), "lost_overwrite") == 2);
+	assert_true(json_get(&cpus->items[0], "sender")->t == J_NULL);
+	json_free(loss);
+	{
+		size_t len;
+		char *txt;
+
+		snprintf(path, sizeof(path), "%s/losses.txt", c.dir);
+		txt = th_read_file(path, &len);
+		assert_true(th_contains(txt, "lost (overwritten before ack): seq 8..9 (2)"));
+		assert_true(th_contains(txt, "missing at close: seq 40..41 (2)"));
+		free(txt);
+	}
+	cap_free(&c);
+	rb_free(&a);
+	rb_free(&b);
+	free(out);
+}
+
+/* LOSS notices overlap, touch and repeat: each record counted once. */
+static void test_loss_merge(void **state)
+{
+	struct cap c;
+	char *out = outdir("merge");
+	struct cap_cpu *p;
+
+	(void)state;
+	assert_int_equal(cap_open(&c, out, 7, NULL, NULL, 0), 0);
+	assert_non_null(strstr(c.dir, "/unknown-0000000000000007"));
+	assert_int_equal(cap_loss(&c, 3, 100, 10), 0);   /* 100..109 */
+	assert_int_equal(cap_loss(&c, 3, 10, 5), 0);     /* 10..14 */
+	assert_int_equal(cap_loss(&c, 3, 105, 10), 0);   /* overlaps: +5 */
+	assert_int_equal(cap_loss(&c, 3, 15, 5), 0);     /* touches: merged */
+	assert_int_equal(cap_loss(&c, 3, 50, 1), 0);
+	assert_int_equal(cap_loss(&c, 3, 0, 200), 0);    /* swallows all */
+	assert_int_equal(cap_loss(&c, 3, 300, 0), -TVH_ERR_INVALID);
+	assert_int_equal(cap_loss(&c, TVP_MAX_CPUS, 1, 1), -TVH_ERR_INVALID);
+	p = c.cpus[3];
+	assert_non_null(p);
+	assert_int_equal(p->nloss, 1);
+	assert_int_equal(p->loss[0].first, 0);
+	assert_int_equal(p->loss[0].end, 200);
+	assert_int_equal(p->lost, 200);
+	assert_int_equal(c.lost, 200);
+	assert_int_equal(cap_loss(&c, 3, 400, 1), 0);
+	assert_int_equal(cap_loss(&c, 3, 300, 1), 0);
+	assert_int_equal(p->nloss, 3);
+	assert_int_equal(p->loss[1].first, 300);
+	assert_int_equal(p->lost, 202);
+	assert_int_equal(cap_close(&c, 0), 0);
+	cap_free(&c);
+	free(out);
+}
+
+/* A compact branch after a gap becomes the full branch its base says. */
+static void test_compact_expanded(void **state)
+{
+	struct cap c;
+	struct recbuf a = { 0 }, e = { 0 };
+	char *out = outdir("compact");
+	char path[4200];
+	struct tvt_reader r;
+	struct tvt_chunk ch;
+	unsigned n = 0;
+
+	(void)state;
+	rb_compact(&a, TV_BR_JCC, 0x10, 0x3000);
+	rb_compact(&a, TV_BR_JMP, 0x4, 0x4000);
+	/* Expected: the first one full (from = base 0x2000 + 0x10), the second kept. */
+	rb_branch(&e, TV_BR_JCC, 0x2010, 0x3000);
+	rb_compact(&e, TV_BR_JMP, 0x4, 0x4000);
+	assert_int_equal(cap_open(&c, out, 8, NULL, NULL, 0), 0);
+	assert_int_equal(cap_records(&c, 0, 20, a.p, a.len, true, 0x2000), 0);
+	/* Continuing the run: the base is known, nothing changes. */
+	assert_int_equal(cap_records(&c, 0, 22, a.p, a.len, true, 0x5000), 0);
+	assert_int_equal(c.cpus[0]->expanded, 1);
+	assert_int_equal(cap_close(&c, 0), 0);
+	snprintf(path, sizeof(path), "%s/trace.tvt", c.dir);
+	assert_int_equal(tvt_reader_open(&r, path), 0);
+	while (tvt_next_chunk(&r, &ch) == 1) {
+		assert_int_equal(ch.kind, TVT_KIND_RECORDS);
+		assert_int_equal(ch.first, 20);
+		assert_int_equal(ch.length, e.len + a.len);
+		assert_memory_equal(ch.payload, e.p, e.len);
+		assert_memory_equal(ch.payload + e.len, a.p, a.len);
+		n++;
+	}
+	assert_int_equal(n, 1);
+	tvt_reader_close(&r);
+	cap_free(&c);
+	rb_free(&a);
+	rb_free(&e);
+	free(out);
+}
+
+/* Payloads that are not whole records write nothing; the capture goes on. */
+static void test_bad_records(void **state)
+{
+	struct cap c;
+	struct recbuf a = { 0 };
+	uint8_t bad[16];
+	char *out = outdir("bad");
+
+	(void)state;
+	rb_branch(&a, TV_BR_CALL, 1, 2);
+	assert_int_equal(cap_open(&c, out, 9, NULL, NULL, 0), 0);
+	memset(bad, 0, sizeof(bad));
+	tvh_put_le16(bad + 2, 12);                       /* not a multiple of 8 */
+	assert_int_equal(cap_records(&c, 0, 0, bad, sizeof(bad), false, 0), -TVH_ERR_INVALID);
+	tvh_put_le16(bad + 2, 24);                       /* runs past the end */
+	assert_int_equal(cap_records(&c, 0, 0, bad, sizeof(bad), false, 0), -TVH_ERR_INVALID);
+	assert_int_equal(cap_records(&c, 0, 0, a.p, a.len - 1, false, 0), -TVH_ERR_INVALID);
+	assert_int_equal(cap_records(&c, TVP_MAX_CPUS, 0, a.p, a.len, false, 0), -TVH_ERR_INVALID);
+	assert_null(c.cpus[0]);
+	assert_int_equal(cap_records(&c, 0, 0, a.p, a.len, false, 0), 0);
+	assert_int_equal(c.records, 1);
+	assert_int_equal(cap_close(&c, 0), 0);
+	assert_int_equal(cap_records(&c, 0, 1, a.p, a.len, false, 0), -TVH_ERR_INVALID);
+	cap_free(&c);
+	rb_free(&a);
+	free(out);
+}
+
+/* The same session twice: a second directory, the first one untouched. */
+static void test_dir_exists(void **state)
+{
+	struct cap c1, c2;
+	char *out = outdir("twice");
+	struct tvp_hello h;
+
+	(void)state;
+	hello_fill(&h, "m");
+	assert_int_equal(cap_open(&c1, out, 10, &h, NULL, 0), 0);
+	assert_int_equal(cap_open(&c2, out, 10, &h, NULL, 0), 0);
+	assert_string_not_equal(c1.dir, c2.dir);
+	assert_non_null(strstr(c2.dir, "/m-000000000000000a.1"));
+	assert_int_equal(cap_close(&c1, 0), 0);
+	assert_int_equal(cap_close(&c2, 0), 0);
+	cap_free(&c1);
+	cap_free(&c2);
+	assert_int_equal(cap_open(&c1, "/proc/nonexistent/x", 11, &h, NULL, 0), -TVH_ERR_IO);
+	free(out);
+}
+
+/* A large run is cut into CAP_RUN_BYTES chunks that follow each other. */
+static void test_run_chunks(void **state)
+{
+	struct cap c;
+	struct recbuf a = { 0 };
+	char *out = outdir("runs");
+	char path[4200];
+	struct tvt_reader r;
+	struct tvt_chunk ch;
+	uint64_t next = 0, n = 0;
+
+	(void)state;
+	for (unsigned i = 0; i < 40; i++)
+		rb_branch(&a, TV_BR_CALL, i, i + 1);
+	assert_int_equal(cap_open(&c, out, 12, NULL, NULL, 0), 0);
+	for (unsigned i = 0; i < 200; i++)
+		assert_int_equal(cap_records(&c, 2, (uint64_t)i * 40, a.p, a.len, false, 0), 0);
+	assert_int_equal(cap_close(&c, 0), 0);
+	snprintf(path, sizeof(path), "%s/trace.tvt", c.dir);
+	assert_int_equal(tvt_reader_open(&r, path), 0);
+	while (tvt_next_chunk(&r, &ch) == 1) {
+		assert_int_equal(ch.first, next);
+		assert_true(ch.length <= CAP_RUN_BYTES + 24);
+		next += ch.length / 24;
+		n++;
+	}
+	assert_int_equal(next, 8000);
+	assert_true(n >= 3);
+	tvt_reader_close(&r);
+	cap_free(&c);
+	rb_free(&a);
+	free(out);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_dir_name),
+		cmocka_unit_test(test_capture_roundtrip),
+		cmocka_unit_test(test_loss_merge),
+		cmocka_unit_test(test_compact_expanded),
+		cmocka_unit_test(test_bad_records),
+		cmocka_unit_test(test_dir_exists),
+		cmocka_unit_test(test_run_chunks),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
