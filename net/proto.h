@@ -196,7 +196,9 @@ struct tvp_data {
 };
 _Static_assert(sizeof(struct tvp_data) == 24, "tvp_data layout");
 #define TVP_DATA_MAX_PAYLOAD (TVP_MAX_DATAGRAM - sizeof(struct tvp_hdr) - sizeof(struct tvp_data))
-_Static_assert(TVP_DATA_MAX_PAYLOAD >= 1024, "the largest record fits a DATA datagram");
+/* Records are multiples of 8: this many bytes of them fit in one DATA. */
+#define TVP_DATA_MAX_RECORDS (TVP_DATA_MAX_PAYLOAD & ~(size_t)7)
+_Static_assert(TVP_DATA_MAX_RECORDS >= 1024, "the largest record fits a DATA datagram");
 
 /* --- PT (S -> R) --------------------------------------------------------------------------- */
 
