@@ -129,6 +129,7 @@ HOST_CFLAGS := -std=gnu11 -g -O1 $(WARN) -fsanitize=address,undefined \
 UNIT_LIB_SRCS := $(VMM_SRCS) boot/load_option.c drivers/serial.c tests/fakes/hw_fake.c
 UNIT_LIB_SRCS += $(NET_PROTO_SRCS)
 UNIT_LIB_SRCS += drivers/devio.c drivers/pci.c drivers/nic.c drivers/e1000.c drivers/virtio_net.c
+UNIT_LIB_SRCS += boot/acpi.c
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/host/%,$(wildcard tests/unit/test_*.c))
 
 # The code under test is compiled once into an archive (each object with

@@ -67,14 +67,19 @@ const struct pci_hide_list *pci_hide_get(void)
 
 void pci_hide_init(const struct pci_hide_list *list, const struct pci_ecam *e)
 {
-	pci_hide_reset();
-	if (list) {
-		hide_list = *list;
-		if (hide_list.n > PCI_HIDE_MAX)
-			hide_list.n = PCI_HIDE_MAX;
-	}
+	struct pci_hide_list l = { 0 };
+	struct pci_ecam c = { 0 };
+
+	/* Copies first: list may be pci_hide_get() itself. */
+	if (list)
+		l = *list;
 	if (e)
-		ecam = *e;
+		c = *e;
+	pci_hide_reset();
+	hide_list = l;
+	if (hide_list.n > PCI_HIDE_MAX)
+		hide_list.n = PCI_HIDE_MAX;
+	ecam = c;
 }
 
 void pci_hide_reset(void)
