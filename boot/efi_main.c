@@ -14,6 +14,7 @@
 #include "boot/efi_util.h"
 #include "boot/vmx_boot.h"
 #include "boot/libc_glue.h"
+#include "boot/net_boot.h"
 #include "drivers/serial.h"
 #include "vmm/caps.h"
 #include "vmm/config.h"
@@ -324,6 +325,8 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 		 (unsigned long long)(tsc_hz / 1000 % 1000));
 	if (net_init(tsc_hz))
 		log_warn("net: lwIP not initialised");
+	else
+		net_boot(&cfg);
 
 	virtualize(&caps, &cfg, &sum, map_rc, tsc_hz);
 
