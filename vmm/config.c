@@ -3,6 +3,7 @@
  * config.c - parser for tracevisor.conf.  Pure: no I/O, no allocation.
  */
 #include "vmm/config.h"
+#include "vmm/preempt.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -34,6 +35,8 @@ void config_defaults(struct tv_config *cfg)
 	cfg->receiver_ip = 10u << 24 | 2u << 8 | 2u;
 	cfg->receiver_port = 6543;
 	cfg->net_selftest = 0;
+	cfg->poll_us = PREEMPT_POLL_US_DEFAULT;
+	cfg->npci_hide = 0;
 }
 
 bool config_trace_cpu(const struct tv_config *cfg, uint32_t index)
@@ -586,6 +589,54 @@ static int key_net_selftest(struct tv_config *cfg, const char *val, char *err, s
 	return 0;
 }
 
+static int key_poll_us(struct tv_config *cfg, const char *val, char *err, size_t errlen)
+{
+	uint64_t us;
+
+	if (parse_u64(val, &us) || us < PREEMPT_POLL_US_MIN || us > PREEMPT_POLL_US_MAX) {
+		snprintf(err, errlen, "poll_us must be %u..%u microseconds",
+			 PREEMPT_POLL_US_MIN, PREEMPT_POLL_US_MAX);
+		return -1;
+	}
+	cfg->poll_us = (uint32_t)us;
+	return 0;
+}
+
+static int key_pci_hide(struct tv_config *cfg, const char *val, char *err, size_t errlen)
+{
+	struct pci_bdf f[CONFIG_PCI_HIDE_MAX];
+	char buf[CONFIG_LINE_MAX + 1];
+	uint32_t n = 0;
+	char *p, *next;
+
+	if (strlen(val) >= sizeof(buf))
+		goto bad;
+	strcpy(buf, val);
+	for (p = buf; p; p = next) {
+		next = strchr(p, ',');
+		if (next)
+			*next++ = '\0';
+		while (*p == ' ' || *p == '\t')
+			p++;
+		for (char *e = p + strlen(p); e > p && (e[-1] == ' ' || e[-1] == '\t'); e--)
+			e[-1] = '\0';
+		if (n == CONFIG_PCI_HIDE_MAX) {
+			snprintf(err, errlen, "pci_hide takes at most %d functions", CONFIG_PCI_HIDE_MAX);
+			return -1;
+		}
+		if (pci_bdf_parse(p, &f[n]))
+			goto bad;
+		n++;
+	}
+	memcpy(cfg->pci_hide, f, n * sizeof(f[0]));
+	cfg->npci_hide = n;
+	return 0;
+bad:
+	snprintf(err, errlen, "pci_hide must be BB:DD.F[,BB:DD.F...] (hex, as lspci prints, at most %d)",
+		 CONFIG_PCI_HIDE_MAX);
+	return -1;
+}
+
 static const struct config_key {
 	const char *name;
 	key_fn fn;
@@ -611,6 +662,8 @@ static const struct config_key {
 	{ "net_gw", key_net_gw },
 	{ "receiver", key_receiver },
 	{ "net_selftest", key_net_selftest },
+	{ "poll_us", key_poll_us },
+	{ "pci_hide", key_pci_hide },
 };
 
 #define NKEYS (sizeof(config_keys) / sizeof(config_keys[0]))
@@ -829,4 +882,5 @@ void config_log(const struct tv_config *cfg)
 			 (cfg->receiver_ip >> 8) & 255, cfg->receiver_ip & 255, cfg->receiver_port,
 			 cfg->net_selftest);
 	}
+	log_info("config: poll_us=%u pci_hide=%u function(s)", cfg->poll_us, cfg->npci_hide);
 }

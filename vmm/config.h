@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "vmm/log.h"
+#include "vmm/pci_hide.h"
 #include "vmm/trace.h"
 
 #define CONFIG_PATH_MAX 256
@@ -26,6 +27,7 @@
 #define CONFIG_TRACE_BUFFER_KB_MIN 8
 #define CONFIG_TRACE_BUFFER_KB_MAX (1024 * 1024)   /* 1 GiB per CPU */
 #define CONFIG_TRACE_CPUS_MAX 256                  /* trace_cpus indexes 0..255 */
+#define CONFIG_PCI_HIDE_MAX 8                      /* functions pci_hide= lists */
 
 struct tv_config {
 	char loader[CONFIG_PATH_MAX];  /* "" = next BootOrder entry */
@@ -59,6 +61,11 @@ struct tv_config {
 	uint32_t receiver_ip;          /* where the trace goes */
 	uint16_t receiver_port;
 	uint32_t net_selftest;         /* records of the boot-time link self-test, 0 = off */
+
+	/* VMX-root polling and hidden PCI functions (docs/PCI-HIDE.md) */
+	uint32_t poll_us;              /* poll hook period, microseconds */
+	uint32_t npci_hide;
+	struct pci_bdf pci_hide[CONFIG_PCI_HIDE_MAX];  /* pci_hide = BB:DD.F,... */
 };
 
 enum { CONFIG_NIC_AUTO, CONFIG_NIC_OFF, CONFIG_NIC_PCI, CONFIG_NIC_MAC };

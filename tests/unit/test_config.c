@@ -959,9 +959,58 @@ static void test_net_bad_values(void **state)
 	}
 }
 
+static void test_poll_us_and_pci_hide(void **state)
+{
+	(void)state;
+	assert_int_equal(parse(""), 0);
+	assert_int_equal(cfg.poll_us, 1000);
+	assert_int_equal(cfg.npci_hide, 0);
+	assert_int_equal(parse("poll_us = 250\npci_hide = 00:03.0, 0000:3a:1f.7,ff:00.1\n"), 0);
+	assert_int_equal(cfg.poll_us, 250);
+	assert_int_equal(cfg.npci_hide, 3);
+	assert_int_equal(cfg.pci_hide[0].bus, 0);
+	assert_int_equal(cfg.pci_hide[0].dev, 3);
+	assert_int_equal(cfg.pci_hide[0].fn, 0);
+	assert_int_equal(cfg.pci_hide[1].bus, 0x3a);
+	assert_int_equal(cfg.pci_hide[1].dev, 0x1f);
+	assert_int_equal(cfg.pci_hide[1].fn, 7);
+	assert_int_equal(cfg.pci_hide[2].bus, 0xff);
+	assert_int_equal(cfg.pci_hide[2].fn, 1);
+	assert_int_equal(parse("poll_us = 10\n"), 0);
+	assert_int_equal(cfg.poll_us, 10);
+	assert_int_equal(parse("poll_us = 1000000\n"), 0);
+	assert_int_equal(cfg.poll_us, 1000000);
+}
+
+static void test_poll_us_and_pci_hide_bad_values(void **state)
+{
+	static const struct { const char *line, *msg; } t[] = {
+		{ "poll_us = 9", "poll_us must be 10..1000000" },
+		{ "poll_us = 1000001", "poll_us must be" },
+		{ "poll_us = 1ms", "poll_us must be" },
+		{ "pci_hide = 00:20.0", "pci_hide must be BB:DD.F" },
+		{ "pci_hide = 00:03.8", "pci_hide must be" },
+		{ "pci_hide = 0:3.0", "pci_hide must be" },
+		{ "pci_hide = 00:03.0,", "pci_hide must be" },
+		{ "pci_hide = 0001:00:03.0", "pci_hide must be" },
+		{ "pci_hide = 00:01.0,00:02.0,00:03.0,00:04.0,00:05.0,00:06.0,00:07.0,00:08.0,00:09.0",
+		  "pci_hide takes at most 8" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		assert_int_equal(parse(t[i].line), 1);
+		assert_one_error(1, t[i].msg);
+		assert_int_equal(cfg.poll_us, 1000);
+		assert_int_equal(cfg.npci_hide, 0);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_poll_us_and_pci_hide),
+		cmocka_unit_test(test_poll_us_and_pci_hide_bad_values),
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_empty_file),
 		cmocka_unit_test(test_only_comments_and_blank_lines),
