@@ -96,6 +96,9 @@ static int vnet_setup_queue(struct nic *nic, struct vnet_priv *p, int qi, uint8_
 	*mem += VNET_SLOTS * VNET_BUF;
 	if (*mem > end)
 		return NIC_E_NOMEM;
+	/* QUEUE_PFN is 32 bits of a 4 KiB frame number: below 16 TiB. */
+	if (dev_addr(q->mem) >> 44)
+		return NIC_E_NOMEM;
 	memset(q->mem, 0, virtq_bytes(n));
 	q->desc = (struct virtq_desc *)q->mem;
 	q->avail = (volatile uint16_t *)(q->mem + virtq_avail_off(n));
