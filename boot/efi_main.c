@@ -22,6 +22,7 @@
 #include "vmm/log.h"
 #include "vmm/memmap.h"
 #include "vmm/msr.h"
+#include "vmm/pci_hide.h"
 #include "vmm/trace_caps.h"
 #include "vmm/trace_msr.h"
 #include "vmm/version.h"
@@ -259,6 +260,11 @@ static void virtualize(const struct cpu_caps *caps, const struct tv_config *cfg,
 	p.console_sink = cfg->console ? efi_console_sink : NULL;
 	p.tsc_hz = tsc_hz;
 	p.heartbeat_s = cfg->heartbeat_s;
+	p.poll_us = cfg->poll_us;
+	for (uint32_t i = 0; i < cfg->npci_hide; i++)
+		if (pci_hide_add(cfg->pci_hide[i].bus, cfg->pci_hide[i].dev, cfg->pci_hide[i].fn))
+			log_err("pci: cannot hide %02x:%02x.%x: list full", cfg->pci_hide[i].bus,
+				cfg->pci_hide[i].dev, cfg->pci_hide[i].fn);
 	trace_setup_from_config(&p, cfg);
 	if (vmx_boot(&p))
 		log_warn("vmx: booting unvirtualized");

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "boot/acpi.h"
 #include "boot/efi_util.h"
 #include "boot/mp_services.h"
 #include "vmm/ept.h"
@@ -28,6 +29,9 @@
 #include "vmm/log.h"
 #include "vmm/mtrr.h"
 #include "vmm/page_pool.h"
+#include "vmm/exit_io.h"
+#include "vmm/pci_hide.h"
+#include "vmm/preempt.h"
 #include "vmm/reloc.h"
 #include "vmm/vmx.h"
 #include "vmm/vmx_check.h"
@@ -158,6 +162,61 @@ static struct tv_mp_services *find_mp(void)
 /* Call fn in the resident copy: same offset from the copy's base. */
 #define IN_COPY(copy, sym) ((__typeof__(&(sym)))(void *)((copy) + ((char *)&(sym) - ImageBase)))
 
+/* A pointer into the loaded image, moved to the same place in the copy. */
+static void *rebase(void *p, uint8_t *copy)
+{
+	char *c = p;
+
+	if (c >= ImageBase && c < ImageBase + efi_self->ImageSize)
+		return copy + (c - ImageBase);
+	return p;
+}
+
+/* The ACPI 2.0 RSDP from the EFI configuration table (UEFI 2.10 4.6), or NULL. */
+static const void *find_rsdp(void)
+{
+	EFI_GUID acpi20 = ACPI_20_TABLE_GUID;
+
+	for (UINTN i = 0; i < efi_st->NumberOfTableEntries; i++)
+		if (!memcmp(&efi_st->ConfigurationTable[i].VendorGuid, &acpi20, sizeof(acpi20)))
+			return efi_st->ConfigurationTable[i].VendorTable;
+	return NULL;
+}
+
+/*
+ * Hidden PCI functions: the ECAM base from MCFG (segment 0), and each
+ * hidden function's ECAM page read-only onto the 0xFF page.  Without an
+ * MCFG (Bochs's i440FX, whose OVMF publishes no ACPI tables), hiding is
+ * through 0xCF8/0xCFC alone, which is all such a chipset has.
+ */
+static void hide_pci_setup(struct ept *ept, struct page_pool *pool, uint64_t ff_pa,
+			   struct pci_ecam *ecam)
+{
+	const struct pci_hide_list *l = pci_hide_get();
+	const void *rsdp = find_rsdp();
+	int rc;
+
+	memset(ecam, 0, sizeof(*ecam));
+	for (uint32_t i = 0; i < l->n; i++)
+		log_info("pci: %02x:%02x.%x hidden from the guest", l->f[i].bus, l->f[i].dev,
+			 l->f[i].fn);
+	rc = rsdp ? acpi_find_ecam(rsdp, ecam) : ACPI_ERR_RSDP;
+	if (rc) {
+		log_info("pci: no ECAM (%s%s): hidden through 0xCF8/0xCFC only",
+			 rsdp ? "" : "no ACPI 2.0 table: ", acpi_strerror(rc));
+		return;
+	}
+	log_info("pci: ECAM of segment 0 at %#llx, buses %02x-%02x (ACPI MCFG)",
+		 (unsigned long long)ecam->base, ecam->start_bus, ecam->end_bus);
+	pci_hide_init(l, ecam);   /* this image's view, for the mapping below */
+	rc = pci_hide_map_ecam(ept, pool, ff_pa);
+	if (rc < 0)
+		log_err("pci: mapping the hidden ECAM pages failed: %s: ECAM still shows them",
+			ept_strerror(rc));
+	else
+		log_info("pci: %d ECAM page(s) read-only onto all ones", rc);
+}
+
 int vmx_boot(const struct vmx_boot_params *p)
 {
 	struct tv_mp_services *mp = find_mp();
@@ -174,7 +233,10 @@ int vmx_boot(const struct vmx_boot_params *p)
 	struct ept_params eparams;
 	struct ept_range hidden[2];
 	struct hw_cpuid_regs r;
-	uint8_t *idt, *guest_tss;
+	uint8_t *idt, *guest_tss, *io_bitmaps, *ff_page;
+	struct pci_ecam ecam;
+	struct preempt_hook poll;
+	bool hide_pci = pci_hide_get()->n != 0;
 	uint64_t host_cr3;
 	long nrel;
 	int rc, ok = 1;
@@ -202,7 +264,8 @@ int vmx_boot(const struct vmx_boot_params *p)
 	/* A header page, then ring_kb of record data (a power of two). */
 	trace_bytes = p->trace.source != TV_SOURCE_NONE ? ((uint64_t)p->trace.ring_kb << 10) + 4096 : 0;
 	total = image_bytes + ncpu * percpu_bytes + cpus_bytes + info_bytes +
-		2 * 4096 /* IDT, guest TSS */ + POOL_BYTES + ncpu * trace_bytes;
+		2 * 4096 /* IDT, guest TSS */ + 3 * 4096 /* I/O bitmaps A, B, 0xFF page */ +
+		POOL_BYTES + ncpu * trace_bytes;
 	st = efi_bs->AllocatePages(AllocateAnyPages, EfiReservedMemoryType, total / 4096, &region_pa);
 	if (EFI_ERROR(st)) {
 		log_err("vmx: cannot reserve %llu KiB: %s", (unsigned long long)(total >> 10),
@@ -237,6 +300,13 @@ int vmx_boot(const struct vmx_boot_params *p)
 	off += 4096;
 	guest_tss = region + off;
 	off += 4096;
+	/* Shared by all CPUs: the CPU only reads them (SDM 3C 25.6.4). */
+	io_bitmaps = region + off;
+	io_bitmap_build(io_bitmaps, io_bitmaps + 4096);
+	off += 2 * 4096;
+	ff_page = region + off;
+	memset(ff_page, 0xff, 4096);
+	off += 4096;
 	for (UINTN i = 0; i < ncpu; i++) {
 		uint8_t *pc = region + off + i * percpu_bytes;
 		uint64_t top;
@@ -244,6 +314,10 @@ int vmx_boot(const struct vmx_boot_params *p)
 		cpus[i].index = (uint32_t)i;
 		cpus[i].vpid = (uint16_t)(i + 1);
 		cpus[i].timer_period_tsc = (uint64_t)p->heartbeat_s * p->tsc_hz;
+		if (hide_pci) {
+			cpus[i].io_bitmap_a_pa = (uint64_t)(uintptr_t)io_bitmaps;
+			cpus[i].io_bitmap_b_pa = (uint64_t)(uintptr_t)io_bitmaps + 4096;
+		}
 		cpus[i].vmxon_pa = (uint64_t)(uintptr_t)pc;
 		cpus[i].vmcs_pa = (uint64_t)(uintptr_t)pc + 4096;
 		cpus[i].msr_bitmap_pa = (uint64_t)(uintptr_t)pc + 2 * 4096;
@@ -314,6 +388,24 @@ int vmx_boot(const struct vmx_boot_params *p)
 		log_err("vmx: building EPT failed: %s", ept_strerror(rc));
 		return -1;
 	}
+	memset(&ecam, 0, sizeof(ecam));
+	if (hide_pci)
+		hide_pci_setup(ept, pool, (uint64_t)(uintptr_t)ff_page, &ecam);
+
+	/* The poll hook, moved into the copy; only its CPU gets a period. */
+	poll = *preempt_hook_get();
+	if (poll.fn && poll.cpu >= ncpu) {
+		log_err("vmx: poll hook for cpu %u, but there are %llu CPUs: not installed",
+			poll.cpu, (unsigned long long)ncpu);
+		poll.fn = NULL;
+	}
+	if (poll.fn) {
+		poll.fn = (void (*)(void *))rebase((void *)poll.fn, copy);
+		poll.ctx = rebase(poll.ctx, copy);
+		cpus[poll.cpu].poll_period_tsc = preempt_period_tsc(p->poll_us, p->tsc_hz);
+		log_info("vmx: poll hook on cpu %u every %u us (%llu TSC ticks)", poll.cpu,
+			 p->poll_us, (unsigned long long)cpus[poll.cpu].poll_period_tsc);
+	}
 	hw_cpuid(0x80000001u, 0, &r);
 	host_cr3 = host_build_page_tables(pool, p->map_top, (r.edx & (1u << 26)) != 0);
 	if (!host_cr3) {
@@ -353,6 +445,9 @@ int vmx_boot(const struct vmx_boot_params *p)
 	bi->nhidden = 2;
 	bi->map_top = p->map_top;
 	bi->trace = p->trace;
+	bi->pci_hide = *pci_hide_get();
+	bi->ecam = ecam;
+	bi->poll = poll;
 	IN_COPY(copy, hv_init)(bi);
 
 	/* --- launch: APs first, one at a time, then this CPU ----------------- */
