@@ -27,6 +27,7 @@ void tvh_drcov_init(struct tvh_drcov *d, struct tvh_symtab *st)
 void tvh_drcov_free(struct tvh_drcov *d)
 {
 	free(d->bbs);
+	free(d->bb_approx);
 	free(d->set);
 	tvh_cputab_free(&d->chain, NULL);
 	memset(d, 0, sizeof(*d));
@@ -80,12 +81,40 @@ static int set_insert(struct tvh_drcov *d, uint64_t key)
 	return 1;
 }
 
+/* Keep bb once; 1 new, 0 known, -TVH_ERR_NOMEM. */
+static int add_bb(struct tvh_drcov *d, const struct tvh_drcov_bb *bb, bool approx)
+{
+	int ret = set_insert(d, bb_key(bb));
+
+	if (ret <= 0)
+		return ret;
+	if (d->nbbs == d->cap) {
+		size_t cap = d->cap ? d->cap * 2 : 1024;
+		struct tvh_drcov_bb *n = realloc(d->bbs, cap * sizeof(*n));
+		uint8_t *a;
+
+		if (!n)
+			return -TVH_ERR_NOMEM;
+		d->bbs = n;
+		a = realloc(d->bb_approx, cap);
+		if (!a)
+			return -TVH_ERR_NOMEM;
+		d->bb_approx = a;
+		d->cap = cap;
+	}
+	d->bb_approx[d->nbbs] = approx;
+	d->bbs[d->nbbs++] = *bb;
+	d->stats.unique++;
+	if (approx)
+		d->stats.approx++;
+	return 1;
+}
+
 int tvh_drcov_add(struct tvh_drcov *d, uint64_t start, uint64_t end, bool approx)
 {
 	int ms = tvh_symtab_find(d->st, start), me;
 	const struct tvh_module *m;
 	struct tvh_drcov_bb bb;
-	int ret;
 
 	d->stats.blocks++;
 	if (end < start) {
@@ -114,23 +143,36 @@ int tvh_drcov_add(struct tvh_drcov *d, uint64_t start, uint64_t end, bool approx
 	bb.start = (uint32_t)(start - m->base);
 	bb.size = (uint16_t)(end - start);
 	bb.mod_id = (uint16_t)ms;
-	ret = set_insert(d, bb_key(&bb));
-	if (ret <= 0)
-		return ret;
-	if (d->nbbs == d->cap) {
-		size_t cap = d->cap ? d->cap * 2 : 1024;
-		struct tvh_drcov_bb *n = realloc(d->bbs, cap * sizeof(*n));
+	return add_bb(d, &bb, approx);
+}
 
-		if (!n)
-			return -TVH_ERR_NOMEM;
-		d->bbs = n;
-		d->cap = cap;
+int tvh_drcov_merge(struct tvh_drcov *dst, const struct tvh_drcov *src)
+{
+	const struct tvh_drcov_stats *s = &src->stats;
+
+	for (size_t i = 0; i < src->nbbs; i++) {
+		int ret = add_bb(dst, &src->bbs[i], src->bb_approx[i]);
+
+		if (ret < 0)
+			return ret;
 	}
-	d->bbs[d->nbbs++] = bb;
-	d->stats.unique++;
-	if (approx)
-		d->stats.approx++;
-	return 1;
+	dst->stats.blocks += s->blocks;
+	dst->stats.outside += s->outside;
+	dst->stats.cross_module += s->cross_module;
+	dst->stats.backwards += s->backwards;
+	dst->stats.too_big += s->too_big;
+	dst->stats.empty += s->empty;
+	return 0;
+}
+
+int tvh_drcov_write_modoff(const struct tvh_drcov *d, FILE *out)
+{
+	fprintf(out, "# tracevisor coverage: %zu basic blocks, module+offset "
+		"(hex, from the module's base)\n", d->nbbs);
+	for (size_t i = 0; i < d->nbbs; i++)
+		fprintf(out, "%s+%" PRIx32 "\n", d->st->mods[d->bbs[i].mod_id].name,
+			d->bbs[i].start);
+	return ferror(out) ? -TVH_ERR_IO : 0;
 }
 
 /* End (exclusive) of the block closed by the branch at `from`. */

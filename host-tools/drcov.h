@@ -60,6 +60,7 @@ struct tvh_drcov {
 	struct tvh_symtab *st;
 	struct tvh_drcov_bb *bbs;
 	size_t nbbs, cap;
+	uint8_t *bb_approx;      /* per bbs[i]: its size is the fallback */
 	uint64_t *set;           /* keys of bbs, open addressing; 0 = empty */
 	size_t set_cap;
 	struct tvh_cputab chain; /* per CPU: struct drcov_chain (drcov.c) */
@@ -79,6 +80,21 @@ int tvh_drcov_event(void *ctx, const struct tvh_event *ev);
  * already there (counted in stats), -TVH_ERR_NOMEM.
  */
 int tvh_drcov_add(struct tvh_drcov *d, uint64_t start, uint64_t end, bool approx);
+
+/*
+ * tvh_drcov_merge - add src's blocks (in src's order) and counters to
+ * dst: per-CPU coverage built in parallel, merged in CPU order.  Both
+ * must use the same symtab modules.  Returns 0 or -TVH_ERR_NOMEM.
+ */
+int tvh_drcov_merge(struct tvh_drcov *dst, const struct tvh_drcov *src);
+
+/*
+ * tvh_drcov_write_modoff - the blocks as "module+offset" lines (hex
+ * offset of each block start from its module's base, first-seen order),
+ * the plain text form Lighthouse also loads; '#' lines are comments.
+ * Returns 0 or -TVH_ERR_IO.
+ */
+int tvh_drcov_write_modoff(const struct tvh_drcov *d, FILE *out);
 
 /*
  * tvh_drcov_write - the drcov file; module paths are made absolute when

@@ -25,14 +25,17 @@ HOST_TOOLS_WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 	-Wmissing-prototypes
 HOST_TOOLS_PKG_CFLAGS := $(shell pkg-config --cflags libdw libelf 2>/dev/null)
 HOST_TOOLS_PKG_LIBS := $(or $(shell pkg-config --libs libdw libelf 2>/dev/null),-ldw -lelf)
-HOST_TOOLS_LIBS := $(HOST_TOOLS_PKG_LIBS) -lipt
+HOST_TOOLS_LIBS := $(HOST_TOOLS_PKG_LIBS) -lipt -pthread
 HOST_TOOLS_CFLAGS := -std=gnu11 -O2 -g $(HOST_TOOLS_WARN) -I. $(HOST_TOOLS_PKG_CFLAGS)
 HOST_TOOLS_ASAN_CFLAGS := -std=gnu11 -O1 -g $(HOST_TOOLS_WARN) -I. \
 	$(HOST_TOOLS_PKG_CFLAGS) -fsanitize=address,undefined \
 	-fno-sanitize-recover=all -fno-omit-frame-pointer
 
-HOST_TOOLS_LIB_SRCS := $(sort $(filter-out host-tools/main.c,$(wildcard host-tools/*.c))) \
+HOST_TOOLS_LIB_SRCS := $(sort $(filter-out host-tools/main.c host-tools/cmd_%.c,$(wildcard host-tools/*.c))) \
 	vmm/trace_read.c vmm/trace_ring.c vmm/trace_serial.c vmm/x86_decode.c
+HOST_TOOLS_LIB_SRCS += vmm/pe_debug.c
+# The CLI beside main.c (cli.h): not library code.
+HOST_TOOLS_CLI_SRCS := $(sort $(wildcard host-tools/cmd_*.c))
 HOST_TOOLS_OBJS := $(patsubst %.c,$(BUILD)/host-tools/%.o,$(HOST_TOOLS_LIB_SRCS))
 HOST_TOOLS_ASAN_OBJS := $(patsubst %.c,$(BUILD)/host-tools-asan/%.o,$(HOST_TOOLS_LIB_SRCS))
 HOST_TOOLS_LIB := $(BUILD)/host-tools/libtvh.a
@@ -67,11 +70,13 @@ $(HOST_TOOLS_ASAN_LIB): $(HOST_TOOLS_ASAN_OBJS)
 	$(Q)rm -f $@
 	$(Q)ar rcs $@ $^
 
-$(HOST_TOOL): $(BUILD)/host-tools/host-tools/main.o $(HOST_TOOLS_LIB)
+$(HOST_TOOL): $(BUILD)/host-tools/host-tools/main.o \
+		$(patsubst %.c,$(BUILD)/host-tools/%.o,$(HOST_TOOLS_CLI_SRCS)) $(HOST_TOOLS_LIB)
 	@echo "  HOSTLD  $@"
 	$(Q)$(HOST_CC) -o $@ $^ $(HOST_TOOLS_LIBS)
 
-$(HOST_TOOL_ASAN): $(BUILD)/host-tools-asan/host-tools/main.o $(HOST_TOOLS_ASAN_LIB)
+$(HOST_TOOL_ASAN): $(BUILD)/host-tools-asan/host-tools/main.o \
+		$(patsubst %.c,$(BUILD)/host-tools-asan/%.o,$(HOST_TOOLS_CLI_SRCS)) $(HOST_TOOLS_ASAN_LIB)
 	@mkdir -p $(dir $@)
 	@echo "  HOSTLD  $@"
 	$(Q)$(HOST_CC) $(HOST_TOOLS_ASAN_CFLAGS) -o $@ $^ $(HOST_TOOLS_LIBS)
@@ -88,4 +93,6 @@ $(BUILD)/host/test_host_cli: | $(HOST_TOOL_ASAN)
 
 -include $(HOST_TOOLS_OBJS:.o=.d) $(HOST_TOOLS_ASAN_OBJS:.o=.d) \
 	$(BUILD)/host-tools/host-tools/main.d $(BUILD)/host-tools-asan/host-tools/main.d \
+	$(patsubst %.c,$(BUILD)/host-tools/%.d,$(HOST_TOOLS_CLI_SRCS)) \
+	$(patsubst %.c,$(BUILD)/host-tools-asan/%.d,$(HOST_TOOLS_CLI_SRCS)) \
 	$(patsubst %.c,$(BUILD)/host-tools-asan/%.d,$(wildcard tests/host/*.c))

@@ -19,10 +19,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "host-tools/chrome.h"
-#include "host-tools/drcov.h"
+#include "host-tools/cli.h"
 #include "host-tools/dump.h"
 #include "host-tools/error.h"
+#include "host-tools/images.h"
 #include "host-tools/pt.h"
 #include "host-tools/serial_in.h"
 #include "host-tools/sym.h"
@@ -30,12 +30,9 @@
 #include "host-tools/walk.h"
 #include "vmm/version.h"
 
-enum { EXIT_OK = 0, EXIT_ERR = 1, EXIT_USAGE = 2, EXIT_DAMAGED = 3 };
+const char *cmd_name = "tracevisor";
 
-static const char *cmd_name = "tracevisor";
-
-static void msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void msg(const char *fmt, ...)
+void msg(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -46,8 +43,7 @@ static void msg(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...)
+int usage_error(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -60,17 +56,6 @@ static int usage_error(const char *fmt, ...)
 }
 
 /* ---- shared option handling ---------------------------------------------- */
-
-struct common {
-	int64_t cpu;             /* -1: not given */
-	const char **elfs;
-	int nelfs;
-	const char *out;
-	bool quiet;
-	bool progress;
-	struct tvh_symtab st;
-	struct tvh_progress prog;
-};
 
 static int parse_cpu(const char *s, int64_t *cpu)
 {
@@ -98,14 +83,14 @@ static int add_elf(struct common *c, const char *spec)
 	return 0;
 }
 
-static int load_elfs(struct common *c)
+int load_elfs(struct common *c)
 {
 	tvh_symtab_init(&c->st);
 	for (int i = 0; i < c->nelfs; i++) {
 		int ret = tvh_symtab_add(&c->st, c->elfs[i]);
 
 		if (ret < 0) {
-			msg("--elf %s: %s", c->elfs[i], c->st.error[0] ? c->st.error :
+			msg("--image %s: %s", c->elfs[i], c->st.error[0] ? c->st.error :
 			    tvh_errstr(ret));
 			return ret == -TVH_ERR_INVALID ? EXIT_USAGE : EXIT_ERR;
 		}
@@ -113,18 +98,61 @@ static int load_elfs(struct common *c)
 	return 0;
 }
 
-static void common_free(struct common *c)
+int load_images(struct common *c, struct tvt_reader *r, const char *path)
+{
+	struct tvh_images im;
+	struct tvh_images_load_stats ls;
+	int err;
+
+	if (!c->image_dir)
+		return 0;
+	err = tvh_images_collect(r, &im);
+	if (!err)
+		err = tvh_images_load(&im, c->image_dir, &c->st,
+				      c->quiet ? NULL : stderr, &ls);
+	if (err) {
+		if (err == -TVH_ERR_IO)
+			msg("--image-dir %s: %s", c->image_dir, strerror(errno));
+		else
+			msg("%s: %s", path, tvh_errstr(err));
+		tvh_images_free(&im);
+		return EXIT_ERR;
+	}
+	if (!c->quiet)
+		fprintf(stderr, "tracevisor %s: %s: %zu IMAGE records: %u loaded from %s, "
+			"%u not found there, %u unreadable\n", cmd_name, path, im.n,
+			ls.found, c->image_dir, ls.missing, ls.bad);
+	tvh_images_free(&im);
+	return 0;
+}
+
+void common_free(struct common *c)
 {
 	tvh_symtab_free(&c->st);
 	free(c->elfs);
 }
 
-static int open_trace(const char *path, struct tvt_reader *r)
+int open_trace(const char *arg, struct tvt_reader *r)
 {
-	int err = tvt_reader_open(r, path);
+	char *file = NULL;
+	const char *path;
+	int err = tvt_resolve_path(arg, &file);
 
-	if (!err)
+	if (err == -TVH_ERR_NOT_FOUND) {
+		msg("%s: a directory without %s (not a capture directory)", arg,
+		    TVT_CAPTURE_FILE);
+		return EXIT_ERR;
+	}
+	if (err) {
+		msg("%s: %s", arg, err == -TVH_ERR_IO ? strerror(errno) : tvh_errstr(err));
+		return EXIT_ERR;
+	}
+	path = file;
+	err = tvt_reader_open(r, path);
+	if (!err) {
+		free(file);
 		return 0;
+	}
 	if (err == -TVH_ERR_IO)
 		msg("%s: %s", path, strerror(errno));
 	else if (err == -TVH_ERR_MAGIC)
@@ -133,11 +161,12 @@ static int open_trace(const char *path, struct tvt_reader *r)
 		msg("%s: trace file version not supported by this tool (it reads version %u)",
 		    path, TVT_VERSION);
 	else
-		msg("%s: %s", path, tvh_errstr(err));
+		msg("%s: %s (in the file header, offset 0)", path, tvh_errstr(err));
+	free(file);
 	return EXIT_ERR;
 }
 
-static FILE *open_out(const char *path, const char *mode)
+FILE *open_out(const char *path, const char *mode)
 {
 	FILE *f;
 
@@ -158,7 +187,7 @@ static bool is_regular(FILE *f)
 }
 
 /* An output that failed half way is removed rather than left looking whole. */
-static void discard_out(FILE *f, const char *path)
+void discard_out(FILE *f, const char *path)
 {
 	bool regular = is_regular(f);
 
@@ -171,7 +200,7 @@ static void discard_out(FILE *f, const char *path)
 		unlink(path);
 }
 
-static int close_out(FILE *f, const char *path)
+int close_out(FILE *f, const char *path)
 {
 	bool regular = is_regular(f);
 	int bad = ferror(f);
@@ -189,14 +218,14 @@ static int close_out(FILE *f, const char *path)
 	return 0;
 }
 
-static void progress_init(struct common *c, const struct tvt_reader *r,
-			  const char *what)
+void progress_init(struct common *c, const struct tvt_reader *r,
+		   const char *what)
 {
 	tvh_progress_init(&c->prog, stderr, what, r->size, !c->quiet, c->progress);
 }
 
 /* Report walk errors (not damage: that is in the stats). */
-static int walk_failed(int ret, const char *path)
+int walk_failed(int ret, const char *path)
 {
 	if (!ret)
 		return 0;
@@ -204,7 +233,7 @@ static int walk_failed(int ret, const char *path)
 	return EXIT_ERR;
 }
 
-static void warn_damage(const struct tvh_stats *s, const char *path)
+void warn_damage(const struct tvh_stats *s, const char *path)
 {
 	if (!tvh_stats_damaged(s))
 		return;
@@ -213,19 +242,7 @@ static void warn_damage(const struct tvh_stats *s, const char *path)
 	    s->malformed, s->skipped_bytes);
 }
 
-/*
- * Options every subcommand may take; `extra` are its own.  Returns 0
- * with *optind_out at the first operand, EXIT_USAGE, or -1 for --help.
- */
-enum {
-	OPT_CPU = 0x100, OPT_ELF, OPT_PROGRESS, OPT_NO_SUMMARY, OPT_FLAVOR,
-	OPT_SEQ_TIME, OPT_BRANCHES, OPT_PT_CPU, OPT_RAW, OPT_NO_SYMBOLS,
-	OPT_MACHINE,
-};
-
-typedef int (*opt_fn)(int opt, const char *arg, void *ctx);
-
-static int parse_opts(int argc, char **argv, const char *shortopts,
+int parse_opts(int argc, char **argv, const char *shortopts,
 		      const struct option *longopts, struct common *c, opt_fn own,
 		      void *ctx)
 {
@@ -254,6 +271,9 @@ static int parse_opts(int argc, char **argv, const char *shortopts,
 		case OPT_ELF:
 			ret = add_elf(c, optarg);
 			break;
+		case OPT_IMAGE_DIR:
+			c->image_dir = optarg;
+			break;
 		case '?':
 			/* optopt: the short option or long option's value; 0: unknown long */
 			if (optopt > 0 && optopt < 0x100 && !strchr(shortopts, optopt))
@@ -272,24 +292,21 @@ static int parse_opts(int argc, char **argv, const char *shortopts,
 	return 0;
 }
 
-#define COMMON_LONGOPTS \
-	{ "help", no_argument, NULL, 'h' }, \
-	{ "quiet", no_argument, NULL, 'q' }, \
-	{ "progress", no_argument, NULL, OPT_PROGRESS }
-
 /* ---- dump ---------------------------------------------------------------- */
 
 static void dump_usage(FILE *f)
 {
-	fputs("Usage: tracevisor dump [OPTIONS] FILE.tvt\n"
+	fputs("Usage: tracevisor dump [OPTIONS] FILE.tvt|CAPTURE-DIR\n"
 	      "Print every record of a trace file, one line each (seq, cpu, type,\n"
 	      "fields; branches as 'from -> to kind'), then a summary: records per\n"
 	      "type and per CPU, lost records (sequence gaps, LOST records, ring\n"
 	      "counters), malformed records and damaged chunks.\n"
 	      "\n"
 	      "  --cpu N             only CPU N's lines (the summary covers every CPU)\n"
-	      "  --elf PATH[@BASE]   symbolize branch addresses as func+off (file:line)\n"
-	      "                      with this ELF loaded at BASE (repeatable)\n"
+	      "  --image PATH[@BASE] symbolize branch addresses as func+off (file:line)\n"
+	      "                      with this ELF or PE/COFF image loaded at BASE\n"
+	      "                      (repeatable; --elf is the same option)\n"
+	      "  --image-dir DIR     also load the trace's IMAGE records' files from DIR\n"
 	      "  -s, --summary-only  no record lines\n"
 	      "      --no-summary    no summary\n"
 	      "  -q, --quiet         no progress on stderr\n"
@@ -323,7 +340,7 @@ static int cmd_dump(int argc, char **argv)
 	static const struct option lo[] = {
 		COMMON_LONGOPTS,
 		{ "cpu", required_argument, NULL, OPT_CPU },
-		{ "elf", required_argument, NULL, OPT_ELF },
+		IMAGE_LONGOPTS,
 		{ "summary-only", no_argument, NULL, 's' },
 		{ "no-summary", no_argument, NULL, OPT_NO_SUMMARY },
 		{ NULL, 0, NULL, 0 },
@@ -354,6 +371,11 @@ static int cmd_dump(int argc, char **argv)
 	ret = open_trace(argv[optind], &r);
 	if (ret)
 		goto out;
+	ret = load_images(&c, &r, argv[optind]);
+	if (ret) {
+		tvt_reader_close(&r);
+		goto out;
+	}
 	progress_init(&c, &r, "dump");
 	dc = (struct tvh_dump){ .out = stdout, .st = &c.st, .records = !d.summary_only };
 	wo = (struct tvh_walk_opts){ .cpu = c.cpu, .progress = &c.prog };
@@ -387,16 +409,18 @@ out:
 
 static void symbolize_usage(FILE *f)
 {
-	fputs("Usage: tracevisor symbolize --elf PATH[@BASE]... [ADDR...]\n"
+	fputs("Usage: tracevisor symbolize --image PATH[@BASE]... [ADDR...]\n"
 	      "Print 'ADDR func+off (file:line)' for each address given as an\n"
 	      "argument, or for each line of stdin when none is (addr2line style;\n"
 	      "'?" "?' when no module holds the address).  Symbols and lines come from\n"
 	      "the ELF files through elfutils (separate debuginfo found by build-id\n"
 	      "or .gnu_debuglink).  BASE is the run-time address of the module's\n"
-	      "lowest PT_LOAD segment (default: its link address).  ELF only: for a\n"
-	      "UEFI PE image use the ELF it was converted from (gnu-efi's .so).\n"
+	      "lowest PT_LOAD segment (default: its link address); for a PE/COFF\n"
+	      "image (UEFI driver) its run-time ImageBase: names from its export\n"
+	      "table or COFF symbols, else module+offset.\n"
 	      "\n"
-	      "  --elf PATH[@BASE]   a module (repeatable, at least one)\n"
+	      "  --image PATH[@BASE] a module, ELF or PE (repeatable, at least one;\n"
+	      "                      --elf is the same option)\n"
 	      "  -h, --help          this text\n"
 	      "\n"
 	      "Use 'tracevisor dump --elf ...' to symbolize a whole trace.\n", f);
@@ -425,6 +449,7 @@ static int cmd_symbolize(int argc, char **argv)
 	static const struct option lo[] = {
 		COMMON_LONGOPTS,
 		{ "elf", required_argument, NULL, OPT_ELF },
+		{ "image", required_argument, NULL, OPT_ELF },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct common c = { .cpu = -1 };
@@ -439,7 +464,7 @@ static int cmd_symbolize(int argc, char **argv)
 	if (ret)
 		goto out;
 	if (!c.nelfs) {
-		ret = usage_error("at least one --elf PATH[@BASE] is needed");
+		ret = usage_error("at least one --elf/--image PATH[@BASE] is needed");
 		goto out;
 	}
 	ret = load_elfs(&c);
@@ -467,229 +492,6 @@ static int cmd_symbolize(int argc, char **argv)
 	ret = bad ? EXIT_ERR : EXIT_OK;
 	if (fflush(stdout))
 		ret = EXIT_ERR;
-out:
-	common_free(&c);
-	return ret;
-}
-
-/* ---- drcov --------------------------------------------------------------- */
-
-static void drcov_usage(FILE *f)
-{
-	fputs("Usage: tracevisor drcov FILE.tvt -o OUT.drcov --elf PATH[@BASE]...\n"
-	      "Write basic-block coverage of the traced branches in DynamoRIO's drcov\n"
-	      "format (version 2), for Lighthouse, bncov, Cartographer, drcov2lcov.\n"
-	      "A block runs from a branch target to the end of the next branch on\n"
-	      "that CPU; the branch's length is decoded from the ELF bytes, else the\n"
-	      "block ends one byte past the branch address (counted as approximate).\n"
-	      "Only blocks inside a module given with --elf are written.\n"
-	      "\n"
-	      "  -o, --output FILE   the drcov file ('-': stdout)\n"
-	      "  --elf PATH[@BASE]   a module (repeatable, at least one)\n"
-	      "  --cpu N             only CPU N's branches\n"
-	      "  --flavor NAME       the 'DRCOV FLAVOR' (default tracevisor)\n"
-	      "  -q, --quiet         no progress on stderr\n"
-	      "      --progress      progress on stderr even for small files\n"
-	      "  -h, --help          this text\n", f);
-}
-
-static int flavor_opt(int opt, const char *arg, void *ctx)
-{
-	if (opt != OPT_FLAVOR)
-		return usage_error("bad option");
-	if (!*arg || strchr(arg, '\n'))
-		return usage_error("bad flavor");
-	*(const char **)ctx = arg;
-	return 0;
-}
-
-static int cmd_drcov(int argc, char **argv)
-{
-	static const struct option lo[] = {
-		COMMON_LONGOPTS,
-		{ "output", required_argument, NULL, 'o' },
-		{ "cpu", required_argument, NULL, OPT_CPU },
-		{ "elf", required_argument, NULL, OPT_ELF },
-		{ "flavor", required_argument, NULL, OPT_FLAVOR },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct common c = { .cpu = -1 };
-	const char *flavor = "tracevisor";
-	struct tvt_reader r;
-	struct tvh_stats s;
-	struct tvh_drcov d;
-	struct tvh_walk_opts wo;
-	FILE *out;
-	int ret;
-
-	ret = parse_opts(argc, argv, "hqo:", lo, &c, flavor_opt, &flavor);
-	if (ret < 0) {
-		drcov_usage(stdout);
-		ret = EXIT_OK;
-		goto out;
-	}
-	if (ret)
-		goto out;
-	if (argc - optind != 1) {
-		ret = usage_error(argc - optind ? "one FILE expected" : "missing FILE");
-		goto out;
-	}
-	if (!c.out) {
-		ret = usage_error("missing -o OUT.drcov");
-		goto out;
-	}
-	if (!c.nelfs) {
-		ret = usage_error("at least one --elf PATH[@BASE] is needed (drcov offsets are module-relative)");
-		goto out;
-	}
-	ret = load_elfs(&c);
-	if (ret)
-		goto out;
-	ret = open_trace(argv[optind], &r);
-	if (ret)
-		goto out;
-	progress_init(&c, &r, "drcov");
-	tvh_drcov_init(&d, &c.st);
-	wo = (struct tvh_walk_opts){ .cpu = c.cpu, .progress = &c.prog };
-	ret = walk_failed(tvh_walk(&r, &wo, tvh_drcov_event, &d, &s), argv[optind]);
-	tvh_progress_done(&c.prog);
-	if (!ret) {
-		out = open_out(c.out, "wb");
-		if (!out) {
-			ret = EXIT_ERR;
-		} else if (tvh_drcov_write(&d, out, flavor)) {
-			msg("%s: write failed: %s", c.out, strerror(errno));
-			discard_out(out, c.out);
-			ret = EXIT_ERR;
-		} else {
-			ret = close_out(out, c.out);
-		}
-	}
-	if (!ret) {
-		const struct tvh_drcov_stats *ds = &d.stats;
-
-		if (!c.quiet)
-			fprintf(stderr, "tracevisor drcov: %s: %zu blocks (%" PRIu64
-				" with approximate size) in %u modules; dropped %"
-				PRIu64 " outside modules, %" PRIu64 " crossing modules, %"
-				PRIu64 " inconsistent, %" PRIu64 " too big\n", c.out,
-				d.nbbs, ds->approx, c.st.nmods, ds->outside,
-				ds->cross_module, ds->backwards, ds->too_big);
-		if (!d.nbbs)
-			msg("no basic block fell inside the given modules (check @BASE)");
-		warn_damage(&s, argv[optind]);
-		ret = tvh_stats_damaged(&s) ? EXIT_DAMAGED : EXIT_OK;
-	}
-	tvh_drcov_free(&d);
-	tvh_stats_free(&s);
-	tvt_reader_close(&r);
-out:
-	common_free(&c);
-	return ret;
-}
-
-/* ---- chrome -------------------------------------------------------------- */
-
-static void chrome_usage(FILE *f)
-{
-	fputs("Usage: tracevisor chrome FILE.tvt -o OUT.json [--elf PATH[@BASE]...]\n"
-	      "Write Chrome trace-event JSON (open it in ui.perfetto.dev or\n"
-	      "chrome://tracing): one track per CPU, calls/returns (and syscalls,\n"
-	      "exceptions, interrupts) as nested slices named after the target's\n"
-	      "symbol, instant events for CR3 changes, start/stop, markers, log\n"
-	      "lines, images and lost records.  Time comes from the TSC and the\n"
-	      "TSC frequency in the trace; without them, from sequence numbers.\n"
-	      "\n"
-	      "  -o, --output FILE   the JSON file ('-': stdout)\n"
-	      "  --elf PATH[@BASE]   name slices after symbols of this ELF (repeatable)\n"
-	      "  --cpu N             only CPU N\n"
-	      "  --sequence-time     use sequence numbers as time even with a TSC\n"
-	      "  -q, --quiet         no progress on stderr\n"
-	      "      --progress      progress on stderr even for small files\n"
-	      "  -h, --help          this text\n", f);
-}
-
-static int seq_opt(int opt, const char *arg, void *ctx)
-{
-	(void)arg;
-	if (opt != OPT_SEQ_TIME)
-		return usage_error("bad option");
-	*(bool *)ctx = true;
-	return 0;
-}
-
-static int cmd_chrome(int argc, char **argv)
-{
-	static const struct option lo[] = {
-		COMMON_LONGOPTS,
-		{ "output", required_argument, NULL, 'o' },
-		{ "cpu", required_argument, NULL, OPT_CPU },
-		{ "elf", required_argument, NULL, OPT_ELF },
-		{ "sequence-time", no_argument, NULL, OPT_SEQ_TIME },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct common c = { .cpu = -1 };
-	struct tvh_chrome_opts co;
-	struct tvh_chrome_stats cs;
-	struct tvt_reader r;
-	bool seq_time = false;
-	FILE *out;
-	int ret;
-
-	ret = parse_opts(argc, argv, "hqo:", lo, &c, seq_opt, &seq_time);
-	if (ret < 0) {
-		chrome_usage(stdout);
-		ret = EXIT_OK;
-		goto out;
-	}
-	if (ret)
-		goto out;
-	if (argc - optind != 1) {
-		ret = usage_error(argc - optind ? "one FILE expected" : "missing FILE");
-		goto out;
-	}
-	if (!c.out) {
-		ret = usage_error("missing -o OUT.json");
-		goto out;
-	}
-	ret = load_elfs(&c);
-	if (ret)
-		goto out;
-	ret = open_trace(argv[optind], &r);
-	if (ret)
-		goto out;
-	out = open_out(c.out, "w");
-	if (!out) {
-		tvt_reader_close(&r);
-		ret = EXIT_ERR;
-		goto out;
-	}
-	progress_init(&c, &r, "chrome");
-	co = (struct tvh_chrome_opts){ .st = &c.st, .cpu = c.cpu,
-				       .sequence_time = seq_time,
-				       .progress = &c.prog };
-	ret = tvh_chrome_write(&r, &co, out, &cs);
-	tvh_progress_done(&c.prog);
-	if (ret) {
-		msg("%s: %s", ret == -TVH_ERR_IO ? c.out : argv[optind], tvh_errstr(ret));
-		discard_out(out, c.out);
-		ret = EXIT_ERR;
-	} else {
-		ret = close_out(out, c.out);
-	}
-	if (!ret) {
-		if (!c.quiet)
-			fprintf(stderr, "tracevisor chrome: %s: %" PRIu64 " events (%"
-				PRIu64 " slices, %" PRIu64 " instants), time from %s"
-				"; %" PRIu64 " returns without a call, %" PRIu64
-				" slices closed by loss\n", c.out, cs.events, cs.slices,
-				cs.instants, cs.tsc_time ? "TSC" : "sequence numbers",
-				cs.unmatched_returns, cs.closed_by_loss);
-		warn_damage(&cs.walk, argv[optind]);
-		ret = tvh_stats_damaged(&cs.walk) ? EXIT_DAMAGED : EXIT_OK;
-	}
-	tvh_stats_free(&cs.walk);
-	tvt_reader_close(&r);
 out:
 	common_free(&c);
 	return ret;
@@ -837,7 +639,7 @@ struct ptd_print {
 	struct tvh_symtab *st;
 };
 
-static void print_sym(struct tvh_symtab *st, uint64_t a)
+void print_sym(struct tvh_symtab *st, uint64_t a)
 {
 	char buf[512];
 
@@ -929,7 +731,7 @@ static int ptd_item(void *ctx, const struct tvh_pt_item *it)
 	return 0;
 }
 
-static int read_file(const char *path, uint8_t **data, size_t *len)
+int read_file(const char *path, uint8_t **data, size_t *len)
 {
 	FILE *f = fopen(path, "rb");
 	uint8_t *buf = NULL;
@@ -980,6 +782,7 @@ static int cmd_pt_decode(int argc, char **argv)
 		COMMON_LONGOPTS,
 		{ "cpu", required_argument, NULL, OPT_CPU },
 		{ "elf", required_argument, NULL, OPT_ELF },
+		{ "image", required_argument, NULL, OPT_ELF },
 		{ "raw", no_argument, NULL, OPT_RAW },
 		{ "branches", no_argument, NULL, OPT_BRANCHES },
 		{ "pt-cpu", required_argument, NULL, OPT_PT_CPU },
@@ -1288,10 +1091,15 @@ struct command {
 };
 
 static const struct command commands[] = {
+	{ "info", cmd_info, info_usage, "what a capture holds: CPUs, sources, time span, losses, images" },
+	{ "script", cmd_script, script_usage, "branches as text, symbolized (like perf script)" },
+	{ "report", cmd_report, report_usage, "hottest functions and edges" },
+	{ "coverage", cmd_coverage, coverage_usage, "basic-block coverage: drcov (Lighthouse) or module+offset" },
+	{ "timeline", cmd_timeline, timeline_usage, "call/return slices per CPU as Chrome trace-event JSON (Perfetto)" },
 	{ "dump", cmd_dump, dump_usage, "records, one per line, and a summary of losses and damage" },
-	{ "symbolize", cmd_symbolize, symbolize_usage, "addresses to func+off (file:line) from ELF files" },
-	{ "drcov", cmd_drcov, drcov_usage, "basic-block coverage in DynamoRIO drcov format" },
-	{ "chrome", cmd_chrome, chrome_usage, "Chrome trace-event JSON for Perfetto / chrome://tracing" },
+	{ "symbolize", cmd_symbolize, symbolize_usage, "addresses to func+off (file:line) from ELF/PE files" },
+	{ "drcov", cmd_coverage, coverage_usage, "old name of 'coverage' (drcov output)" },
+	{ "chrome", cmd_timeline, timeline_usage, "old name of 'timeline'" },
 	{ "pt", cmd_pt, pt_usage, "a CPU's raw Intel PT stream, for ptdump/ptxed" },
 	{ "pt-decode", cmd_pt_decode, pt_decode_usage, "decode a CPU's Intel PT stream with libipt" },
 	{ "from-serial", cmd_from_serial, from_serial_usage, "a trace file from the TVT1 lines of a serial log" },
@@ -1334,6 +1142,7 @@ int main(int argc, char **argv)
 		name = argv[2];
 		for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 			if (!strcmp(name, commands[i].name)) {
+				cmd_name = commands[i].name;
 				commands[i].usage(stdout);
 				return EXIT_OK;
 			}
@@ -1344,6 +1153,10 @@ int main(int argc, char **argv)
 		if (strcmp(name, commands[i].name))
 			continue;
 		cmd_name = commands[i].name;
+		if (argc > 2 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
+			commands[i].usage(stdout);
+			return EXIT_OK;
+		}
 		return commands[i].run(argc - 1, argv + 1);
 	}
 	fprintf(stderr, "tracevisor: unknown command '%s'\n", name);

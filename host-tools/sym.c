@@ -11,9 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "host-tools/error.h"
+#include "host-tools/pe.h"
 #include "host-tools/sym.h"
 
 /* Cached lookups: open addressing on the address, cleared when full. */
@@ -51,6 +54,12 @@ static void module_free(struct tvh_module *m)
 		elf_end(m->elf);
 	if (m->fd >= 0)
 		close(m->fd);
+	if (m->pe) {
+		tvh_pe_free(m->pe);
+		free(m->pe);
+	}
+	if (m->map)
+		munmap(m->map, m->map_len);
 	free(m->segs);
 	free(m->path);
 }
@@ -141,11 +150,95 @@ static int load_segments(struct tvh_module *m, Elf *elf)
 	return 0;
 }
 
+/* A PE/COFF image: sections as segments, names from pe.c. */
+static int load_pe(struct tvh_symtab *st, struct tvh_module *m)
+{
+	struct stat sb;
+	struct tvh_pe *pe;
+	int err;
+
+	if (fstat(m->fd, &sb) || sb.st_size <= 0)
+		return fail(st, -TVH_ERR_IO, "%s: %s", m->path, strerror(errno));
+	m->map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, m->fd, 0);
+	if (m->map == MAP_FAILED) {
+		m->map = NULL;
+		return fail(st, -TVH_ERR_IO, "%s: %s", m->path, strerror(errno));
+	}
+	m->map_len = (size_t)sb.st_size;
+	pe = calloc(1, sizeof(*pe));
+	if (!pe)
+		return fail(st, -TVH_ERR_NOMEM, "%s%s", "out of memory", "");
+	err = tvh_pe_parse(m->map, m->map_len, pe);
+	if (err) {
+		free(pe);
+		return fail(st, err == -TVH_ERR_NOMEM ? err : -TVH_ERR_ELF,
+			    "%s: bad PE/COFF image: %s", m->path, tvh_errstr(err));
+	}
+	m->pe = pe;
+	m->machine = pe->machine;
+	m->image = m->map;
+	m->image_size = m->map_len;
+	m->segs = calloc(pe->nsegs, sizeof(*m->segs));
+	if (!m->segs)
+		return fail(st, -TVH_ERR_NOMEM, "%s%s", "out of memory", "");
+	memcpy(m->segs, pe->segs, pe->nsegs * sizeof(*m->segs));
+	m->nsegs = pe->nsegs;
+	if (!m->has_base)
+		m->base = pe->image_base;
+	m->bias = m->base - pe->image_base;
+	m->end = m->base + pe->size_of_image;
+	m->entry = m->base + pe->entry_rva;
+	return 0;
+}
+
+static int push_module(struct tvh_symtab *st, struct tvh_module *m)
+{
+	struct tvh_module *mods = realloc(st->mods, (st->nmods + 1) * sizeof(*mods));
+
+	if (!mods)
+		return fail(st, -TVH_ERR_NOMEM, "%s%s", "out of memory", "");
+	st->mods = mods;
+	/* m->name points into m->path's heap string: moving m is fine. */
+	st->mods[st->nmods] = *m;
+	return (int)st->nmods++;
+}
+
 int tvh_symtab_add(struct tvh_symtab *st, const char *spec)
 {
-	struct tvh_module m, *mods;
+	char *path;
+	uint64_t base;
+	bool has_base;
+	int err;
+
+	st->error[0] = 0;
+	err = tvh_parse_elf_spec(spec, false, &path, &base, &has_base);
+	if (err)
+		return fail(st, err, "bad module spec '%s'%s (want PATH[@BASE])",
+			    spec ? spec : "", "");
+	err = tvh_symtab_add_at(st, path, has_base, base);
+	free(path);
+	return err;
+}
+
+int tvh_symtab_clone(struct tvh_symtab *dst, const struct tvh_symtab *src)
+{
+	for (unsigned i = 0; i < src->nmods; i++) {
+		int err = tvh_symtab_add_at(dst, src->mods[i].path, true,
+					    src->mods[i].base);
+
+		if (err < 0)
+			return err;
+	}
+	return 0;
+}
+
+int tvh_symtab_add_at(struct tvh_symtab *st, const char *path, bool has_base,
+		      uint64_t base)
+{
+	struct tvh_module m;
 	GElf_Ehdr eh;
 	GElf_Addr dbias = 0;
+	uint8_t magic[2] = { 0, 0 };
 	Elf *elf;
 	const char *slash;
 	int err;
@@ -153,10 +246,12 @@ int tvh_symtab_add(struct tvh_symtab *st, const char *spec)
 	memset(&m, 0, sizeof(m));
 	m.fd = -1;
 	st->error[0] = 0;
-	err = tvh_parse_elf_spec(spec, false, &m.path, &m.base, &m.has_base);
-	if (err)
-		return fail(st, err, "bad ELF spec '%s'%s (want PATH[@BASE])",
-			    spec ? spec : "", "");
+	m.path = path && *path ? strdup(path) : NULL;
+	if (!m.path)
+		return fail(st, path && *path ? -TVH_ERR_NOMEM : -TVH_ERR_INVALID,
+			    "bad module path '%s'%s", path ? path : "", "");
+	m.base = base;
+	m.has_base = has_base;
 	slash = strrchr(m.path, '/');
 	m.name = slash ? slash + 1 : m.path;
 	m.fd = open(m.path, O_RDONLY | O_CLOEXEC);
@@ -164,11 +259,20 @@ int tvh_symtab_add(struct tvh_symtab *st, const char *spec)
 		err = fail(st, -TVH_ERR_IO, "%s: %s", m.path, strerror(errno));
 		goto out;
 	}
+	if (pread(m.fd, magic, 2, 0) == 2 && tvh_pe_is_pe(magic, 2)) {
+		err = load_pe(st, &m);
+		if (err)
+			goto out;
+		err = push_module(st, &m);
+		if (err < 0)
+			goto out;
+		return err;
+	}
 	elf = elf_begin(m.fd, ELF_C_READ_MMAP, NULL);
 	m.elf = elf;
 	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh)) {
-		err = fail(st, -TVH_ERR_ELF, "%s: not an ELF file%s", m.path,
-			   " (PE/COFF images are not supported yet)");
+		err = fail(st, -TVH_ERR_ELF, "%s: %s", m.path,
+			   "not an ELF file nor a PE/COFF image");
 		goto out;
 	}
 	if (eh.e_type != ET_EXEC && eh.e_type != ET_DYN) {
@@ -203,15 +307,9 @@ int tvh_symtab_add(struct tvh_symtab *st, const char *spec)
 			m.dwmod = NULL;
 	}
 
-	mods = realloc(st->mods, (st->nmods + 1) * sizeof(*mods));
-	if (!mods) {
-		err = fail(st, -TVH_ERR_NOMEM, "%s%s", "out of memory", "");
-		goto out;
-	}
-	st->mods = mods;
-	/* m.name points into m.path's heap string: moving m is fine. */
-	st->mods[st->nmods] = m;
-	return (int)st->nmods++;
+	err = push_module(st, &m);
+	if (err >= 0)
+		return err;
 out:
 	module_free(&m);
 	return err;
@@ -297,7 +395,12 @@ int tvh_sym_lookup(struct tvh_symtab *st, uint64_t addr, struct tvh_sym *out)
 		struct tvh_sym_cache_entry tmp = { .addr = addr, .used = true,
 						   .module = idx };
 
-		if (m->dwmod) {
+		if (m->pe) {
+			uint32_t off = 0;
+
+			tmp.func = tvh_pe_func(m->pe, (uint32_t)(addr - m->base), &off);
+			tmp.func_offset = off;
+		} else if (m->dwmod) {
 			Dwfl_Module *dm = m->dwmod;
 			GElf_Addr a = addr - m->bias + m->dwfl_bias;
 			GElf_Off off = 0;

@@ -12,9 +12,13 @@
  *                                 segment, e.g. from /proc/kallsyms)
  *   build/tracevisor.so@0x7e3c1000  (gnu-efi: the PE is objcopy'd from it;
  *                                 BASE = ImageBase the firmware chose)
- * Only ELF (ET_EXEC, ET_DYN) is read; PE/COFF images need their ELF (or
- * a separate converter) for now.  Separate debug info is found the
- * standard elfutils way (build-id, .gnu_debuglink, /usr/lib/debug).
+ * ELF (ET_EXEC, ET_DYN) is read through elfutils; separate debug info is
+ * found the standard elfutils way (build-id, .gnu_debuglink,
+ * /usr/lib/debug).  PE/COFF images (UEFI drivers; pe.h) are recognised
+ * by their "MZ": BASE is then the run-time ImageBase (where the image's
+ * first byte, its headers, sit: what the trace's IMAGE records give),
+ * function names come from the export table and COFF symbols when the
+ * image has them, else addresses show as module+offset; no line numbers.
  */
 #ifndef TVH_SYM_H
 #define TVH_SYM_H
@@ -50,6 +54,9 @@ struct tvh_module {
 	void *dwfl;              /* Dwfl * */
 	void *dwmod;             /* Dwfl_Module * */
 	uint64_t dwfl_bias;      /* dwfl address = link-time + dwfl_bias */
+	void *pe;                /* struct tvh_pe * for a PE/COFF image, else NULL */
+	void *map;               /* the PE file's mapping */
+	size_t map_len;
 };
 
 /* A symbolized address; strings are owned by the symtab. */
@@ -89,11 +96,24 @@ int tvh_parse_elf_spec(const char *spec, bool require_base, char **path,
 /*
  * tvh_symtab_add - load the module named by spec.  Returns its index or
  * -TVH_ERR_INVALID (spec), -TVH_ERR_IO (open, errno), -TVH_ERR_ELF (not
- * ELF, ET_REL/ET_CORE, no PT_LOAD), -TVH_ERR_NOMEM; st->error says more.
- * A module overlapping an earlier one at run time is accepted; lookups
- * take the first that holds the address.
+ * ELF nor PE, ET_REL/ET_CORE, no PT_LOAD, a broken PE header),
+ * -TVH_ERR_NOMEM; st->error says more.  A module overlapping an earlier
+ * one at run time is accepted; lookups take the first that holds the
+ * address.
+ * tvh_symtab_add_at - the same with the path and base apart (a path
+ * holding '@' needs no quoting).
  */
 int tvh_symtab_add(struct tvh_symtab *st, const char *spec);
+int tvh_symtab_add_at(struct tvh_symtab *st, const char *path, bool has_base,
+		      uint64_t base);
+
+/*
+ * tvh_symtab_clone - load every module of src again into dst (a fresh
+ * symtab): symbolization caches are per symtab and libdwfl is not
+ * thread-safe, so each thread symbolizes with its own clone.
+ * Errors as tvh_symtab_add's; on error dst holds what loaded (free it).
+ */
+int tvh_symtab_clone(struct tvh_symtab *dst, const struct tvh_symtab *src);
 
 /* Index of the module holding run-time address addr, or -1. */
 int tvh_symtab_find(const struct tvh_symtab *st, uint64_t addr);

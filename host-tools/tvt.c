@@ -165,6 +165,48 @@ int tvt_reader_open(struct tvt_reader *r, const char *path)
 	return 0;
 }
 
+int tvt_resolve_path(const char *arg, char **path)
+{
+	struct stat st;
+	size_t n = strlen(arg);
+
+	*path = NULL;
+	if (stat(arg, &st))
+		return -TVH_ERR_IO;
+	if (!S_ISDIR(st.st_mode)) {
+		*path = strdup(arg);
+		return *path ? 0 : -TVH_ERR_NOMEM;
+	}
+	*path = malloc(n + 1 + sizeof(TVT_CAPTURE_FILE));
+	if (!*path)
+		return -TVH_ERR_NOMEM;
+	snprintf(*path, n + 1 + sizeof(TVT_CAPTURE_FILE), "%s%s%s", arg,
+		 n && arg[n - 1] == '/' ? "" : "/", TVT_CAPTURE_FILE);
+	if (stat(*path, &st)) {
+		free(*path);
+		*path = NULL;
+		return -TVH_ERR_NOT_FOUND;
+	}
+	return 0;
+}
+
+void tvt_reader_release(struct tvt_reader *r, uint64_t upto)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uint64_t end;
+
+	if (!r->map || page <= 0)
+		return;
+	end = upto < r->map_len ? upto : r->map_len;
+	end &= ~((uint64_t)page - 1);
+	if (end <= r->released)
+		return;
+	/* A private read-only file mapping: dropped pages fault back in from the file. */
+	madvise((uint8_t *)r->map + r->released, (size_t)(end - r->released),
+		MADV_DONTNEED);
+	r->released = end;
+}
+
 void tvt_reader_close(struct tvt_reader *r)
 {
 	if (r->map)
@@ -178,6 +220,7 @@ void tvt_reader_rewind(struct tvt_reader *r)
 	r->pos = r->first_chunk;
 	r->resync = false;
 	r->skipped_total = 0;
+	r->released = 0;
 }
 
 /*

@@ -83,6 +83,7 @@ struct tvt_reader {
 	size_t map_len;
 	bool resync;             /* the last header was bad: scan for the next */
 	uint64_t skipped_total;  /* bytes skipped by resynchronisation */
+	uint64_t released;       /* mapping bytes given back (tvt_reader_release) */
 };
 
 /*
@@ -96,6 +97,24 @@ struct tvt_reader {
 int tvt_reader_open(struct tvt_reader *r, const char *path);
 int tvt_reader_open_mem(struct tvt_reader *r, const void *data, uint64_t size);
 void tvt_reader_close(struct tvt_reader *r);
+
+/*
+ * tvt_resolve_path - the trace file an argument names: arg itself, or
+ * arg/trace.tvt when arg is a directory (a capture directory as the
+ * receiver writes it: trace.tvt and meta.json).  *path is malloc'ed.
+ * Errors: -TVH_ERR_IO (arg does not exist, errno), -TVH_ERR_NOT_FOUND
+ * (a directory without trace.tvt), -TVH_ERR_NOMEM.
+ */
+#define TVT_CAPTURE_FILE "trace.tvt"
+int tvt_resolve_path(const char *arg, char **path);
+
+/*
+ * tvt_reader_release - the caller is done with file bytes [0, upto) for
+ * now: give their pages back (a mapped file only; touching them again
+ * reads them from the file again).  Keeps the resident size of a long
+ * sequential pass bounded.
+ */
+void tvt_reader_release(struct tvt_reader *r, uint64_t upto);
 
 /* Back to the first chunk. */
 void tvt_reader_rewind(struct tvt_reader *r);

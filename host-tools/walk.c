@@ -8,24 +8,7 @@
 #include "host-tools/error.h"
 #include "host-tools/le.h"
 #include "host-tools/walk.h"
-
-struct cpu_slot {
-	struct tvh_cpu_stats st;
-	struct tvh_stream stream;
-	bool desync;             /* the last records chunk ended in a fatal error */
-};
-
-struct walk {
-	struct tvt_reader *r;
-	const struct tvh_walk_opts *opts;
-	tvh_walk_fn fn;
-	void *ctx;
-	struct tvh_stats *stats;
-	struct cpu_slot *slots;
-	uint32_t nslots, cap;
-	int32_t *slot_of;        /* cpu -> slot index or -1 */
-	uint32_t slot_of_len;
-};
+#include "host-tools/walk_int.h"
 
 int tvh_ring_decode(const uint8_t *p, uint64_t len, struct tv_trace_ring *o)
 {
@@ -55,7 +38,7 @@ int tvh_ring_decode(const uint8_t *p, uint64_t len, struct tv_trace_ring *o)
 	return 0;
 }
 
-static struct cpu_slot *slot_for(struct walk *w, uint32_t cpu)
+struct cpu_slot *tvh_walk_slot(struct walk *w, uint32_t cpu)
 {
 	if (cpu > TVH_MAX_CPU)
 		return NULL;
@@ -71,44 +54,52 @@ static struct cpu_slot *slot_for(struct walk *w, uint32_t cpu)
 		w->slot_of_len = n;
 	}
 	if (w->slot_of[cpu] < 0) {
+		struct cpu_slot *s;
+
 		if (w->nslots == w->cap) {
 			uint32_t n = w->cap ? 2 * w->cap : 8;
-			struct cpu_slot *s = realloc(w->slots, n * sizeof(*s));
+			struct cpu_slot **v = realloc(w->slots, n * sizeof(*v));
 
-			if (!s)
+			if (!v)
 				return NULL;
-			w->slots = s;
+			w->slots = v;
 			w->cap = n;
 		}
-		memset(&w->slots[w->nslots], 0, sizeof(w->slots[0]));
-		w->slots[w->nslots].st.cpu = cpu;
-		tvh_stream_init(&w->slots[w->nslots].stream);
+		/* One allocation per slot: a worker thread keeps its pointer. */
+		s = calloc(1, sizeof(*s));
+		if (!s)
+			return NULL;
+		s->st.cpu = cpu;
+		s->fn = w->fn;
+		s->ctx = w->ctx;
+		tvh_stream_init(&s->stream);
+		w->slots[w->nslots] = s;
 		w->slot_of[cpu] = (int32_t)w->nslots++;
 	}
-	return &w->slots[w->slot_of[cpu]];
+	return w->slots[w->slot_of[cpu]];
 }
 
-static int emit(struct walk *w, const struct tvh_event *ev)
+/* s: the CPU's slot (its callback), NULL for events of no CPU. */
+static int emit(struct walk *w, struct cpu_slot *s, const struct tvh_event *ev)
 {
-	if (!w->fn)
+	tvh_walk_fn fn = s ? s->fn : w->fn;
+
+	if (!fn)
 		return 0;
 	if (w->opts->cpu >= 0 && ev->cpu != (uint64_t)w->opts->cpu &&
 	    ev->cpu != UINT32_MAX)
 		return 0;
-	return w->fn(w->ctx, ev);
+	return fn(s ? s->ctx : w->ctx, ev);
 }
 
-static int do_records(struct walk *w, const struct tvt_chunk *c)
+static int do_records(struct walk *w, struct cpu_slot *s, const struct tvt_chunk *c)
 {
-	struct cpu_slot *s = slot_for(w, c->cpu);
 	struct tvh_cpu_stats *st;
 	struct tvh_event ev;
 	struct trace_event rec;
 	bool contiguous;
 	int ret, err;
 
-	if (!s)
-		return c->cpu > TVH_MAX_CPU ? -TVH_ERR_HEADER : -TVH_ERR_NOMEM;
 	st = &s->st;
 	contiguous = st->have_seq && !s->desync && c->first == st->next_seq;
 	if (c->flags & TVT_CHUNK_F_STREAM_START) {
@@ -126,7 +117,7 @@ static int do_records(struct walk *w, const struct tvt_chunk *c)
 			ev.count = c->first;
 			ev.file_offset = c->file_offset;
 			st->lost_head += c->first;
-			ret = emit(w, &ev);
+			ret = emit(w, s, &ev);
 			if (ret)
 				return ret;
 		}
@@ -142,7 +133,7 @@ static int do_records(struct walk *w, const struct tvt_chunk *c)
 		ev.file_offset = c->file_offset;
 		st->lost_gap += ev.count;
 		st->next_seq = c->first;
-		ret = emit(w, &ev);
+		ret = emit(w, s, &ev);
 		if (ret)
 			return ret;
 	}
@@ -164,10 +155,10 @@ static int do_records(struct walk *w, const struct tvt_chunk *c)
 		if (err > 0) {
 			ev.kind = TVH_EV_RECORD;
 			st->records++;
-			w->stats->records++;
+			s->part.records++;
 			if (rec.type < TV_REC_TYPE_MAX) {
 				st->by_type[rec.type]++;
-				w->stats->by_type[rec.type]++;
+				s->part.by_type[rec.type]++;
 			}
 			if (rec.type == TV_REC_LOST)
 				st->lost_rec += rec.u.lost.records;
@@ -179,7 +170,7 @@ static int do_records(struct walk *w, const struct tvt_chunk *c)
 			ev.kind = TVH_EV_MALFORMED;
 			ev.err = err;
 			st->malformed++;
-			w->stats->malformed++;
+			s->part.malformed++;
 			if (err == -TVH_ERR_REC_NO_PREV)
 				st->orphan_compact++;
 			if (!tvh_record_error_is_skippable(err)) {
@@ -187,23 +178,20 @@ static int do_records(struct walk *w, const struct tvt_chunk *c)
 				s->desync = true;
 			}
 		}
-		ret = emit(w, &ev);
+		ret = emit(w, s, &ev);
 		if (ret)
 			return ret;
 	}
 	return 0;
 }
 
-static int do_pt(struct walk *w, const struct tvt_chunk *c)
+static int do_pt(struct walk *w, struct cpu_slot *s, const struct tvt_chunk *c)
 {
-	struct cpu_slot *s = slot_for(w, c->cpu);
 	struct tvh_cpu_stats *st;
 	struct tvh_event ev;
 	uint64_t skip = 0;
 	int ret;
 
-	if (!s)
-		return c->cpu > TVH_MAX_CPU ? -TVH_ERR_HEADER : -TVH_ERR_NOMEM;
 	st = &s->st;
 	memset(&ev, 0, sizeof(ev));
 	ev.cpu = c->cpu;
@@ -215,7 +203,7 @@ static int do_pt(struct walk *w, const struct tvt_chunk *c)
 			ev.pt_offset = 0;
 			ev.count = c->first;
 			st->pt_head += c->first;
-			ret = emit(w, &ev);
+			ret = emit(w, s, &ev);
 			if (ret)
 				return ret;
 		}
@@ -228,7 +216,7 @@ static int do_pt(struct walk *w, const struct tvt_chunk *c)
 		ev.count = c->first - st->pt_next;
 		st->pt_gap += ev.count;
 		st->pt_next = c->first;
-		ret = emit(w, &ev);
+		ret = emit(w, s, &ev);
 		if (ret)
 			return ret;
 	} else if (c->first < st->pt_next) {
@@ -247,10 +235,15 @@ static int do_pt(struct walk *w, const struct tvt_chunk *c)
 	ev.pt_offset = c->first + skip;
 	ev.data = c->payload + skip;
 	ev.len = c->length - skip;
-	return emit(w, &ev);
+	return emit(w, s, &ev);
 }
 
-static int chunk_error(struct walk *w, uint32_t cpu, int err, uint64_t off)
+/*
+ * s: the slot of the chunk's CPU (its callback and counters), or NULL:
+ * counted globally, reported with cpu (UINT32_MAX when not trusted).
+ */
+static int chunk_error(struct walk *w, struct cpu_slot *s, uint32_t cpu,
+		       int err, uint64_t off)
 {
 	struct tvh_event ev;
 
@@ -259,24 +252,24 @@ static int chunk_error(struct walk *w, uint32_t cpu, int err, uint64_t off)
 	ev.cpu = cpu;
 	ev.err = err;
 	ev.file_offset = off;
-	w->stats->bad_chunks++;
-	return emit(w, &ev);
+	if (s)
+		s->part.bad_chunks++;
+	else
+		w->stats->bad_chunks++;
+	return emit(w, s, &ev);
 }
 
-static int do_ring(struct walk *w, const struct tvt_chunk *c)
+static int do_ring(struct walk *w, struct cpu_slot *s, const struct tvt_chunk *c)
 {
-	struct cpu_slot *s = slot_for(w, c->cpu);
 	struct tv_trace_ring ring;
 	struct tvh_event ev;
 	int err;
 
-	if (!s)
-		return c->cpu > TVH_MAX_CPU ? -TVH_ERR_HEADER : -TVH_ERR_NOMEM;
 	err = tvh_ring_decode(c->payload, c->length, &ring);
 	if (!err && ring.cpu != c->cpu)
 		err = -TVH_ERR_HEADER;
 	if (err)
-		return chunk_error(w, c->cpu, err, c->file_offset);
+		return chunk_error(w, s, c->cpu, err, c->file_offset);
 	s->st.have_ring = true;
 	s->st.ring = ring;
 	memset(&ev, 0, sizeof(ev));
@@ -284,7 +277,7 @@ static int do_ring(struct walk *w, const struct tvt_chunk *c)
 	ev.cpu = c->cpu;
 	ev.file_offset = c->file_offset;
 	ev.ring = &s->st.ring;
-	return emit(w, &ev);
+	return emit(w, s, &ev);
 }
 
 static int cmp_cpu(const void *a, const void *b)
@@ -294,69 +287,118 @@ static int cmp_cpu(const void *a, const void *b)
 	return x->cpu < y->cpu ? -1 : x->cpu > y->cpu;
 }
 
+int tvh_walk_chunk(struct walk *w, struct cpu_slot *s, int got,
+		   const struct tvt_chunk *c)
+{
+	int ret;
+
+	if (got < 0) {
+		/* Only a truncated chunk with a whole header reaches here. */
+		ret = chunk_error(w, s, c->cpu, got, c->file_offset);
+		if (ret)
+			return ret;
+	}
+	switch (c->kind) {
+	case TVT_KIND_RECORDS:
+		return do_records(w, s, c);
+	case TVT_KIND_PT:
+		return do_pt(w, s, c);
+	case TVT_KIND_RING:
+		return got < 0 ? 0 : do_ring(w, s, c);
+	default:
+		return 0;
+	}
+}
+
+int tvh_walk_next(struct walk *w, struct tvt_chunk *c, struct cpu_slot **slot)
+{
+	struct tvh_stats *stats = w->stats;
+	int got, ret;
+
+	while ((got = tvt_next_chunk(w->r, c)) != 0) {
+		tvh_progress_update(w->opts->progress, w->r->pos);
+		if (got < 0) {
+			/* A CRC error may be in the header: its cpu is not trusted. */
+			bool known = got == -TVH_ERR_TRUNCATED && c->payload;
+
+			if (got == -TVH_ERR_TRUNCATED)
+				stats->truncated_chunks++;
+			if (!known || c->kind < TVT_KIND_RECORDS ||
+			    c->kind > TVT_KIND_RING) {
+				ret = chunk_error(w, NULL, known ? c->cpu : UINT32_MAX,
+						  got, c->file_offset);
+				if (ret)
+					return ret;
+				if (!known)
+					continue;
+			}
+			/* Salvage what a truncated chunk holds (its CPU's job). */
+		}
+		stats->chunks++;
+		if (c->kind < TVT_KIND_RECORDS || c->kind > TVT_KIND_RING) {
+			stats->chunks_by_kind[0]++;
+			continue;
+		}
+		stats->chunks_by_kind[c->kind]++;
+		*slot = tvh_walk_slot(w, c->cpu);
+		if (!*slot)
+			return c->cpu > TVH_MAX_CPU ? -TVH_ERR_HEADER : -TVH_ERR_NOMEM;
+		return got < 0 ? 2 : 1;
+	}
+	return 0;
+}
+
+int tvh_walk_finish(struct walk *w, int ret)
+{
+	struct tvh_stats *stats = w->stats;
+
+	stats->skipped_bytes = w->r->skipped_total;
+	if (w->nslots) {
+		stats->cpus = calloc(w->nslots, sizeof(*stats->cpus));
+		if (stats->cpus) {
+			for (uint32_t i = 0; i < w->nslots; i++) {
+				const struct cpu_slot *s = w->slots[i];
+
+				stats->cpus[i] = s->st;
+				stats->records += s->part.records;
+				stats->malformed += s->part.malformed;
+				stats->bad_chunks += s->part.bad_chunks;
+				for (unsigned t = 0; t < TV_REC_TYPE_MAX; t++)
+					stats->by_type[t] += s->part.by_type[t];
+			}
+			stats->ncpus = w->nslots;
+			qsort(stats->cpus, w->nslots, sizeof(*stats->cpus), cmp_cpu);
+		} else if (!ret) {
+			ret = -TVH_ERR_NOMEM;
+		}
+	}
+	for (uint32_t i = 0; i < w->nslots; i++)
+		free(w->slots[i]);
+	free(w->slots);
+	free(w->slot_of);
+	return ret;
+}
+
 int tvh_walk(struct tvt_reader *r, const struct tvh_walk_opts *opts,
 	     tvh_walk_fn fn, void *ctx, struct tvh_stats *stats)
 {
 	static const struct tvh_walk_opts defaults = { .cpu = -1 };
 	struct walk w = { .r = r, .opts = opts ? opts : &defaults, .fn = fn,
 			  .ctx = ctx, .stats = stats };
+	struct cpu_slot *s = NULL;
 	struct tvt_chunk c;
 	int got, ret = 0;
 
 	memset(stats, 0, sizeof(*stats));
 	tvt_reader_rewind(r);
-	while ((got = tvt_next_chunk(r, &c)) != 0) {
-		tvh_progress_update(w.opts->progress, r->pos);
-		if (got < 0) {
-			/* A CRC error may be in the header: its cpu is not trusted. */
-			uint32_t cpu = got == -TVH_ERR_TRUNCATED && c.payload ?
-				c.cpu : UINT32_MAX;
-
-			if (got == -TVH_ERR_TRUNCATED)
-				stats->truncated_chunks++;
-			ret = chunk_error(&w, cpu, got, c.file_offset);
-			if (ret)
-				break;
-			/* Salvage what a truncated chunk holds. */
-			if (got != -TVH_ERR_TRUNCATED || !c.payload)
-				continue;
-		}
-		stats->chunks++;
-		switch (c.kind) {
-		case TVT_KIND_RECORDS:
-			stats->chunks_by_kind[TVT_KIND_RECORDS]++;
-			ret = do_records(&w, &c);
-			break;
-		case TVT_KIND_PT:
-			stats->chunks_by_kind[TVT_KIND_PT]++;
-			ret = do_pt(&w, &c);
-			break;
-		case TVT_KIND_RING:
-			stats->chunks_by_kind[TVT_KIND_RING]++;
-			ret = got < 0 ? 0 : do_ring(&w, &c);
-			break;
-		default:
-			stats->chunks_by_kind[0]++;
-			break;
-		}
+	while ((got = tvh_walk_next(&w, &c, &s)) > 0) {
+		ret = tvh_walk_chunk(&w, s, got == 2 ? -TVH_ERR_TRUNCATED : 0, &c);
 		if (ret)
 			break;
 	}
-	stats->skipped_bytes = r->skipped_total;
-	if (w.nslots) {
-		stats->cpus = calloc(w.nslots, sizeof(*stats->cpus));
-		if (stats->cpus) {
-			for (uint32_t i = 0; i < w.nslots; i++)
-				stats->cpus[i] = w.slots[i].st;
-			stats->ncpus = w.nslots;
-			qsort(stats->cpus, w.nslots, sizeof(*stats->cpus), cmp_cpu);
-		} else if (!ret) {
-			ret = -TVH_ERR_NOMEM;
-		}
-	}
-	free(w.slots);
-	free(w.slot_of);
-	return ret;
+	if (got < 0)
+		ret = got;
+	return tvh_walk_finish(&w, ret);
 }
 
 void tvh_stats_free(struct tvh_stats *stats)
