@@ -44,6 +44,7 @@ const char *trace_strerror(int err)
 	case TRACE_ERR_REC_TYPE: return "unknown record type";
 	case TRACE_ERR_REC_FIELD: return "record size or fields do not match its type";
 	case TRACE_ERR_NO_PREV: return "compact branch without a preceding branch";
+	case TRACE_ERR_BUSY: return "ring tail kept moving; try again";
 	default: return "unknown error";
 	}
 }
@@ -122,9 +123,19 @@ static struct tv_rec rec_at(const struct tv_trace_ring *r, uint64_t at)
 	return h;
 }
 
+/*
+ * tail without the seqlock's busy bit (TRACE_TAIL_BUSY, trace_ring.h): the
+ * producer only ever needs where tail is or is about to be, and a moving
+ * tail is never behind its old value.
+ */
+static uint64_t tail_now(const struct tv_trace_ring *r)
+{
+	return load_acquire(&r->tail) & ~(uint64_t)TRACE_TAIL_BUSY;
+}
+
 static uint64_t ring_room(const struct tv_trace_ring *r)
 {
-	return r->data_size - (r->head - load_acquire(&r->tail));
+	return r->data_size - (r->head - tail_now(r));
 }
 
 /* --- init ------------------------------------------------------------------------ */
@@ -215,9 +226,21 @@ static void count_lost(struct tv_trace_ring *r, uint64_t records, uint64_t bytes
 	r->lost_bytes += bytes;
 }
 
-/* Move tail (and tail_seq with it) forward; release so a reader sees it first. */
+/*
+ * Move tail (and tail_seq with it) forward, as a seqlock write whose
+ * sequence count is tail itself (trace_ring.h, "Cross-CPU readers"):
+ * tail | TRACE_TAIL_BUSY first, then tail_seq, then the new tail.  The
+ * caller is tail's only writer (the producer under OVERWRITE, the
+ * consumer under STOP).  The release stores also make the new tail
+ * visible before the producer writes over the bytes behind it.
+ */
 static void set_tail(struct tv_trace_ring *r, uint64_t tail, uint64_t tail_seq)
 {
+	uint64_t old = r->tail & ~(uint64_t)TRACE_TAIL_BUSY;
+
+	__atomic_store_n(&r->tail, old | TRACE_TAIL_BUSY, __ATOMIC_RELAXED);
+	/* busy is visible before tail_seq changes (pairs with snapshot's acquire fence) */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
 	__atomic_store_n(&r->tail_seq, tail_seq, __ATOMIC_RELAXED);
 	store_release(&r->tail, tail);
 }
@@ -547,32 +570,80 @@ int trace_append_pt_sync(struct tv_trace_ring *r, uint64_t tsc,
 
 /* --- consumer ---------------------------------------------------------------------- */
 
+/* Sequence numbers compare modulo 2^64 (a stream may start anywhere). */
+static bool seq_before(uint64_t a, uint64_t b)
+{
+	return (int64_t)(a - b) < 0;
+}
+
+/*
+ * The seqlock read: (tail, tail_seq) as one pair.  A tail with the busy
+ * bit, or one that changed while tail_seq was read, means the writer was
+ * in the middle: try again.  tail only grows, so an unchanged tail means
+ * no write began in between (no ABA).
+ */
+static int tail_snapshot(const struct tv_trace_ring *r, struct trace_cursor *t)
+{
+	for (unsigned i = 0; i < TRACE_TAIL_TRIES; i++) {
+		uint64_t t1 = load_acquire(&r->tail), t2, s;
+
+		if (t1 & TRACE_TAIL_BUSY) {
+#if defined(__x86_64__) || defined(__i386__)
+			__builtin_ia32_pause();   /* SDM 2B PAUSE: spin-wait hint */
+#endif
+			continue;
+		}
+		s = __atomic_load_n(&r->tail_seq, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		t2 = __atomic_load_n(&r->tail, __ATOMIC_RELAXED);
+		if (t1 == t2) {
+			t->pos = t1;
+			t->seq = s;
+			return 0;
+		}
+	}
+	return TRACE_ERR_BUSY;
+}
+
 int trace_ring_cursor_tail(const struct tv_trace_ring *r, struct trace_cursor *c)
 {
 	if (!is_ring(r) || !c)
 		return TRACE_ERR_INVAL;
-	c->pos = load_acquire(&r->tail);
-	c->seq = __atomic_load_n(&r->tail_seq, __ATOMIC_RELAXED);
-	return 0;
+	return tail_snapshot(r, c);
 }
 
-/* Where *c stands: 0 inside [tail, head], else the error peek reports. */
+/*
+ * Where *c stands: 0 inside [tail, head], else the error peek reports.
+ * head was read (acquire) before next_seq, and the producer stores
+ * next_seq just before head, so next_seq is at least head's sequence
+ * number, one more while the producer is between the two stores.  A
+ * cursor exactly at head whose seq is not next_seq is therefore only
+ * wrong if head stays where it is: wait a little for it to move.
+ */
 static int cursor_check(const struct tv_trace_ring *r, const struct trace_cursor *c,
-			uint64_t tail, uint64_t head)
+			const struct trace_cursor *tail, uint64_t head)
 {
-	if (c->pos < tail)
+	uint64_t next = __atomic_load_n(&r->next_seq, __ATOMIC_ACQUIRE);
+
+	if (c->pos < tail->pos)
 		return TRACE_ERR_OVERWRITTEN;
-	if (c->pos > head || c->seq < r->tail_seq || c->seq > r->next_seq)
+	if (c->pos > head || seq_before(c->seq, tail->seq) || seq_before(next, c->seq))
 		return TRACE_ERR_RANGE;
-	if ((c->pos == tail && c->seq != r->tail_seq) ||
-	    (c->pos == head && c->seq != r->next_seq))
+	if (c->pos == tail->pos && c->seq != tail->seq)
 		return TRACE_ERR_RANGE;
+	if (c->pos == head && c->seq != next) {
+		for (unsigned i = 0; i < TRACE_TAIL_TRIES; i++)
+			if (load_acquire(&r->head) != head)
+				return 0;
+		return TRACE_ERR_RANGE;
+	}
 	return 0;
 }
 
 int trace_ring_peek(const struct tv_trace_ring *r, struct trace_cursor *c,
 		    void *buf, size_t cap, size_t *len)
 {
+	struct trace_cursor tail;
 	uint64_t head, pos, seq;
 	size_t out = 0;
 	int err;
@@ -581,8 +652,11 @@ int trace_ring_peek(const struct tv_trace_ring *r, struct trace_cursor *c,
 		*len = 0;
 	if (!is_ring(r) || !c || !len || (!buf && cap))
 		return TRACE_ERR_INVAL;
+	err = tail_snapshot(r, &tail);
+	if (err)
+		return err;
 	head = load_acquire(&r->head);
-	err = cursor_check(r, c, load_acquire(&r->tail), head);
+	err = cursor_check(r, c, &tail, head);
 	if (err)
 		return err;
 	pos = c->pos;
@@ -593,6 +667,10 @@ int trace_ring_peek(const struct tv_trace_ring *r, struct trace_cursor *c,
 		if (!rec_size_ok(h.size) || h.size > head - pos) {
 			if (out)
 				break;   /* hand out the good ones; the next call fails */
+			/* A producer on another CPU overwrote it while we looked? */
+			__atomic_thread_fence(__ATOMIC_ACQUIRE);
+			if (c->pos < load_acquire(&r->tail))
+				return TRACE_ERR_OVERWRITTEN;
 			return TRACE_ERR_CORRUPT;
 		}
 		if (h.size > cap - out)
@@ -604,7 +682,12 @@ int trace_ring_peek(const struct tv_trace_ring *r, struct trace_cursor *c,
 	}
 	if (out == 0 && pos < head)
 		return TRACE_ERR_NOSPC;
-	/* A producer on another CPU may have overwritten what was copied. */
+	/*
+	 * A producer on another CPU may have overwritten what was copied: it
+	 * sets tail (or its busy bit, which makes it larger) before it writes
+	 * over any byte, so a tail still at or before c->pos means the copy is
+	 * good.
+	 */
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	if (c->pos < load_acquire(&r->tail))
 		return TRACE_ERR_OVERWRITTEN;
@@ -622,7 +705,7 @@ uint64_t trace_ring_resync(const struct tv_trace_ring *r, struct trace_cursor *c
 	if (!is_ring(r) || !c || trace_ring_cursor_tail(r, &t) || c->pos >= t.pos)
 		return 0;
 	/* A cursor taken from this ring is behind tail_seq when behind tail. */
-	missed = t.seq > c->seq ? t.seq - c->seq : 0;
+	missed = seq_before(c->seq, t.seq) ? t.seq - c->seq : 0;
 	*c = t;
 	return missed;
 }
@@ -631,7 +714,7 @@ uint64_t trace_ring_readable(const struct tv_trace_ring *r, const struct trace_c
 {
 	uint64_t head;
 
-	if (!is_ring(r) || !c || c->pos < load_acquire(&r->tail))
+	if (!is_ring(r) || !c || c->pos < tail_now(r))
 		return 0;
 	head = load_acquire(&r->head);
 	return c->pos <= head ? head - c->pos : 0;
@@ -645,10 +728,11 @@ int trace_ring_consume(struct tv_trace_ring *r, const struct trace_cursor *upto)
 		return TRACE_ERR_INVAL;
 	if (trace_ring_policy(r) != TV_OVERFLOW_STOP)
 		return 0;
+	/* Under STOP the consumer is tail's only writer: no snapshot needed. */
 	head = load_acquire(&r->head);
 	pos = r->tail;
 	seq = r->tail_seq;
-	if (upto->pos <= pos && upto->seq <= seq)
+	if (upto->pos <= pos && !seq_before(seq, upto->seq))
 		return 0;   /* released already */
 	if (upto->pos < pos || upto->pos > head)
 		return TRACE_ERR_RANGE;
@@ -685,7 +769,7 @@ int trace_ring_validate(const struct tv_trace_ring *r, size_t total_bytes)
 	if (r->tail > r->head || r->head - r->tail > ds || ((r->head | r->tail) & 7u))
 		return TRACE_ERR_BAD_HEADER;
 	/* Every record is at least 8 bytes. */
-	if (r->tail_seq > r->next_seq || r->next_seq - r->tail_seq > (r->head - r->tail) / 8)
+	if (r->next_seq - r->tail_seq > (r->head - r->tail) / 8)
 		return TRACE_ERR_BAD_HEADER;
 	return 0;
 }

@@ -12,14 +12,27 @@
  * a record's 8-byte tv_rec header never wraps; its payload may.
  *
  * Concurrency: one producer per ring, the CPU that owns it, in VMX root.
- * The consumer (the network exporter) runs on the same CPU, between VM
- * exits, so producer and consumer never run at the same time and nothing
- * here takes a lock.  The __atomic builtins still order what a reader on
- * another CPU would rely on: record bytes are written before head is
- * stored (release), the producer moves tail (release) before it writes
- * over the released bytes, and trace_ring_peek checks tail again after
- * copying.  A cross-CPU reader would additionally need a generation count
- * to read (tail, tail_seq) as one pair; none exists today.
+ * The consumer (the network exporter) may run on another CPU, the one
+ * that owns the NIC, while the producer runs; nothing here takes a lock
+ * and neither side ever waits for the other for long:
+ *  - record bytes are written before head is stored (release); next_seq
+ *    is stored just before head, and a reader that finds next_seq ahead
+ *    of head reads both again;
+ *  - tail and tail_seq form a seqlock whose sequence count is tail
+ *    itself: tail only grows and is always a multiple of 8, so its bit 0
+ *    (TRACE_TAIL_BUSY) marks a write in progress.  The one writer of tail
+ *    (the producer under OVERWRITE, the consumer under STOP) stores
+ *    tail | TRACE_TAIL_BUSY, then tail_seq, then the new tail (release);
+ *    a reader takes (tail, tail_seq) as a pair when it saw the same
+ *    tail, without the bit, before and after reading tail_seq, and
+ *    retries otherwise (at most TRACE_TAIL_TRIES times, then
+ *    TRACE_ERR_BUSY).  A header snapshot taken during that write (a dump
+ *    from another CPU) can show the bit; trace_ring_validate refuses it;
+ *  - the producer moves tail (with the busy bit set first) before it
+ *    writes over the bytes behind it, and trace_ring_peek checks tail
+ *    again after copying, so a copy that raced with an overwrite is
+ *    reported as TRACE_ERR_OVERWRITTEN, never handed out.
+ * Sequence numbers compare modulo 2^64 (a stream may begin near the top).
  *
  * Overflow (tv_trace_ring.flags bits 1:0):
  *  TV_OVERFLOW_STOP       keep the oldest: a record that does not fit is
@@ -49,6 +62,7 @@
  *   TRACE_ERR_CORRUPT      a record header in the ring is impossible (the
  *                          ring memory was overwritten by someone else)
  *   TRACE_ERR_BAD_HEADER   trace_ring_validate: the header is inconsistent
+ *   TRACE_ERR_BUSY         a cross-CPU reader found tail moving on every try
  * and, from the reader (vmm/trace_read.h), TRACE_ERR_REC_SIZE,
  * TRACE_ERR_TRUNCATED, TRACE_ERR_REC_TYPE, TRACE_ERR_REC_FIELD and
  * TRACE_ERR_NO_PREV.
@@ -75,6 +89,11 @@
 #define TRACE_ERR_REC_TYPE     (-11)
 #define TRACE_ERR_REC_FIELD    (-12)
 #define TRACE_ERR_NO_PREV      (-13)
+#define TRACE_ERR_BUSY         (-14)
+
+/* tv_trace_ring.tail bit 0: the tail's writer is moving it (seqlock). */
+#define TRACE_TAIL_BUSY  1u
+#define TRACE_TAIL_TRIES 4096u
 
 /* Text for a TRACE_ERR_* code (or 0); "unknown error" otherwise. */
 const char *trace_strerror(int err);
@@ -181,7 +200,10 @@ struct trace_cursor {
 	uint64_t seq;
 };
 
-/* Set *c to the oldest record held.  Errors: TRACE_ERR_INVAL. */
+/*
+ * Set *c to the oldest record held ((tail, tail_seq) read as one pair).
+ * Errors: TRACE_ERR_INVAL, TRACE_ERR_BUSY.
+ */
 int trace_ring_cursor_tail(const struct tv_trace_ring *r, struct trace_cursor *c);
 
 /*
@@ -197,6 +219,7 @@ int trace_ring_cursor_tail(const struct tv_trace_ring *r, struct trace_cursor *c
  *   TRACE_ERR_NOSPC        a record follows but is larger than cap (a cap
  *                          of TV_REC_MAX_SIZE or more always makes progress)
  *   TRACE_ERR_CORRUPT      the next record header is impossible
+ *   TRACE_ERR_BUSY         tail kept moving (cross-CPU): call again
  */
 int trace_ring_peek(const struct tv_trace_ring *r, struct trace_cursor *c,
 		    void *buf, size_t cap, size_t *len);
