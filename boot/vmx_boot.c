@@ -447,6 +447,8 @@ int vmx_boot(const struct vmx_boot_params *p)
 	bi->trace = p->trace;
 	bi->pci_hide = *pci_hide_get();
 	bi->ecam = ecam;
+	/* The dword register, not the bytes at 0xCF8-0xCFB (PCI 3.0 3.2.2.3.2). */
+	bi->pci_latch = hide_pci ? hw_inl(PCI_M1_ADDRESS_PORT) : 0;
 	bi->poll = poll;
 	IN_COPY(copy, hv_init)(bi);
 

@@ -131,6 +131,8 @@ void hv_init(const struct hv_boot_info *bi)
 		log_add_sink(serial_write, &hv_com);
 	}
 	pci_hide_init(&bi->pci_hide, &bi->ecam);
+	if (bi->pci_hide.n)
+		pci_cfg_latch_init(bi->pci_latch);
 	preempt_hook_install(&bi->poll);
 	trace_engine_init(&bi->trace, hv_read_phys, NULL, hv_trace_window);
 	trace_trigger_arm(bi->ept, bi->pool);

@@ -35,6 +35,7 @@ struct hv_boot_info {
 	struct trace_setup trace;
 	struct pci_hide_list pci_hide; /* functions the guest must not see */
 	struct pci_ecam ecam;          /* MCFG segment 0 (base 0: none found) */
+	uint32_t pci_latch;            /* CONFIG_ADDRESS at boot (with pci_hide.n != 0) */
 	struct preempt_hook poll;      /* rebased into the resident copy */
 };
 

@@ -237,6 +237,15 @@ uint32_t pci_cfg_latch(void)
 	return __atomic_load_n(&latch, __ATOMIC_RELAXED);
 }
 
+void pci_cfg_latch_init(uint32_t hw_value)
+{
+	lock();
+	latch = hw_value & ~PCI_CA_RO_ZERO;
+	hw_latch = hw_value;
+	hw_latch_known = true;
+	unlock();
+}
+
 static uint32_t own_address(uint8_t bus, uint8_t dev, uint8_t fn, uint8_t reg)
 {
 	return PCI_CA_ENABLE | ((uint32_t)bus << 16) | ((uint32_t)(dev & 0x1f) << 11) |

@@ -145,6 +145,12 @@ enum pci_io_outcome pci_cfg_io(uint16_t port, unsigned size, bool in, uint32_t *
 uint32_t pci_cfg_latch(void);
 
 /*
+ * pci_cfg_latch_init - start from what the hardware register holds at
+ * boot (the firmware's last CONFIG_ADDRESS), as the guest would read it.
+ */
+void pci_cfg_latch_init(uint32_t hw_value);
+
+/*
  * pci_cfg_read32 / pci_cfg_write32 - tracevisor's own configuration
  * accesses (VMX root, e.g. the export NIC's driver), through mechanism #1
  * under the same lock; the guest's latch is restored in the hardware

@@ -293,6 +293,15 @@ static void test_own_accesses_restore_the_guest_latch(void **state)
 	assert_int_equal(in_rax(0xcf8, 4), NIC);
 }
 
+static void test_latch_starts_from_the_hardware(void **state)
+{
+	(void)state;
+	/* the firmware left 00:00.0 register 0x40 latched */
+	pci_cfg_latch_init(HOST | 0x40);
+	assert_int_equal(in_rax(0xcf8, 4), HOST | 0x40);
+	assert_int_equal(hw_fake_io_out_count, 0);   /* nothing to restore */
+}
+
 static void test_string_forms_are_refused_with_gp(void **state)
 {
 	static const struct { bool in, rep; } cases[] = {
@@ -338,6 +347,7 @@ int main(void)
 		cmocka_unit_test_setup(test_writes_to_hidden_dropped_visible_forwarded, setup),
 		cmocka_unit_test_setup(test_byte_and_word_at_cf8_are_not_the_latch, setup),
 		cmocka_unit_test_setup(test_own_accesses_restore_the_guest_latch, setup),
+		cmocka_unit_test_setup(test_latch_starts_from_the_hardware, setup),
 		cmocka_unit_test_setup(test_string_forms_are_refused_with_gp, setup),
 		cmocka_unit_test_setup(test_undefined_size_stops, setup),
 	};
