@@ -310,7 +310,7 @@ static int decode_loss(const uint8_t *b, size_t blen, struct proto_msg *m)
 	l->first_seq = GET64(b);
 	l->count = GET64(b + 8);
 	l->total = GET64(b + 16);
-	if (m->flags)
+	if (m->flags & ~TVP_LOSS_F_FIRST)
 		return PROTO_ERR_FLAGS;
 	if (l->count == 0 || l->total < l->count)
 		return PROTO_ERR_FIELD;
@@ -657,14 +657,14 @@ int proto_encode_heartbeat(void *buf, size_t cap, uint64_t session,
 }
 
 int proto_encode_loss(void *buf, size_t cap, uint64_t session, uint16_t cpu,
-		      const struct tvp_loss *l)
+		      uint16_t flags, const struct tvp_loss *l)
 {
 	uint8_t *p = buf, *b;
 	int err;
 
 	if (!buf || !l)
 		return PROTO_ERR_INVAL;
-	err = begin(p, cap, TVP_LOSS, session, cpu, 0, sizeof(*l));
+	err = begin(p, cap, TVP_LOSS, session, cpu, flags, sizeof(*l));
 	if (err)
 		return err;
 	b = p + HDR_LEN;

@@ -182,7 +182,8 @@ _Static_assert(sizeof(struct tvp_hello_ack) == 8, "tvp_hello_ack layout");
  */
 #define TVP_DATA_F_BASE        (1u << 0)  /* base_to is valid */
 #define TVP_DATA_F_RETRANSMIT  (1u << 1)  /* sent before (informational) */
-#define TVP_DATA_F_KNOWN       (TVP_DATA_F_BASE | TVP_DATA_F_RETRANSMIT)
+#define TVP_DATA_F_FIRST       (1u << 2)  /* first_seq is where the stream begins */
+#define TVP_DATA_F_KNOWN       (TVP_DATA_F_BASE | TVP_DATA_F_RETRANSMIT | TVP_DATA_F_FIRST)
 
 struct tvp_data {
 	uint64_t first_seq;     /* sequence number of the first record */
@@ -283,8 +284,10 @@ _Static_assert(TVP_HB_MAX_CPUS == 21, "heartbeat CPUs per datagram");
  * overwritten in the ring (TV_OVERFLOW_OVERWRITE) before the receiver
  * acknowledged them: they will never come.  The receiver counts them as
  * lost and moves its cumulative ack past them.  Resent whenever the
- * receiver NACKs any of them.
+ * receiver NACKs any of them.  flags: TVP_LOSS_F_FIRST.
  */
+#define TVP_LOSS_F_FIRST (1u << 0)  /* first_seq is where the stream begins */
+
 struct tvp_loss {
 	uint64_t first_seq;
 	uint64_t count;         /* >= 1 */
@@ -459,7 +462,7 @@ int proto_encode_heartbeat(void *buf, size_t cap, uint64_t session,
 			   const struct tvp_heartbeat *h,
 			   const struct tvp_hb_cpu *cpus);
 int proto_encode_loss(void *buf, size_t cap, uint64_t session, uint16_t cpu,
-		      const struct tvp_loss *l);
+		      uint16_t flags, const struct tvp_loss *l);
 int proto_encode_control_reply(void *buf, size_t cap, uint64_t session,
 			       const struct tvp_control_reply *r);
 

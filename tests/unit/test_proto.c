@@ -198,10 +198,11 @@ static void test_small_types_round_trip(void **state)
 	assert_int_equal(proto_decode(b, 32, &m), 0);
 	assert_int_equal(m.u.hello_ack.hello_seq, 3);
 
-	n = proto_encode_loss(b, sizeof(b), SESSION, 5, &l);
+	n = proto_encode_loss(b, sizeof(b), SESSION, 5, TVP_LOSS_F_FIRST, &l);
 	assert_int_equal(n, 48);
 	assert_int_equal(proto_decode(b, 48, &m), 0);
 	assert_int_equal(m.stream, 5);
+	assert_int_equal(m.flags, TVP_LOSS_F_FIRST);
 	assert_memory_equal(&m.u.loss, &l, sizeof(l));
 
 	n = proto_encode_control_reply(b, sizeof(b), SESSION, &r);
@@ -523,7 +524,7 @@ static void test_malformed_stream(void **state)
 	expect_mut(b, (size_t)n, 16, 1, 2, PROTO_ERR_STREAM);
 	n = proto_encode_pt(b, sizeof(b), SESSION, 1, 0, "x", 1);
 	expect_mut(b, (size_t)n, 16, 1, 2, PROTO_ERR_STREAM);
-	n = proto_encode_loss(b, sizeof(b), SESSION, 1, &l);
+	n = proto_encode_loss(b, sizeof(b), SESSION, 1, 0, &l);
 	expect_mut(b, (size_t)n, 16, TVP_STREAM_PT | 1, 2, PROTO_ERR_STREAM);
 	n = enc_control(b, 1, TVP_CTL_NOP, 0, NULL);
 	expect_mut(b, (size_t)n, 16, 2, 2, PROTO_ERR_STREAM);
@@ -651,10 +652,11 @@ static void test_malformed_bodies(void **state)
 	expect_mut(b, n, 24 + 14, 2, 2, PROTO_ERR_LENGTH);
 
 	/* LOSS. */
-	n = (size_t)proto_encode_loss(b, sizeof(b), SESSION, 0, &l);
+	n = (size_t)proto_encode_loss(b, sizeof(b), SESSION, 0, 0, &l);
 	expect_mut(b, n, 24 + 8, 0, 8, PROTO_ERR_FIELD);
 	expect_mut(b, n, 24 + 16, 1, 8, PROTO_ERR_FIELD);      /* total below count */
-	expect_mut(b, n, 18, 1, 2, PROTO_ERR_FLAGS);
+	expect_mut(b, n, 18, 2, 2, PROTO_ERR_FLAGS);
+	expect_mut(b, n, 18, TVP_LOSS_F_FIRST, 2, 0);
 
 	/* CONTROL_REPLY. */
 	n = (size_t)proto_encode_control_reply(b, sizeof(b), SESSION, &rep);
