@@ -191,3 +191,9 @@ clean:
 	rm -rf $(BUILD)
 
 -include $(TV_OBJS:.o=.d) $(PAYLOAD_OBJS:.o=.d)
+
+# Fuzzing, longer than the fixed-iteration run in `make unit`:
+# FUZZ_SECONDS per target (default 60).  tests/build/fuzz.sh, tests/fuzz.
+.PHONY: fuzz
+fuzz: fuzz-targets
+	@TV_BUILD=$(abspath $(BUILD)) bash tests/build/fuzz.sh --long

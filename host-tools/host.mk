@@ -96,3 +96,46 @@ $(BUILD)/host/test_host_cli: | $(HOST_TOOL_ASAN)
 	$(patsubst %.c,$(BUILD)/host-tools/%.d,$(HOST_TOOLS_CLI_SRCS)) \
 	$(patsubst %.c,$(BUILD)/host-tools-asan/%.d,$(HOST_TOOLS_CLI_SRCS)) \
 	$(patsubst %.c,$(BUILD)/host-tools-asan/%.d,$(wildcard tests/host/*.c))
+
+# --- fuzzing (tests/fuzz): libFuzzer targets, one per decoder and file parser.
+#   fuzz-targets   $(BUILD)/fuzz/fuzz_* (clang, -fsanitize=fuzzer,address,undefined)
+#                  and $(BUILD)/fuzz/seeds (writes the seed corpora)
+# tests/build/fuzz.sh runs each for FUZZ_RUNS iterations (part of `make unit`)
+# or, with --long, for FUZZ_SECONDS each (`make fuzz`).  Without clang the
+# targets are not built and the scenario says skip.
+FUZZ_CC ?= clang
+FUZZ_CFLAGS := -std=gnu11 -g -O1 -I. $(HOST_TOOLS_PKG_CFLAGS) \
+	-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all \
+	-fno-omit-frame-pointer
+FUZZ_LIB := $(BUILD)/fuzz/libtvh-fuzz.a
+FUZZ_LIB_OBJS := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(HOST_TOOLS_LIB_SRCS))
+FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(sort $(wildcard tests/fuzz/fuzz_*.c)))
+FUZZ_SEEDS := $(BUILD)/fuzz/seeds
+
+.PHONY: fuzz-targets
+fuzz-targets: $(FUZZ_TARGETS) $(FUZZ_SEEDS)
+
+$(BUILD)/fuzz/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo "  FUZZCC  $<"
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -MMD -MP -c $< -o $@
+
+$(FUZZ_LIB): $(FUZZ_LIB_OBJS)
+	$(Q)rm -f $@
+	$(Q)ar rcs $@ $^
+
+$(FUZZ_TARGETS): $(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB)
+	@echo "  FUZZLD  $@"
+	$(Q)$(FUZZ_CC) $(subst fuzzer-no-link,fuzzer,$(FUZZ_CFLAGS)) -o $@ $< \
+		$(FUZZ_LIB) $(HOST_TOOLS_LIBS)
+
+$(FUZZ_SEEDS): tests/fuzz/seeds.c $(HOST_TOOLS_LIB)
+	@mkdir -p $(dir $@)
+	@echo "  HOSTLD  $@"
+	$(Q)$(HOST_CC) $(HOST_TOOLS_CFLAGS) -o $@ $< $(HOST_TOOLS_LIB) $(HOST_TOOLS_LIBS)
+
+ifneq ($(shell command -v $(FUZZ_CC) 2>/dev/null),)
+HOST_TOOL_TESTS += $(FUZZ_TARGETS) $(FUZZ_SEEDS)
+endif
+
+-include $(FUZZ_LIB_OBJS:.o=.d)

@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * seeds.c - writes the fuzz targets' seed corpora (tests/build/fuzz.sh
+ * runs it): small valid inputs of each format, made with the project's
+ * own writers and libipt's encoder, so the fuzzers start inside the
+ * formats instead of at random bytes.
+ *
+ *   seeds DIR   ->  DIR/{tvt,trace_read,serial,x86,pt}/NAME
+ */
+#include <intel-pt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "host-tools/le.h"
+#include "host-tools/tvt.h"
+#include "vmm/trace_format.h"
+
+static const char *dir;
+
+static void put(const char *sub, const char *name, const void *p, size_t n)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, sub);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/%s/%s", dir, sub, name);
+	f = fopen(path, "wb");
+	if (!f || fwrite(p, 1, n, f) != n) {
+		perror(path);
+		exit(1);
+	}
+	fclose(f);
+}
+
+/* A record stream: START, branches full and compact, IMAGE, MARKER, LOST, STOP. */
+static size_t records(uint8_t *b)
+{
+	size_t n = 0;
+
+#define HDR(type, info, aux, size) do { \
+	b[n] = (type); b[n + 1] = (info); tvh_put_le16(b + n + 2, (size)); \
+	tvh_put_le32(b + n + 4, (aux)); } while (0)
+	HDR(TV_REC_START, 0, TV_TRIG_HYPERCALL, 32);
+	tvh_put_le64(b + n + 8, 1000);
+	tvh_put_le64(b + n + 16, 0x1000);
+	tvh_put_le64(b + n + 24, 0);
+	n += 32;
+	HDR(TV_REC_BRANCH, TV_BR_CALL, 0, 32);
+	tvh_put_le64(b + n + 8, 2000);
+	tvh_put_le64(b + n + 16, 0x1004);
+	tvh_put_le64(b + n + 24, 0x2000);
+	n += 32;
+	HDR(TV_REC_BRANCH_COMPACT, TV_BR_RET, 0x10, 16);
+	tvh_put_le64(b + n + 8, 0x1009);
+	n += 16;
+	HDR(TV_REC_IMAGE, TV_IMG_FIRMWARE, 7, 40);
+	tvh_put_le64(b + n + 8, 3000);
+	tvh_put_le64(b + n + 16, 0x1000);
+	tvh_put_le64(b + n + 24, 0x2000);
+	memcpy(b + n + 32, "Dxe.dll\0", 8);
+	n += 40;
+	HDR(TV_REC_LOST, 0, 0, 24);
+	tvh_put_le64(b + n + 8, 4000);
+	tvh_put_le64(b + n + 16, 3);
+	n += 24;
+	HDR(TV_REC_STOP, 0, TV_TRIG_HYPERCALL, 32);
+	tvh_put_le64(b + n + 8, 5000);
+	tvh_put_le64(b + n + 16, 0x1009);
+	tvh_put_le64(b + n + 24, 0);
+	n += 32;
+#undef HDR
+	return n;
+}
+
+static void pt_seed(void)
+{
+	struct pt_config cfg;
+	struct pt_encoder *e;
+	struct pt_packet p;
+	uint8_t buf[256];
+	uint64_t off;
+
+	pt_config_init(&cfg);
+	cfg.begin = buf;
+	cfg.end = buf + sizeof(buf);
+	e = pt_alloc_encoder(&cfg);
+	memset(&p, 0, sizeof(p));
+	p.type = ppt_psb;
+	pt_enc_next(e, &p);
+	memset(&p, 0, sizeof(p));
+	p.type = ppt_mode;
+	p.payload.mode.leaf = pt_mol_exec;
+	p.payload.mode.bits.exec.csl = 1;
+	pt_enc_next(e, &p);
+	memset(&p, 0, sizeof(p));
+	p.type = ppt_psbend;
+	pt_enc_next(e, &p);
+	memset(&p, 0, sizeof(p));
+	p.type = ppt_tip_pge;
+	p.payload.ip.ipc = pt_ipc_sext_48;
+	p.payload.ip.ip = 0x1000;
+	pt_enc_next(e, &p);
+	memset(&p, 0, sizeof(p));
+	p.type = ppt_tnt_8;
+	p.payload.tnt.bit_size = 3;
+	p.payload.tnt.payload = 0x6;    /* taken, taken, not taken */
+	pt_enc_next(e, &p);
+	memset(&p, 0, sizeof(p));
+	p.type = ppt_tip_pgd;
+	p.payload.ip.ipc = pt_ipc_suppressed;
+	pt_enc_next(e, &p);
+	pt_enc_get_offset(e, &off);
+	pt_free_encoder(e);
+	put("pt", "loop", buf, (size_t)off);
+}
+
+int main(int argc, char **argv)
+{
+	static uint8_t recs[512];
+	size_t nrec;
+	struct tvt_file_info info = { .trace_version = TV_TRACE_VERSION,
+				      .machine = "seed", .session_id = 1 };
+	struct tvt_writer w;
+	char *tvt = NULL;
+	size_t tlen = 0;
+	FILE *f;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: seeds DIR\n");
+		return 2;
+	}
+	dir = argv[1];
+	mkdir(dir, 0755);
+	nrec = records(recs);
+	put("trace_read", "records", recs, nrec);
+
+	f = open_memstream(&tvt, &tlen);
+	tvt_writer_init(&w, f, &info);
+	tvt_write_chunk(&w, 0, TVT_KIND_RECORDS, TVT_CHUNK_F_STREAM_START, 0, recs, nrec);
+	tvt_write_chunk(&w, 1, TVT_KIND_RECORDS, 0, 5, recs, nrec);
+	tvt_write_chunk(&w, 0, TVT_KIND_PT, 0, 0, "\x02\x82\x02\x82", 4);
+	tvt_writer_finish(&w);
+	fclose(f);
+	put("tvt", "two-cpus", tvt, tlen);
+	free(tvt);
+
+	/* Serial: text around TVT1 lines made by the hypervisor's encoder. */
+	{
+		static const char log[] =
+			"BdsDxe: loading Boot0001\r\n"
+			"TVT1 R 0 0 0 deadbeef AAAA\r\n"
+			"[info] trace: cpu 0: window 1 started\n";
+		put("serial", "noise", log, sizeof(log) - 1);
+	}
+	{
+		static const uint8_t x86[][8] = {
+			{ 0x74, 0xfe }, { 0xe8, 1, 0, 0, 0 }, { 0xc3 }, { 0xff, 0xe0 },
+			{ 0x66, 0x0f, 0x84, 1, 0 }, { 0x48, 0x8b, 0x04, 0x25, 0, 0, 0, 0 },
+			{ 0x0f, 0x05 }, { 0xcd, 0x80 },
+		};
+		static const size_t lens[] = { 2, 5, 1, 2, 5, 8, 2, 2 };
+		char name[16];
+
+		for (unsigned i = 0; i < 8; i++) {
+			snprintf(name, sizeof(name), "insn%u", i);
+			put("x86", name, x86[i], lens[i]);
+		}
+	}
+	pt_seed();
+	return 0;
+}
