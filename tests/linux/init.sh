@@ -20,6 +20,12 @@ dmesg | grep -i -E 'smp:|Brought up|hypervisor|x2apic|ACPI: MADT|ACPI: (RSDP|XSD
 	sed 's/^/TVLINUX: /'
 # Where the kernel runs (physical), for the trace scenarios' start address.
 grep -E 'Kernel (code|data)' /proc/iomem | sed 's/^ */TVLINUX: iomem: /'
+# The PCI functions Linux enumerated, "TVPCI: 0000:00:02.0 0x8086:0x100e"
+# (tests/bochs/pci-hide.sh: a hidden function must not be listed).
+for d in /sys/bus/pci/devices/*; do
+	[ -r "$d/vendor" ] && echo "TVPCI: ${d##*/} $(cat "$d/vendor"):$(cat "$d/device")"
+done
+echo "TVPCI: done"
 echo "TVLINUX: powering off"
 # The UART must drain before the power goes (TESTBENCH.md: Bochs loses the
 # tail of the serial output otherwise).
