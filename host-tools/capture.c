@@ -34,6 +34,8 @@ static int cap_io(struct cap *c)
 	return cap_fail(c, -TVH_ERR_IO);
 }
 
+static int run_flush(struct cap *c, struct cap_cpu *p);
+
 /* ---- names -------------------------------------------------------------- */
 
 const char *cap_source_name(unsigned source)
@@ -405,8 +407,21 @@ static void summary_body(const struct cap *c, FILE *f)
 
 /* ---- open --------------------------------------------------------------- */
 
-int cap_open(struct cap *c, const char *outdir, uint64_t session,
-	     const struct tvp_hello *hello, const char *peer, uint64_t now_ns)
+int cap_init(struct cap *c, const char *outdir, uint64_t session, const char *peer,
+	     uint64_t now_ns)
+{
+	if (!c || !outdir || !session || strlen(outdir) >= sizeof(c->outdir))
+		return -TVH_ERR_INVALID;
+	memset(c, 0, sizeof(*c));
+	memcpy(c->outdir, outdir, strlen(outdir) + 1);
+	c->session = session;
+	c->start_ns = now_ns;
+	if (peer)
+		snprintf(c->peer, sizeof(c->peer), "%s", peer);
+	return 0;
+}
+
+int cap_begin(struct cap *c)
 {
 	char name[CAP_MACHINE_DIR + 32], path[CAP_DIR_MAX + 32];
 	struct tvt_file_info info;
@@ -414,46 +429,43 @@ int cap_open(struct cap *c, const char *outdir, uint64_t session,
 	size_t mlen = 0;
 	int n, err;
 
-	if (!c || !outdir || !session)
+	if (!c || !c->session || c->closed)
 		return -TVH_ERR_INVALID;
-	memset(c, 0, sizeof(*c));
-	c->session = session;
-	c->start_ns = now_ns;
-	if (peer)
-		snprintf(c->peer, sizeof(c->peer), "%s", peer);
-	if (hello) {
-		c->have_hello = true;
-		c->hello = *hello;
-		mlen = field_len(hello->machine, TVP_MACHINE_LEN);
-		memcpy(machine, hello->machine, mlen);
+	if (c->f)
+		return 0;
+	if (c->error)
+		return c->error;
+	if (c->have_hello) {
+		mlen = field_len(c->hello.machine, TVP_MACHINE_LEN);
+		memcpy(machine, c->hello.machine, mlen);
 	}
 	machine[mlen] = '\0';
-	n = cap_dir_name(name, sizeof(name), machine, mlen, session);
+	n = cap_dir_name(name, sizeof(name), machine, mlen, c->session);
 	if (n < 0)
-		return n;
-	if (mkdir_p(outdir))
-		return -TVH_ERR_IO;
+		return cap_fail(c, n);
+	if (mkdir_p(c->outdir))
+		return cap_io(c);
 	for (unsigned k = 0;; k++) {
 		if (k == 0)
-			n = snprintf(c->dir, sizeof(c->dir), "%s/%s", outdir, name);
+			n = snprintf(c->dir, sizeof(c->dir), "%s/%s", c->outdir, name);
 		else
-			n = snprintf(c->dir, sizeof(c->dir), "%s/%s.%u", outdir, name, k);
+			n = snprintf(c->dir, sizeof(c->dir), "%s/%s.%u", c->outdir, name, k);
 		if (n < 0 || (size_t)n >= sizeof(c->dir) - 16)
-			return -TVH_ERR_INVALID;
+			return cap_fail(c, -TVH_ERR_INVALID);
 		if (!mkdir(c->dir, 0755))
 			break;
 		if (errno != EEXIST || k >= 999)
-			return -TVH_ERR_IO;
+			return cap_io(c);
 	}
 	if (path_in(c, path, sizeof(path), "trace.tvt"))
-		return -TVH_ERR_INVALID;
+		return cap_fail(c, -TVH_ERR_INVALID);
 	c->f = fopen(path, "wb");
 	if (!c->f)
-		return -TVH_ERR_IO;
+		return cap_io(c);
 	memset(&info, 0, sizeof(info));
 	info.version = TVT_VERSION;
-	info.session_id = session;
-	info.created_unix_ns = now_ns;
+	info.session_id = c->session;
+	info.created_unix_ns = c->start_ns;
 	info.trace_version = TV_TRACE_VERSION;
 	info.machine = machine;
 	err = tvt_writer_init(&c->w, c->f, &info);
@@ -464,17 +476,38 @@ int cap_open(struct cap *c, const char *outdir, uint64_t session,
 	if (err) {
 		fclose(c->f);
 		c->f = NULL;
-		return err;
+		return cap_fail(c, err);
 	}
-	return 0;
+	/* What arrived before the files existed. */
+	for (uint32_t i = 0; i < c->ncpus; i++)
+		if (c->cpus[i] && c->cpus[i]->run_len >= CAP_RUN_BYTES)
+			run_flush(c, c->cpus[i]);
+	c->pending = 0;
+	return c->error;
+}
+
+int cap_open(struct cap *c, const char *outdir, uint64_t session,
+	     const struct tvp_hello *hello, const char *peer, uint64_t now_ns)
+{
+	int err = cap_init(c, outdir, session, peer, now_ns);
+
+	if (err)
+		return err;
+	if (hello) {
+		c->have_hello = true;
+		c->hello = *hello;
+	}
+	return cap_begin(c);
 }
 
 int cap_set_hello(struct cap *c, const struct tvp_hello *hello)
 {
-	if (!c || !hello || c->closed)
+	if (!c || !hello || c->closed || !c->session)
 		return -TVH_ERR_INVALID;
 	c->have_hello = true;
 	c->hello = *hello;
+	if (!c->f)
+		return cap_begin(c);
 	return write_atomic(c, "meta.json", meta_body);
 }
 
@@ -503,8 +536,8 @@ static int run_flush(struct cap *c, struct cap_cpu *p)
 {
 	int err;
 
-	if (!p->run_len)
-		return 0;
+	if (!p->run_len || !c->f)
+		return 0;          /* no files yet: the run waits in memory */
 	err = tvt_write_chunk(&c->w, p->cpu, TVT_KIND_RECORDS, p->run_flags, p->run_first,
 			      p->run, p->run_len);
 	if (!err)
@@ -526,7 +559,7 @@ static int run_append(struct cap *c, struct cap_cpu *p, uint64_t seq, const uint
 	}
 	if (!p->run_len) {
 		p->run_first = seq;
-		p->run_flags = !p->have_seq && seq == 0 ? TVT_CHUNK_F_STREAM_START : 0;
+		p->run_flags = p->start_known && seq == p->start_seq ? TVT_CHUNK_F_STREAM_START : 0;
 	}
 	if (p->run_len + size > p->run_cap) {
 		size_t ncap = p->run_cap ? p->run_cap * 2 : 16384;
@@ -554,7 +587,9 @@ static int run_append(struct cap *c, struct cap_cpu *p, uint64_t seq, const uint
 	c->bytes += size;
 	if (rec[0] == TV_REC_LOST && size >= sizeof(struct tv_rec_lost))
 		p->lost_in_stream += tvh_le64(rec + 16);
-	if (p->run_len >= CAP_RUN_BYTES)
+	if (!c->f)
+		c->pending += size;
+	else if (p->run_len >= CAP_RUN_BYTES)
 		return run_flush(c, p);
 	return 0;
 }
@@ -568,7 +603,7 @@ int cap_records(struct cap *c, uint32_t cpu, uint64_t first_seq,
 	size_t off;
 	int err;
 
-	if (!c || !c->f || c->closed || (!records && len) || cpu >= TVP_MAX_CPUS)
+	if (!c || !c->session || c->closed || (!records && len) || cpu >= TVP_MAX_CPUS)
 		return -TVH_ERR_INVALID;
 	if (c->error)
 		return c->error;
@@ -613,15 +648,34 @@ int cap_records(struct cap *c, uint32_t cpu, uint64_t first_seq,
 	return 0;
 }
 
+int cap_stream_start(struct cap *c, uint32_t cpu, uint64_t seq)
+{
+	struct cap_cpu *p;
+
+	if (!c || !c->session || cpu >= TVP_MAX_CPUS)
+		return -TVH_ERR_INVALID;
+	p = cpu_get(c, cpu);
+	if (!p)
+		return cap_fail(c, -TVH_ERR_NOMEM);
+	p->start_known = true;
+	p->start_seq = seq;
+	if (p->run_len && p->run_first == seq)
+		p->run_flags |= TVT_CHUNK_F_STREAM_START;
+	return 0;
+}
+
 int cap_pt(struct cap *c, uint32_t cpu, uint64_t offset, const void *bytes, size_t len)
 {
 	struct cap_cpu *p;
 	int err;
 
-	if (!c || !c->f || c->closed || !bytes || !len || cpu >= TVP_MAX_CPUS)
+	if (!c || !c->session || c->closed || !bytes || !len || cpu >= TVP_MAX_CPUS)
 		return -TVH_ERR_INVALID;
 	if (c->error)
 		return c->error;
+	err = cap_begin(c);          /* PT is not held in memory */
+	if (err)
+		return err;
 	p = cpu_get(c, cpu);
 	if (!p)
 		return cap_fail(c, -TVH_ERR_NOMEM);
@@ -749,8 +803,10 @@ int cap_flush(struct cap *c)
 {
 	int err = 0;
 
-	if (!c || !c->f)
+	if (!c || !c->session)
 		return -TVH_ERR_INVALID;
+	if (!c->f)
+		return c->error;
 	for (uint32_t i = 0; i < c->ncpus; i++) {
 		int e;
 
@@ -792,6 +848,8 @@ int cap_close(struct cap *c, uint64_t now_ns)
 		return -TVH_ERR_INVALID;
 	if (c->closed)
 		return c->error;
+	if (!c->f && c->session)
+		cap_begin(c);        /* whatever was received gets written */
 	if (c->f) {
 		cap_flush(c);
 		for (uint32_t i = 0; i < c->ncpus; i++) {
@@ -819,6 +877,8 @@ int cap_close(struct cap *c, uint64_t now_ns)
 	}
 	c->closed = true;
 	c->end_ns = now_ns;
+	if (!c->dir[0])
+		return c->error;
 	write_atomic(c, "meta.json", meta_body);
 	write_atomic(c, "losses.json", losses_body);
 	write_atomic(c, "losses.txt", summary_body);

@@ -78,6 +78,8 @@ struct cap_cpu {
 	uint64_t bytes;
 	uint64_t lost_in_stream; /* sum of TV_REC_LOST.records seen (STOP drops) */
 	uint64_t expanded;       /* compact branches written as full ones */
+	bool start_known;        /* the sender said where the stream begins (FIRST) */
+	uint64_t start_seq;
 	uint8_t *run;            /* records not yet in a chunk */
 	size_t run_len, run_cap;
 	uint64_t run_first;
@@ -103,7 +105,8 @@ struct cap_cpu {
 };
 
 struct cap {
-	char dir[CAP_DIR_MAX];   /* the session directory */
+	char outdir[CAP_DIR_MAX];
+	char dir[CAP_DIR_MAX];   /* the session directory ("" until cap_begin) */
 	char peer[64];           /* "a.b.c.d:port" the datagrams came from */
 	uint64_t session;
 	bool have_hello;
@@ -116,21 +119,34 @@ struct cap {
 	struct cap_cpu *cpus[TVP_MAX_CPUS];
 	uint32_t ncpus;          /* one past the highest CPU seen */
 	uint64_t records, bytes, lost, pt_bytes;  /* totals */
+	uint64_t pending;        /* record bytes held in memory before cap_begin */
 	bool closed;
 };
 
 /*
- * cap_open - make the session directory under outdir (created if
- * missing, like mkdir -p) and start trace.tvt and meta.json in it.  The
- * directory is <machine>-<session %016x>, the machine name from hello
- * (NULL: not known yet, "unknown") reduced to [A-Za-z0-9._-]; when it
- * exists already, ".1", ".2", ... is appended.  peer may be NULL.
- * On error nothing needs closing.
+ * cap_init - a capture of session for outdir, in memory only: records
+ * given before cap_begin are held (c->pending bytes), so the directory
+ * can wait for the machine's name in its HELLO.  peer may be NULL.
  */
+int cap_init(struct cap *c, const char *outdir, uint64_t session, const char *peer,
+	     uint64_t now_ns);
+
+/*
+ * cap_begin - make the session directory under outdir (created if
+ * missing, like mkdir -p) and start trace.tvt and meta.json in it; what
+ * was held in memory follows.  The directory is <machine>-<session
+ * %016x>, the machine name from the HELLO (none yet: "unknown") reduced
+ * to [A-Za-z0-9._-]; when it exists already, ".1", ".2", ... is appended.
+ * Does nothing when already begun.  cap_set_hello, cap_pt and cap_close
+ * call it.
+ */
+int cap_begin(struct cap *c);
+
+/* cap_open - cap_init, the HELLO if not NULL, cap_begin. */
 int cap_open(struct cap *c, const char *outdir, uint64_t session,
 	     const struct tvp_hello *hello, const char *peer, uint64_t now_ns);
 
-/* cap_set_hello - HELLO metadata that arrived after cap_open (meta.json redone). */
+/* cap_set_hello - the machine's HELLO: begins the capture, or redoes meta.json. */
 int cap_set_hello(struct cap *c, const struct tvp_hello *hello);
 
 /*
@@ -143,6 +159,12 @@ int cap_set_hello(struct cap *c, const struct tvp_hello *hello);
  */
 int cap_records(struct cap *c, uint32_t cpu, uint64_t first_seq,
 		const void *records, size_t len, bool has_base, uint64_t base_to);
+
+/*
+ * cap_stream_start - the stream of cpu begins at seq (the sender's FIRST
+ * flag): the chunk that starts there gets TVT_CHUNK_F_STREAM_START.
+ */
+int cap_stream_start(struct cap *c, uint32_t cpu, uint64_t seq);
 
 /* cap_pt - PT bytes of CPU cpu from stream offset `offset`, in order. */
 int cap_pt(struct cap *c, uint32_t cpu, uint64_t offset, const void *bytes,

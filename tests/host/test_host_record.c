@@ -128,6 +128,7 @@ static void test_capture_roundtrip(void **state)
 	rb_branch(&a, TV_BR_CALL, 0x1000, 0x2000);
 	rb_compact(&a, TV_BR_JCC, 0x10, 0x3000);
 	rb_lost(&a, 7, 11);
+	assert_int_equal(cap_stream_start(&c, 0, 0), 0);
 	assert_int_equal(cap_records(&c, 0, 0, a.p, a.len, false, 0), 0);
 	/* CPU 1 from 5; then 10..: a gap of 2 records (5+3 = 8, 8 and 9 lost). */
 	assert_int_equal(cap_records(&c, 1, 5, a.p, a.len, false, 0), 0);
@@ -418,6 +419,57 @@ static void test_run_chunks(void **state)
 	free(out);
 }
 
+/* Records before the HELLO wait in memory; the directory gets the machine's name. */
+static void test_deferred_begin(void **state)
+{
+	struct cap c;
+	struct recbuf a = { 0 };
+	struct tvp_hello h;
+	char *out = outdir("deferred");
+	char path[4200];
+	struct tvt_reader r;
+	struct tvt_chunk ch;
+	struct stat sb;
+	unsigned n = 0;
+
+	(void)state;
+	rb_branch(&a, TV_BR_CALL, 1, 2);
+	assert_int_equal(cap_init(&c, out, 0x77, "10.0.0.1:9", 5), 0);
+	assert_int_equal(cap_stream_start(&c, 1, 40), 0);
+	assert_int_equal(cap_records(&c, 1, 40, a.p, a.len, false, 0), 0);
+	assert_int_equal(cap_flush(&c), 0);
+	assert_int_equal(c.pending, a.len);
+	assert_string_equal(c.dir, "");
+	assert_int_not_equal(stat(out, &sb), 0);         /* nothing on disk yet */
+	hello_fill(&h, "late");
+	assert_int_equal(cap_set_hello(&c, &h), 0);
+	assert_non_null(strstr(c.dir, "/late-0000000000000077"));
+	assert_int_equal(cap_records(&c, 1, 41, a.p, a.len, false, 0), 0);
+	assert_int_equal(cap_close(&c, 6), 0);
+	snprintf(path, sizeof(path), "%s/trace.tvt", c.dir);
+	assert_int_equal(tvt_reader_open(&r, path), 0);
+	assert_string_equal(r.info.machine, "late");
+	while (tvt_next_chunk(&r, &ch) == 1) {
+		assert_int_equal(ch.first, 40);
+		assert_int_equal(ch.flags, TVT_CHUNK_F_STREAM_START);
+		assert_int_equal(ch.length, 2 * a.len);
+		n++;
+	}
+	assert_int_equal(n, 1);
+	tvt_reader_close(&r);
+	cap_free(&c);
+	/* Never a HELLO: cap_close still writes everything, as "unknown". */
+	assert_int_equal(cap_init(&c, out, 0x78, NULL, 0), 0);
+	assert_int_equal(cap_records(&c, 0, 0, a.p, a.len, false, 0), 0);
+	assert_int_equal(cap_close(&c, 0), 0);
+	assert_non_null(strstr(c.dir, "/unknown-0000000000000078"));
+	snprintf(path, sizeof(path), "%s/losses.json", c.dir);
+	assert_int_equal(stat(path, &sb), 0);
+	cap_free(&c);
+	rb_free(&a);
+	free(out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -428,6 +480,7 @@ int main(void)
 		cmocka_unit_test(test_bad_records),
 		cmocka_unit_test(test_dir_exists),
 		cmocka_unit_test(test_run_chunks),
+		cmocka_unit_test(test_deferred_begin),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
