@@ -137,7 +137,11 @@ int cmd_info(int argc, char **argv)
 		if (!out) {
 			ret = EXIT_ERR;
 		} else {
-			tvh_info_write(&in, &r, &s, argv[optind], out);
+			char *file = NULL;
+
+			tvt_resolve_path(argv[optind], &file);
+			tvh_info_write(&in, &r, &s, file ? file : argv[optind], out);
+			free(file);
 			ret = close_out(out, c.out ? c.out : "-");
 		}
 		if (!ret)

@@ -323,7 +323,8 @@ int tvh_pe_parse(const uint8_t *img, size_t size, struct tvh_pe *pe)
 		tvh_pe_free(pe);
 		return err;
 	}
-	qsort(nm.v, nm.n, sizeof(*nm.v), cmp_sym);
+	if (nm.n)
+		qsort(nm.v, nm.n, sizeof(*nm.v), cmp_sym);
 	pe->syms = nm.v;
 	pe->names = nm.buf;
 	for (size_t i = 0; i < nm.n; i++) {
