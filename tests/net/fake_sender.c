@@ -1,0 +1,900 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fake_sender.c - a fake traced machine for the receiver tests
+ * (tests/build/net-*.sh) and the ingest benchmark (tests/bench/recv_bench.sh).
+ *
+ *   fake_sender send    --to ADDR:PORT [options]   produce and export
+ *   fake_sender verify  --tvt FILE [options]       check a capture
+ *   fake_sender garbage --to ADDR:PORT [--count N] [--seed S]
+ *   fake_sender blast   --to ADDR:PORT --datagrams N [--rate DPS]
+ *
+ * send: N CPUs, each with its own struct tv_trace_ring (vmm/trace_ring.c)
+ * of --ring-bytes and --overflow policy, filled with a deterministic
+ * pattern (branches that make compact and full records, CR3 and MARKER
+ * records) from --seed, in bursts of --burst records per CPU between two
+ * rounds of the real sender state machine (net/export.c) over a UDP
+ * socket.  A burst larger than the ring under OVERWRITE makes the ring
+ * overwrite records before they are acknowledged.  At the end it prints,
+ * per CPU, what the exporter counted ("cpu N produced P sent S
+ * retransmitted R lost_overwrite L") and "done" once every record was
+ * acknowledged or declared lost.
+ *
+ * verify: generates the same pattern again (same --seed, --cpus,
+ * --records, --ring-bytes) and compares every record of a .tvt file with
+ * the record of the same sequence number, byte for byte (a compact branch
+ * written out as the full branch it stands for is accepted).  Prints per
+ * CPU "cpu N records R dup D bad B missing M [ranges]" and the missing
+ * ranges as "missing cpu N first F count C"; exit 0 when no record is bad.
+ *
+ * garbage: datagrams a receiver must refuse, of every kind (random bytes,
+ * short, bad magic, bad CRC, wrong version, truncated, oversized, session
+ * 0, receiver-only types, a forged CONTROL); prints how many were sent.
+ *
+ * blast: valid HELLO + DATA datagrams (consecutive sequence numbers, one
+ * CPU) at a fixed rate, ACKs ignored: an offered load for the benchmark
+ * that does not depend on the receiver answering.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "host-tools/tvt.h"
+#include "tests/host/json_check.h"
+#include "host-tools/le.h"
+#include "net/export.h"
+#include "net/proto.h"
+#include "vmm/trace_ring.h"
+
+#define MAX_CPUS 64
+
+static struct {
+	struct sockaddr_in to;
+	unsigned cpus;
+	uint64_t records;         /* per CPU */
+	size_t ring_bytes;
+	enum tv_overflow overflow;
+	uint64_t seed;
+	uint64_t session;
+	const char *machine;
+	unsigned burst;
+	double timeout;
+	double rate;              /* records per second per CPU, 0: as fast as possible */
+	const char *tvt;
+	const char *losses;       /* verify: losses.json to compare the gaps with */
+	unsigned count;
+	uint64_t datagrams;
+	double pause_ms;          /* pause between bursts */
+	uint8_t key[EXPORT_KEY_MAX];
+	size_t keylen;
+} opt = {
+	.cpus = 2, .records = 10000, .ring_bytes = 1u << 20, .overflow = TV_OVERFLOW_STOP,
+	.seed = 1, .session = 0x5eed000000000001ull, .machine = "fake", .burst = 64,
+	.timeout = 60, .count = 100,
+};
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void die(const char *what)
+{
+	fprintf(stderr, "fake_sender: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static int parse_addr(const char *s, struct sockaddr_in *a)
+{
+	char host[64];
+	const char *colon = strrchr(s, ':');
+	char *end;
+	unsigned long port;
+
+	if (!colon || (size_t)(colon - s) >= sizeof(host))
+		return -1;
+	memcpy(host, s, (size_t)(colon - s));
+	host[colon - s] = '\0';
+	port = strtoul(colon + 1, &end, 10);
+	if (*end || port == 0 || port > 65535)
+		return -1;
+	memset(a, 0, sizeof(*a));
+	a->sin_family = AF_INET;
+	a->sin_port = htons((uint16_t)port);
+	return inet_pton(AF_INET, host, &a->sin_addr) == 1 ? 0 : -1;
+}
+
+/* ---- the pattern ------------------------------------------------------------ */
+
+struct gen {
+	uint64_t rng;
+	uint64_t i;               /* appends so far */
+	uint64_t pc;              /* the `to` of the last branch */
+	uint64_t tsc;
+};
+
+static uint64_t gen_rand(struct gen *g)
+{
+	g->rng ^= g->rng >> 12;
+	g->rng ^= g->rng << 25;
+	g->rng ^= g->rng >> 27;
+	return g->rng * 0x2545f4914f6cdd1dull;
+}
+
+static void gen_init(struct gen *g, unsigned cpu)
+{
+	memset(g, 0, sizeof(*g));
+	g->rng = (opt.seed * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)(cpu + 1) << 32) ^ 0x1234567ull;
+	if (!g->rng)
+		g->rng = 1;
+	g->pc = 0xffffffff81000000ull + ((uint64_t)cpu << 24);
+	g->tsc = 1000000;
+}
+
+/* One append: mostly branches that the ring writes as compact records. */
+static int gen_step(struct gen *g, struct tv_trace_ring *r)
+{
+	uint64_t x = gen_rand(g);
+	int ret;
+
+	g->tsc += 100 + (x & 0xff);
+	g->i++;
+	if (g->i % 997 == 0) {
+		char label[32];
+		int n = snprintf(label, sizeof(label), "m%" PRIu64, g->i);
+
+		return trace_append_marker(r, g->tsc, g->i, label, (size_t)n);
+	}
+	if (g->i % 211 == 0)
+		return trace_append_cr3(r, g->tsc, 0x1000 * (x & 0xfff), g->pc);
+	{
+		uint64_t from, to;
+		uint32_t flags = 0;
+
+		if ((x >> 8) % 13 == 0)
+			from = g->pc - 0x100;                    /* backwards: full record */
+		else
+			from = g->pc + ((x >> 16) & 0x3ff);      /* forward: compact */
+		if ((x >> 8) % 31 == 0)
+			flags = TV_BRF_TSC;
+		to = 0xffffffff81000000ull + ((x >> 24) & 0xffffff);
+		ret = trace_append_branch(r, from, to, (enum tv_branch_kind)(1 + (x >> 40) % 6),
+					  flags, g->tsc);
+		g->pc = to;
+		return ret;
+	}
+}
+
+static struct tv_trace_ring *ring_new(unsigned cpu)
+{
+	size_t total = opt.ring_bytes + sizeof(struct tv_trace_ring);
+	struct tv_trace_ring *r = aligned_alloc(64, (total + 63) & ~(size_t)63);
+
+	if (!r || trace_ring_init(r, total, cpu, cpu, TV_SOURCE_MTF, opt.overflow,
+				  1000000000ull, 0)) {
+		fprintf(stderr, "fake_sender: ring init failed (--ring-bytes >= 4096?)\n");
+		exit(1);
+	}
+	return r;
+}
+
+/* ---- send: the real exporter over a UDP socket ------------------------------ */
+
+static struct tv_trace_ring *rings[MAX_CPUS];
+static uint64_t ctl_applied;
+/* Per CPU: which sequence numbers ever left in a DATA datagram. */
+static uint8_t *tx_seen[MAX_CPUS];
+static uint64_t tx_cap;
+
+static void note_tx(const uint8_t *p, size_t len)
+{
+	uint32_t cpu;
+	uint64_t first, count;
+
+	if (len < 48 || p[5] != TVP_DATA)
+		return;
+	cpu = tvh_le16(p + 16) & TVP_STREAM_CPU_MASK;
+	first = tvh_le64(p + 24);
+	count = tvh_le16(p + 24 + 16);
+	if (cpu >= opt.cpus || !tx_seen[cpu])
+		return;
+	for (uint64_t s = first; s < first + count && s < tx_cap; s++)
+		tx_seen[cpu][s / 8] |= (uint8_t)(1u << (s % 8));
+}
+
+/* Records never sent at all: on a path that loses nothing, exactly the lost ones. */
+static uint64_t unsent(unsigned cpu)
+{
+	uint64_t n = 0, end = rings[cpu]->next_seq;
+
+	for (uint64_t s = 0; s < end && s < tx_cap; s++)
+		n += !(tx_seen[cpu][s / 8] >> (s % 8) & 1);
+	return n;
+}
+
+static int net_send(void *ctx, const void *buf, size_t len)
+{
+	int fd = *(const int *)ctx;
+
+	note_tx(buf, len);
+	return sendto(fd, buf, len, 0, (const struct sockaddr *)&opt.to, sizeof(opt.to)) ==
+	       (ssize_t)len ? 0 : -1;
+}
+
+static int op_startstop(void *ctx, const struct tvp_ctl_cpus *cpus)
+{
+	(void)ctx;
+	(void)cpus;
+	ctl_applied++;
+	return 0;
+}
+
+static int op_filters(void *ctx, const struct tvp_ctl_filter *f)
+{
+	(void)ctx;
+	(void)f;
+	ctl_applied++;
+	return 0;
+}
+
+/* A MARKER from the receiver goes into the chosen rings, like the hypervisor's. */
+static int op_marker(void *ctx, const struct tvp_ctl_marker *m, const char *label)
+{
+	(void)ctx;
+	for (unsigned c = 0; c < opt.cpus; c++)
+		if (m->cpu == TVP_CPU_ALL || m->cpu == c)
+			trace_append_marker(rings[c], now_ns(), m->value, label, m->label_len);
+	ctl_applied++;
+	return 0;
+}
+
+static int cmd_send(void)
+{
+	static const struct export_ops ops = {
+		.start = op_startstop, .stop = op_startstop, .filters = op_filters,
+		.marker = op_marker,
+	};
+	static struct exporter ex;
+	static struct gen g[MAX_CPUS];
+	static uint8_t buf[65536];
+	struct export_config cfg;
+	uint64_t t0 = now_ns(), deadline, produced[MAX_CPUS] = { 0 }, done_at = 0;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0), err;
+	bool done = false;
+	int sz = 4 << 20;
+
+	if (fd < 0)
+		die("socket");
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.session = opt.session;
+	cfg.tsc_hz = 1000000000ull;              /* our "TSC" is CLOCK_MONOTONIC in ns */
+	cfg.heartbeat_ticks = 100000000ull;      /* 100 ms: final counters reach the receiver */
+	cfg.key = opt.keylen ? opt.key : NULL;
+	cfg.keylen = opt.keylen;
+	cfg.hello.cpu_count = (uint16_t)opt.cpus;
+	cfg.hello.source = TV_SOURCE_MTF;
+	cfg.hello.overflow = (uint8_t)opt.overflow;
+	cfg.hello.vendor_id = TVP_VENDOR_INTEL;
+	cfg.hello.family = 6;
+	cfg.hello.model = 0x55;
+	cfg.hello.stepping = 7;
+	cfg.hello.caps = TVP_CAP_SOURCE(TV_SOURCE_MTF) | (opt.keylen ? TVP_CAP_CONTROL : 0);
+	cfg.hello.tsc_hz = 1000000000ull;
+	cfg.hello.boot_tsc = t0;
+	cfg.hello.ring_bytes = opt.ring_bytes;
+	memcpy(cfg.hello.vendor, "GenuineIntel", TVP_VENDOR_LEN);
+	snprintf(cfg.hello.sw_version, sizeof(cfg.hello.sw_version), "fake_sender");
+	snprintf(cfg.hello.machine, sizeof(cfg.hello.machine), "%s", opt.machine);
+	cfg.send = net_send;
+	cfg.send_ctx = &fd;
+	cfg.ops = &ops;
+	err = export_init(&ex, &cfg, opt.cpus, t0);
+	if (err) {
+		fprintf(stderr, "fake_sender: export_init: %s\n", proto_strerror(err));
+		return 1;
+	}
+	tx_cap = opt.records * 2 + 65536;     /* markers from CONTROL add a few */
+	for (unsigned c = 0; c < opt.cpus; c++) {
+		tx_seen[c] = calloc(tx_cap / 8 + 1, 1);
+		if (!tx_seen[c])
+			die("calloc");
+		rings[c] = ring_new(c);
+		gen_init(&g[c], c);
+		err = export_attach(&ex, c, rings[c]);
+		if (err) {
+			fprintf(stderr, "fake_sender: export_attach: %d\n", err);
+			return 1;
+		}
+	}
+	deadline = t0 + (uint64_t)(opt.timeout * 1e9);
+	while (!stop) {
+		uint64_t now = now_ns();
+		bool all = true;
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		if (now >= deadline)
+			break;
+		/* Produce: a burst per CPU, paced by --rate and --pause-ms. */
+		for (unsigned c = 0; c < opt.cpus; c++) {
+			uint64_t want = produced[c] + opt.burst;
+
+			if (opt.rate > 0) {
+				uint64_t allowed = (uint64_t)((double)(now - t0) / 1e9 * opt.rate);
+
+				if (want > allowed)
+					want = allowed;
+			}
+			if (want > opt.records)
+				want = opt.records;
+			while (produced[c] < want) {
+				gen_step(&g[c], rings[c]);
+				produced[c]++;
+			}
+		}
+		/* Send and receive until the pause is over (at least once). */
+		{
+			uint64_t until = now + (uint64_t)(opt.pause_ms * 1e6);
+
+			do {
+				export_poll(&ex, now_ns());
+				while ((n = recv(fd, buf, sizeof(buf), 0)) >= 0)
+					export_input(&ex, buf, (size_t)n, now_ns());
+				pf.revents = 0;
+				poll(&pf, 1, opt.pause_ms > 0 || done_at ? 1 : 0);
+			} while (now_ns() < until && !stop);
+		}
+		for (unsigned c = 0; c < opt.cpus; c++) {
+			const struct tvp_hb_cpu *k = export_counters(&ex, c);
+
+			if (produced[c] < opt.records || !k || k->acked != rings[c]->next_seq)
+				all = false;
+		}
+		if (all && !done_at)
+			done_at = now_ns();
+		/* Linger 0.3 s: the last heartbeat carries the final counters. */
+		if (done_at && now_ns() - done_at > 300000000ull) {
+			done = true;
+			break;
+		}
+	}
+	for (unsigned c = 0; c < opt.cpus; c++) {
+		const struct tvp_hb_cpu *k = export_counters(&ex, c);
+
+		printf("cpu %u produced %" PRIu64 " sent %" PRIu64 " retransmitted %" PRIu64
+		       " lost_overwrite %" PRIu64 " acked %" PRIu64 " head %" PRIu64
+		       " ring_dropped %" PRIu64 " unsent %" PRIu64 "\n", c, k->produced, k->sent,
+		       k->retransmitted, k->lost_overwrite, k->acked, rings[c]->next_seq,
+		       rings[c]->lost_records, unsent(c));
+	}
+	printf("datagrams %" PRIu64 " acks %" PRIu64 " nack_ranges %" PRIu64
+	       " control_applied %" PRIu64 " ctl_bad_auth %u\n", ex.st.datagrams, ex.st.acks,
+	       ex.st.nack_ranges, ctl_applied, ex.st.ctl_bad_auth);
+	printf("%s after %.2f s\n", done ? "done" : stop ? "stopped" : "timeout",
+	       (double)(now_ns() - t0) / 1e9);
+	close(fd);
+	for (unsigned c = 0; c < opt.cpus; c++) {
+		free(rings[c]);
+		free(tx_seen[c]);
+	}
+	return done ? 0 : 1;
+}
+
+/* ---- verify ---------------------------------------------------------------- */
+
+struct expect {
+	uint8_t *bytes;           /* every record in sequence order */
+	uint64_t *off;            /* offset of record seq in bytes[], n + 1 entries */
+	uint64_t n;
+	uint64_t seen_next;       /* for duplicate detection: highest seen + 1 */
+	uint8_t *seen;            /* per seq: received */
+	uint64_t got, dup, bad, expanded;
+	uint64_t next;            /* one past the last record of the previous chunk */
+	uint64_t order;           /* chunks that start before the previous one ended */
+};
+
+/* The same production, read out after every append (nothing dropped). */
+static void expect_build(struct expect *e, unsigned cpu)
+{
+	struct tv_trace_ring *r;
+	struct trace_cursor c;
+	struct gen g;
+	size_t cap = 1 << 20, len = 0;
+	uint64_t ncap = 1024;
+	uint8_t buf[TV_REC_MAX_SIZE * 4];
+
+	memset(e, 0, sizeof(*e));
+	enum tv_overflow keep = opt.overflow;
+
+	opt.overflow = TV_OVERFLOW_OVERWRITE;
+	r = ring_new(cpu);
+	opt.overflow = keep;
+	gen_init(&g, cpu);
+	trace_ring_cursor_tail(r, &c);
+	e->bytes = malloc(cap);
+	e->off = malloc(ncap * sizeof(*e->off));
+	for (uint64_t i = 0; i < opt.records; i++) {
+		size_t got;
+
+		gen_step(&g, r);
+		for (;;) {
+			if (trace_ring_peek(r, &c, buf, sizeof(buf), &got) || !got)
+				break;
+			for (size_t o = 0; o < got;) {
+				size_t sz = tvh_le16(buf + o + 2);
+
+				if (len + sz > cap)
+					e->bytes = realloc(e->bytes, cap *= 2);
+				if (e->n + 2 > ncap)
+					e->off = realloc(e->off, (ncap *= 2) * sizeof(*e->off));
+				e->off[e->n++] = len;
+				memcpy(e->bytes + len, buf + o, sz);
+				len += sz;
+				o += sz;
+			}
+		}
+	}
+	e->off[e->n] = len;
+	e->seen = calloc(e->n + 1, 1);
+	free(r);
+}
+
+static bool expanded_match(const uint8_t *exp, size_t esz, const uint8_t *got, size_t gsz)
+{
+	/* A compact branch (16) written as its full branch (24): same kind and to. */
+	return exp[0] == TV_REC_BRANCH_COMPACT && esz == 16 && got[0] == TV_REC_BRANCH &&
+	       gsz == 24 && got[1] == exp[1] && tvh_le64(got + 16) == tvh_le64(exp + 8);
+}
+
+/*
+ * The capture's own account (losses.json: declared_lost_ranges and
+ * missing_at_close_ranges of each CPU) must name exactly the records the
+ * file lacks: mark them, then every record must be marked exactly once.
+ */
+static int check_losses(struct expect *e)
+{
+	FILE *f = fopen(opt.losses, "r");
+	static char text[4 << 20];
+	char err[128];
+	size_t len;
+	struct jval *v;
+	const struct jval *cpus;
+	int bad = 0;
+
+	if (!f) {
+		fprintf(stderr, "fake_sender: %s: %s\n", opt.losses, strerror(errno));
+		return 1;
+	}
+	len = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	v = json_parse(text, len, err, sizeof(err));
+	cpus = v ? json_get(v, "cpus") : NULL;
+	if (!cpus || cpus->t != J_ARR) {
+		printf("losses: %s unreadable (%s)\n", opt.losses, v ? "no cpus" : err);
+		json_free(v);
+		return 1;
+	}
+	for (size_t i = 0; i < cpus->len; i++) {
+		const struct jval *c = &cpus->items[i];
+		const struct jval *cpu = json_get(c, "cpu");
+		static const char *const keys[] = { "declared_lost_ranges", "missing_at_close_ranges" };
+
+		if (!cpu || cpu->t != J_NUM || cpu->num >= opt.cpus)
+			continue;
+		for (int k = 0; k < 2; k++) {
+			const struct jval *r = json_get(c, keys[k]);
+
+			for (size_t j = 0; r && j < r->len; j++) {
+				uint64_t first = (uint64_t)json_get(&r->items[j], "first")->num;
+				uint64_t count = (uint64_t)json_get(&r->items[j], "count")->num;
+				struct expect *x = &e[(unsigned)cpu->num];
+
+				for (uint64_t s = first; s < first + count; s++) {
+					if (s >= x->n || x->seen[s]) {
+						if (bad++ < 5)
+							printf("losses: cpu %u seq %" PRIu64 " in %s but %s\n",
+							       (unsigned)cpu->num, s, keys[k],
+							       s >= x->n ? "never produced" : "received or listed twice");
+						continue;
+					}
+					x->seen[s] = 2;
+				}
+			}
+		}
+	}
+	for (unsigned c = 0; c < opt.cpus; c++)
+		for (uint64_t s = 0; s < e[c].n; s++)
+			if (!e[c].seen[s] && bad++ < 10)
+				printf("losses: cpu %u seq %" PRIu64 " neither received nor reported lost\n", c, s);
+	printf("losses %s\n", bad ? "MISMATCH" : "match");
+	json_free(v);
+	return bad ? 1 : 0;
+}
+
+static int cmd_verify(void)
+{
+	static struct expect e[MAX_CPUS];
+	struct tvt_reader rd;
+	struct tvt_chunk ch;
+	int got, bad_chunks = 0;
+	uint64_t total_bad = 0;
+
+	if (tvt_reader_open(&rd, opt.tvt)) {
+		fprintf(stderr, "fake_sender: cannot read %s\n", opt.tvt);
+		return 1;
+	}
+	for (unsigned c = 0; c < opt.cpus; c++)
+		expect_build(&e[c], c);
+	while ((got = tvt_next_chunk(&rd, &ch)) != 0) {
+		uint64_t seq;
+
+		if (got < 0) {
+			bad_chunks++;
+			continue;
+		}
+		if (ch.kind != TVT_KIND_RECORDS)
+			continue;
+		if (ch.cpu >= opt.cpus) {
+			printf("unexpected cpu %u\n", ch.cpu);
+			total_bad++;
+			continue;
+		}
+		seq = ch.first;
+		if (seq < e[ch.cpu].next)
+			e[ch.cpu].order++;
+		for (uint64_t o = 0; o + 8 <= ch.length; seq++) {
+			struct expect *x = &e[ch.cpu];
+			size_t sz = tvh_le16(ch.payload + o + 2);
+
+			if (sz < 8 || o + sz > ch.length)
+				break;
+			if (seq >= x->n) {
+				x->bad++;
+			} else {
+				size_t esz = (size_t)(x->off[seq + 1] - x->off[seq]);
+				const uint8_t *ep = x->bytes + x->off[seq];
+
+				if (x->seen[seq]) {
+					x->dup++;
+				} else if ((esz == sz && !memcmp(ep, ch.payload + o, sz)) ||
+					   expanded_match(ep, esz, ch.payload + o, sz)) {
+					x->seen[seq] = 1;
+					x->got++;
+					x->expanded += esz != sz;
+				} else {
+					if (x->bad < 5)
+						printf("cpu %u seq %" PRIu64 ": record differs\n", ch.cpu, seq);
+					x->bad++;
+				}
+			}
+			o += sz;
+		}
+		e[ch.cpu].next = seq;
+	}
+	for (unsigned c = 0; c < opt.cpus; c++) {
+		struct expect *x = &e[c];
+		uint64_t missing = 0;
+
+		for (uint64_t s = 0; s < x->n;) {
+			uint64_t t = s;
+
+			if (x->seen[s]) {
+				s++;
+				continue;
+			}
+			while (t < x->n && !x->seen[t])
+				t++;
+			printf("missing cpu %u first %" PRIu64 " count %" PRIu64 "\n", c, s, t - s);
+			missing += t - s;
+			s = t;
+		}
+		printf("cpu %u produced %" PRIu64 " records %" PRIu64 " dup %" PRIu64 " bad %" PRIu64
+		       " missing %" PRIu64 " expanded %" PRIu64 " order %" PRIu64 "\n", c, x->n, x->got,
+		       x->dup, x->bad, missing, x->expanded, x->order);
+		total_bad += x->bad + x->order;
+	}
+	printf("damaged chunks %d\n", bad_chunks);
+	tvt_reader_close(&rd);
+	if (opt.losses && check_losses(e))
+		total_bad++;
+	return total_bad || bad_chunks ? 1 : 0;
+}
+
+/* ---- garbage ---------------------------------------------------------------- */
+
+static int cmd_garbage(void)
+{
+	static const char *const kinds[] = {
+		"random", "short", "magic", "crc", "version", "truncated", "oversized",
+		"session0", "ack", "control", "hello_ack", "records",
+	};
+	enum { NK = sizeof(kinds) / sizeof(kinds[0]) };
+	uint64_t sent[NK] = { 0 };
+	struct gen g;
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	uint8_t rec[24], buf[2100];
+	struct tvp_data d = { .first_seq = 0, .count = 1 };
+
+	if (fd < 0)
+		die("socket");
+	gen_init(&g, 77);
+	memset(rec, 0, sizeof(rec));
+	rec[0] = TV_REC_BRANCH;
+	rec[1] = TV_BR_JMP;
+	tvh_put_le16(rec + 2, 24);
+	for (unsigned i = 0; i < opt.count; i++) {
+		unsigned k = i % NK;
+		uint64_t x = gen_rand(&g);
+		int len = proto_encode_data(buf, sizeof(buf), opt.session ^ 0xbad, 0, 0, &d, rec,
+					    sizeof(rec));
+
+		switch (k) {
+		case 0:                       /* random bytes, random length */
+			len = (int)(x % 1500);
+			for (int j = 0; j < len; j++)
+				buf[j] = (uint8_t)gen_rand(&g);
+			break;
+		case 1:                       /* shorter than a header */
+			len = (int)(x % 24);
+			break;
+		case 2:
+			buf[0] ^= 0xff;
+			break;
+		case 3:                       /* one bit flipped after the CRC */
+			buf[24 + x % (uint64_t)(len - 24)] ^= (uint8_t)(1u << (x >> 32) % 8);
+			break;
+		case 4:                       /* version 2, CRC made right */
+			buf[4] = 2;
+			tvh_put_le32(buf + TVP_HDR_CRC_OFFSET, 0);
+			tvh_put_le32(buf + TVP_HDR_CRC_OFFSET, proto_crc32(0, buf, (size_t)len));
+			break;
+		case 5:                       /* cut short: header length disagrees */
+			len -= 1 + (int)(x % 20);
+			break;
+		case 6: {                     /* longer than TVP_MAX_DATAGRAM, CRC right */
+			memset(buf + len, 0, sizeof(buf) - (size_t)len);
+			len = 2000;
+			tvh_put_le16(buf + 6, (uint16_t)len);
+			tvh_put_le32(buf + TVP_HDR_CRC_OFFSET, 0);
+			tvh_put_le32(buf + TVP_HDR_CRC_OFFSET, proto_crc32(0, buf, (size_t)len));
+			break;
+		}
+		case 7:                       /* session 0, CRC right */
+			memset(buf + 8, 0, 8);
+			tvh_put_le32(buf + TVP_HDR_CRC_OFFSET, 0);
+			tvh_put_le32(buf + TVP_HDR_CRC_OFFSET, proto_crc32(0, buf, (size_t)len));
+			break;
+		case 8: {                     /* an ACK: only a receiver sends those */
+			struct tvp_ack a = { .cum = 5, .highest = 5 };
+
+			len = proto_encode_ack(buf, sizeof(buf), opt.session ^ 0xbad, 0, &a, NULL);
+			break;
+		}
+		case 9: {                     /* a CONTROL with a made-up key */
+			struct tvp_control c = { .counter = i + 1, .op = TVP_CTL_NOP };
+
+			len = proto_encode_control(buf, sizeof(buf), opt.session ^ 0xbad, &c, NULL,
+						   "guess", 5);
+			break;
+		}
+		case 10:
+			len = proto_encode_hello_ack(buf, sizeof(buf), opt.session ^ 0xbad, 1);
+			break;
+		case 11:                      /* a record size that does not tile, CRC right */
+			tvh_put_le16(buf + 24 + 24 + 2, 16);
+			tvh_put_le32(buf + TVP_HDR_CRC_OFFSET, 0);
+			tvh_put_le32(buf + TVP_HDR_CRC_OFFSET, proto_crc32(0, buf, (size_t)len));
+			break;
+		}
+		if (len < 0) {
+			fprintf(stderr, "fake_sender: encoder failed for %s: %d\n", kinds[k], len);
+			return 1;
+		}
+		if (sendto(fd, buf, (size_t)len, 0, (struct sockaddr *)&opt.to, sizeof(opt.to)) < 0)
+			die("sendto");
+		sent[k]++;
+		if (i % 32 == 31)
+			usleep(1000);      /* not a load test: let the receiver keep up */
+	}
+	printf("garbage sent %u:", opt.count);
+	for (unsigned k = 0; k < NK; k++)
+		printf(" %s=%" PRIu64, kinds[k], sent[k]);
+	printf("\n");
+	close(fd);
+	return 0;
+}
+
+/* ---- blast ------------------------------------------------------------------- */
+
+static int cmd_blast(void)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	struct tvp_hello h;
+	uint8_t recs[TVP_DATA_MAX_PAYLOAD], buf[TVP_MAX_DATAGRAM];
+	size_t rlen = 0;
+	unsigned per = 0;
+	uint64_t seq = 0, t0, sent_bytes = 0;
+	int len;
+
+	if (fd < 0)
+		die("socket");
+	/* 58 branch records of 24 bytes: 1392 bytes, a nearly full datagram. */
+	while (rlen + 24 <= sizeof(recs)) {
+		memset(recs + rlen, 0, 24);
+		recs[rlen] = TV_REC_BRANCH;
+		recs[rlen + 1] = TV_BR_JMP;
+		tvh_put_le16(recs + rlen + 2, 24);
+		tvh_put_le64(recs + rlen + 8, 0x1000 + rlen);
+		tvh_put_le64(recs + rlen + 16, 0x2000 + rlen);
+		rlen += 24;
+		per++;
+	}
+	memset(&h, 0, sizeof(h));
+	h.cpu_count = 1;
+	h.source = TV_SOURCE_MTF;
+	h.overflow = TV_OVERFLOW_STOP;
+	h.vendor_id = TVP_VENDOR_OTHER;
+	h.tsc_hz = 1000000000ull;
+	h.ring_bytes = 1u << 20;
+	snprintf(h.machine, sizeof(h.machine), "%s", opt.machine);
+	len = proto_encode_hello(buf, sizeof(buf), opt.session, &h);
+	if (len < 0 || sendto(fd, buf, (size_t)len, 0, (struct sockaddr *)&opt.to, sizeof(opt.to)) < 0)
+		die("hello");
+	usleep(20000);
+	t0 = now_ns();
+	for (uint64_t i = 0; i < opt.datagrams && !stop; i++) {
+		struct tvp_data d = { .first_seq = seq, .count = (uint16_t)per };
+
+		len = proto_encode_data(buf, sizeof(buf), opt.session, 0, 0, &d, recs, rlen);
+		if (len < 0) {
+			fprintf(stderr, "fake_sender: encode %d\n", len);
+			return 1;
+		}
+		while (sendto(fd, buf, (size_t)len, 0, (struct sockaddr *)&opt.to, sizeof(opt.to)) < 0) {
+			if (errno != ENOBUFS && errno != EAGAIN)
+				die("sendto");
+		}
+		sent_bytes += (uint64_t)len;
+		seq += per;
+		if (opt.rate > 0) {
+			uint64_t due = t0 + (uint64_t)((double)(i + 1) * 1e9 / opt.rate);
+
+			while (now_ns() < due)
+				;
+		}
+	}
+	{
+		double s = (double)(now_ns() - t0) / 1e9;
+
+		printf("blast datagrams %" PRIu64 " records %" PRIu64 " bytes %" PRIu64
+		       " seconds %.3f rate %.0f dgram/s %.1f MB/s\n", opt.datagrams, seq, sent_bytes,
+		       s, (double)opt.datagrams / s, (double)sent_bytes / s / 1e6);
+	}
+	close(fd);
+	return 0;
+}
+
+static void usage(void)
+{
+	fputs("usage: fake_sender send|verify|garbage|blast [--to ADDR:PORT] [--cpus N]\n"
+	      "         [--records N] [--ring-bytes B] [--overflow stop|overwrite] [--seed S]\n"
+	      "         [--session HEX] [--machine NAME] [--burst N] [--rate R] [--timeout S]\n"
+	      "         [--tvt FILE] [--count N] [--datagrams N] [--pause-ms MS]\n", stderr);
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "to", required_argument, NULL, 't' },
+		{ "cpus", required_argument, NULL, 'c' },
+		{ "records", required_argument, NULL, 'n' },
+		{ "ring-bytes", required_argument, NULL, 'r' },
+		{ "overflow", required_argument, NULL, 'O' },
+		{ "seed", required_argument, NULL, 's' },
+		{ "session", required_argument, NULL, 'S' },
+		{ "machine", required_argument, NULL, 'm' },
+		{ "burst", required_argument, NULL, 'b' },
+		{ "rate", required_argument, NULL, 'R' },
+		{ "timeout", required_argument, NULL, 'T' },
+		{ "tvt", required_argument, NULL, 'f' },
+		{ "losses", required_argument, NULL, 'L' },
+		{ "count", required_argument, NULL, 'N' },
+		{ "datagrams", required_argument, NULL, 'D' },
+		{ "pause-ms", required_argument, NULL, 'P' },
+		{ "key-hex", required_argument, NULL, 'K' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *cmd;
+	struct sigaction sa;
+	int o;
+
+	if (argc < 2)
+		usage();
+	cmd = argv[1];
+	optind = 2;
+	while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (o) {
+		case 't': if (parse_addr(optarg, &opt.to)) usage(); break;
+		case 'c': opt.cpus = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'n': opt.records = strtoull(optarg, NULL, 0); break;
+		case 'r': opt.ring_bytes = strtoull(optarg, NULL, 0); break;
+		case 'O':
+			if (!strcmp(optarg, "stop"))
+				opt.overflow = TV_OVERFLOW_STOP;
+			else if (!strcmp(optarg, "overwrite"))
+				opt.overflow = TV_OVERFLOW_OVERWRITE;
+			else
+				usage();
+			break;
+		case 's': opt.seed = strtoull(optarg, NULL, 0); break;
+		case 'S': opt.session = strtoull(optarg, NULL, 16); break;
+		case 'm': opt.machine = optarg; break;
+		case 'b': opt.burst = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'R': opt.rate = strtod(optarg, NULL); break;
+		case 'T': opt.timeout = strtod(optarg, NULL); break;
+		case 'f': opt.tvt = optarg; break;
+		case 'L': opt.losses = optarg; break;
+		case 'N': opt.count = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'D': opt.datagrams = strtoull(optarg, NULL, 0); break;
+		case 'P': opt.pause_ms = strtod(optarg, NULL); break;
+		case 'K':
+			for (opt.keylen = 0; optarg[2 * opt.keylen] && optarg[2 * opt.keylen + 1] &&
+			     opt.keylen < sizeof(opt.key); opt.keylen++) {
+				unsigned v;
+
+				if (sscanf(optarg + 2 * opt.keylen, "%2x", &v) != 1)
+					usage();
+				opt.key[opt.keylen] = (uint8_t)v;
+			}
+			break;
+		default: usage();
+		}
+	}
+	if (!opt.cpus || opt.cpus > MAX_CPUS || !opt.burst || !opt.session)
+		usage();
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	if (!strcmp(cmd, "verify")) {
+		if (!opt.tvt)
+			usage();
+		return cmd_verify();
+	}
+	if (!opt.to.sin_family)
+		usage();
+	if (!strcmp(cmd, "send"))
+		return cmd_send();
+	if (!strcmp(cmd, "garbage"))
+		return cmd_garbage();
+	if (!strcmp(cmd, "blast"))
+		return cmd_blast();
+	usage();
+	return 2;
+}
