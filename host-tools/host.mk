@@ -33,6 +33,8 @@ HOST_TOOLS_ASAN_CFLAGS := -std=gnu11 -O1 -g $(HOST_TOOLS_WARN) -I. \
 
 HOST_TOOLS_LIB_SRCS := $(sort $(filter-out host-tools/main.c host-tools/cmd_%.c,$(wildcard host-tools/*.c))) \
 	vmm/trace_read.c vmm/trace_ring.c vmm/trace_serial.c vmm/x86_decode.c
+# tracevisor record: the export protocol's pure cores (encode/decode, HMAC, receiver)
+HOST_TOOLS_LIB_SRCS += net/proto.c net/sha256.c net/recv.c net/export.c
 HOST_TOOLS_LIB_SRCS += vmm/pe_debug.c
 # The CLI beside main.c (cli.h): not library code.
 HOST_TOOLS_CLI_SRCS := $(sort $(wildcard host-tools/cmd_*.c))

@@ -1,0 +1,588 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * export.c - the export protocol's sender (net/export.h is the contract,
+ * docs/PROTOCOL.md the protocol).  Freestanding: no allocation, no
+ * floating point, only string.h.
+ */
+#include "net/export.h"
+
+#include <string.h>
+
+/* --- small helpers ----------------------------------------------------------------- */
+
+static bool seq_before(uint64_t a, uint64_t b)
+{
+	return tvp_seq_before(a, b);
+}
+
+static uint64_t win_end(const struct export_win *w)
+{
+	return w->first_seq + w->count;
+}
+
+/* ms milliseconds in TSC ticks, integer only and without overflow for sane hz. */
+static uint64_t ms_ticks(uint64_t hz, uint64_t ms)
+{
+	return hz / 1000u * ms + hz % 1000u * ms / 1000u;
+}
+
+static uint64_t le64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (unsigned i = 0; i < 8; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+static int tx(struct exporter *e, int len)
+{
+	if (len <= 0)
+		return len ? len : PROTO_ERR_INVAL;
+	e->st.datagrams++;
+	if (e->cfg.send(e->cfg.send_ctx, e->dgram, (size_t)len)) {
+		/* Counted; the datagram is treated as sent and lost: timers resend. */
+		e->st.tx_errors++;
+	}
+	return 0;
+}
+
+static uint64_t ring_next_seq(const struct tv_trace_ring *r)
+{
+	return __atomic_load_n(&r->next_seq, __ATOMIC_ACQUIRE);
+}
+
+/* --- init --------------------------------------------------------------------------- */
+
+int export_init(struct exporter *e, const struct export_config *cfg, uint32_t ncpus,
+		uint64_t now_tsc)
+{
+	if (!e || !cfg || !cfg->send || cfg->session == 0 || cfg->tsc_hz == 0 ||
+	    ncpus == 0 || ncpus > EXPORT_MAX_CPUS || cfg->keylen > EXPORT_KEY_MAX ||
+	    (!cfg->key && cfg->keylen))
+		return PROTO_ERR_INVAL;
+	memset(e, 0, sizeof(*e));
+	e->cfg = *cfg;
+	if (cfg->keylen)
+		memcpy(e->key, cfg->key, cfg->keylen);
+	e->cfg.key = e->key;
+	if (!e->cfg.hello_ticks)
+		e->cfg.hello_ticks = ms_ticks(cfg->tsc_hz, EXPORT_HELLO_MS);
+	if (!e->cfg.heartbeat_ticks)
+		e->cfg.heartbeat_ticks = ms_ticks(cfg->tsc_hz, EXPORT_HEARTBEAT_MS);
+	if (!e->cfg.ack_ticks)
+		e->cfg.ack_ticks = ms_ticks(cfg->tsc_hz, EXPORT_ACK_MS);
+	e->cfg.hello.cpu_count = (uint16_t)ncpus;
+	if (cfg->keylen)
+		e->cfg.hello.caps |= TVP_CAP_CONTROL;
+	e->ncpus = ncpus;
+	e->next_hello = now_tsc;
+	e->next_heartbeat = now_tsc + e->cfg.heartbeat_ticks;
+	for (uint32_t i = 0; i < EXPORT_MAX_CPUS; i++)
+		e->s[i].c.cpu = i;
+	return 0;
+}
+
+int export_attach(struct exporter *e, uint32_t cpu, struct tv_trace_ring *ring)
+{
+	struct export_stream *s;
+	int err;
+
+	if (!e || !ring || cpu >= e->ncpus || e->s[cpu].ring ||
+	    trace_ring_validate(ring, (size_t)ring->hdr_size + ring->data_size))
+		return PROTO_ERR_INVAL;
+	s = &e->s[cpu];
+	err = trace_ring_cursor_tail(ring, &s->cur);
+	if (err)
+		return err;
+	s->ring = ring;
+	s->start_seq = s->cur.seq;
+	s->acked = s->cur.seq;
+	s->has_base = false;
+	return 0;
+}
+
+const struct tvp_hb_cpu *export_counters(const struct exporter *e, uint32_t cpu)
+{
+	if (!e || cpu >= e->ncpus)
+		return NULL;
+	return &e->s[cpu].c;
+}
+
+/* --- sending window entries ---------------------------------------------------------- */
+
+/* Compact base after records r[0..len): the `to` of a trailing branch. */
+static void scan_base(const uint8_t *r, size_t len, bool *has, uint64_t *to)
+{
+	size_t off = 0;
+
+	while (off + sizeof(struct tv_rec) <= len) {
+		uint16_t size = (uint16_t)(r[off + 2] | r[off + 3] << 8);
+
+		if (size < sizeof(struct tv_rec) || size > len - off)
+			break;   /* cannot happen: peek hands out whole records */
+		if (r[off] == TV_REC_BRANCH && size >= TV_REC_BRANCH_SIZE) {
+			*has = true;
+			*to = le64(r + off + 16);
+		} else if (r[off] == TV_REC_BRANCH_COMPACT && size >= 16) {
+			*has = true;
+			*to = le64(r + off + 8);
+		} else {
+			*has = false;
+		}
+		off += size;
+	}
+}
+
+static int send_loss(struct exporter *e, uint32_t cpu, struct export_win *w, uint64_t now)
+{
+	struct export_stream *s = &e->s[cpu];
+	struct tvp_loss l = {
+		.first_seq = w->first_seq,
+		.count = w->count,
+		.total = s->c.lost_overwrite,
+	};
+	uint16_t flags = w->first_seq == s->start_seq ? TVP_LOSS_F_FIRST : 0;
+
+	w->last_tx = now;
+	return tx(e, proto_encode_loss(e->dgram, sizeof(e->dgram), e->cfg.session,
+				       (uint16_t)cpu, flags, &l));
+}
+
+/*
+ * (Re)send one entry.  DATA is read from the ring again.  Returns 0, 1
+ * when its records were overwritten meanwhile (the caller runs loss
+ * detection), or a negative error (ring busy or inconsistent: try later).
+ */
+static int send_entry(struct exporter *e, uint32_t cpu, struct export_win *w,
+		      uint64_t now, bool again)
+{
+	struct export_stream *s = &e->s[cpu];
+	struct trace_cursor c = { .pos = w->pos, .seq = w->first_seq };
+	struct tvp_data d;
+	uint16_t flags = 0;
+	size_t len;
+	int err;
+
+	if (w->is_loss)
+		return send_loss(e, cpu, w, now);
+	err = trace_ring_peek(s->ring, &c, e->recs, w->bytes, &len);
+	if (err == TRACE_ERR_OVERWRITTEN)
+		return 1;
+	if (err)
+		return err;
+	if (len != w->bytes || c.seq - w->first_seq != w->count)
+		return TRACE_ERR_RANGE;
+	d.first_seq = w->first_seq;
+	d.base_to = w->has_base ? w->base_to : 0;
+	d.count = (uint16_t)w->count;
+	if (w->has_base)
+		flags |= TVP_DATA_F_BASE;
+	if (w->first_seq == s->start_seq)
+		flags |= TVP_DATA_F_FIRST;
+	if (again) {
+		flags |= TVP_DATA_F_RETRANSMIT;
+		s->c.retransmitted += w->count;
+	}
+	w->last_tx = now;
+	return tx(e, proto_encode_data(e->dgram, sizeof(e->dgram), e->cfg.session,
+				       (uint16_t)cpu, flags, &d, e->recs, len));
+}
+
+/* --- loss detection ------------------------------------------------------------------ */
+
+/* Append a LOSS range to tmp[], merged with a LOSS entry it continues. */
+static void add_loss(struct export_win *tmp, uint32_t *n, uint64_t first, uint64_t count)
+{
+	struct export_win *prev = *n ? &tmp[*n - 1] : NULL;
+
+	if (prev && prev->is_loss && win_end(prev) == first) {
+		prev->count += count;
+		prev->last_tx = 0;   /* grown: announce again */
+		return;
+	}
+	memset(&tmp[*n], 0, sizeof(tmp[*n]));
+	tmp[*n].is_loss = 1;
+	tmp[*n].first_seq = first;
+	tmp[*n].count = count;
+	(*n)++;
+}
+
+/*
+ * The ring's tail has passed records that were not acknowledged: replace
+ * them in the window by LOSS entries (exact ranges), keep what is still
+ * in the ring of a partly overwritten datagram as a new DATA entry, and
+ * count the cursor's unread records that went too.  New and grown LOSS
+ * entries and the split DATA entry are sent at once.
+ */
+static void detect_loss(struct exporter *e, uint32_t cpu, uint64_t now)
+{
+	struct export_stream *s = &e->s[cpu];
+	struct export_win *tmp = e->tmp;
+	struct trace_cursor t;
+	uint32_t n = 0;
+	bool changed = false;
+
+	if (trace_ring_cursor_tail(s->ring, &t))
+		return;   /* busy: next time */
+	for (uint32_t i = 0; i < s->nwin; i++) {
+		struct export_win *w = &s->win[i];
+		uint64_t lost;
+
+		if (w->is_loss) {
+			if (n && tmp[n - 1].is_loss && win_end(&tmp[n - 1]) == w->first_seq) {
+				tmp[n - 1].count += w->count;
+				tmp[n - 1].last_tx = 0;
+			} else {
+				tmp[n++] = *w;
+			}
+			continue;
+		}
+		if (!seq_before(w->first_seq, t.seq)) {
+			tmp[n++] = *w;
+			continue;
+		}
+		changed = true;
+		lost = seq_before(t.seq, win_end(w)) ? t.seq - w->first_seq : w->count;
+		s->c.lost_overwrite += lost;
+		add_loss(tmp, &n, w->first_seq, lost);
+		if (lost < w->count) {
+			/* The rest starts at the tail, never on a compact record. */
+			struct export_win *d = &tmp[n++];
+
+			memset(d, 0, sizeof(*d));
+			d->first_seq = t.seq;
+			d->count = w->count - lost;
+			d->pos = t.pos;
+			d->bytes = (uint32_t)(w->pos + w->bytes - t.pos);
+		}
+	}
+	if (seq_before(s->cur.seq, t.seq)) {
+		uint64_t lost = t.seq - s->cur.seq;
+
+		changed = true;
+		s->c.lost_overwrite += lost;
+		add_loss(tmp, &n, s->cur.seq, lost);
+		s->cur = t;
+		s->has_base = false;
+	}
+	if (!changed)
+		return;
+	memcpy(s->win, tmp, n * sizeof(tmp[0]));
+	s->nwin = n;
+	for (uint32_t i = 0; i < s->nwin; i++)
+		if (s->win[i].last_tx == 0 && send_entry(e, cpu, &s->win[i], now, true) == 1)
+			s->win[i].last_tx = 0;   /* raced again: next poll */
+}
+
+/* --- new data ------------------------------------------------------------------------ */
+
+/* One new DATA datagram from stream cpu: 1 sent, 0 nothing to send, < 0 try later. */
+static int send_new(struct exporter *e, uint32_t cpu, uint64_t now)
+{
+	struct export_stream *s = &e->s[cpu];
+	struct trace_cursor c = s->cur;
+	struct export_win *w;
+	size_t len;
+	int err;
+
+	if (s->nwin >= EXPORT_WINDOW)
+		return 0;   /* window full: the ring holds the rest */
+	err = trace_ring_peek(s->ring, &c, e->recs, sizeof(e->recs), &len);
+	if (err == TRACE_ERR_OVERWRITTEN) {
+		detect_loss(e, cpu, now);
+		return -1;
+	}
+	if (err || len == 0)
+		return err ? err : 0;
+	w = &s->win[s->nwin++];
+	memset(w, 0, sizeof(*w));
+	w->first_seq = s->cur.seq;
+	w->count = c.seq - s->cur.seq;
+	w->pos = s->cur.pos;
+	w->bytes = (uint32_t)len;
+	w->has_base = s->has_base;
+	w->base_to = s->base_to;
+	scan_base(e->recs, len, &s->has_base, &s->base_to);
+	s->cur = c;
+	s->c.sent += w->count;
+	/* The bytes are in e->recs already: encode without reading again. */
+	{
+		struct tvp_data d = {
+			.first_seq = w->first_seq,
+			.base_to = w->has_base ? w->base_to : 0,
+			.count = (uint16_t)w->count,
+		};
+		uint16_t flags = (w->has_base ? TVP_DATA_F_BASE : 0) |
+				 (w->first_seq == s->start_seq ? TVP_DATA_F_FIRST : 0);
+
+		w->last_tx = now;
+		tx(e, proto_encode_data(e->dgram, sizeof(e->dgram), e->cfg.session,
+					(uint16_t)cpu, flags, &d, e->recs, len));
+	}
+	return 1;
+}
+
+/* --- HELLO, heartbeat ------------------------------------------------------------------ */
+
+static void send_hello(struct exporter *e, uint64_t now)
+{
+	struct tvp_hello h = e->cfg.hello;
+
+	h.hello_seq = e->hello_seq++;
+	tx(e, proto_encode_hello(e->dgram, sizeof(e->dgram), e->cfg.session, &h));
+	e->next_hello = now + e->cfg.hello_ticks;
+}
+
+static void fill_counters(struct export_stream *s)
+{
+	if (!s->ring)
+		return;
+	s->c.head_seq = ring_next_seq(s->ring);
+	s->c.produced = s->c.head_seq - s->start_seq;
+	s->c.acked = s->acked;
+	s->c.ring_dropped = __atomic_load_n(&s->ring->lost_records, __ATOMIC_RELAXED);
+}
+
+static void send_heartbeat(struct exporter *e, uint64_t now)
+{
+	struct tvp_hb_cpu cpus[TVP_HB_MAX_CPUS];
+	struct tvp_heartbeat h = {
+		.tsc = now,
+		.ctl_accepted = e->st.ctl_accepted,
+		.ctl_bad_auth = e->st.ctl_bad_auth,
+		.ctl_replay = e->st.ctl_replay,
+		.ctl_bad_session = e->st.ctl_bad_session,
+		.ctl_malformed = e->st.ctl_malformed,
+		.tx_errors = e->st.tx_errors,
+	};
+
+	for (uint32_t first = 0; first < e->ncpus; first += TVP_HB_MAX_CPUS) {
+		uint32_t n = e->ncpus - first;
+
+		if (n > TVP_HB_MAX_CPUS)
+			n = TVP_HB_MAX_CPUS;
+		for (uint32_t i = 0; i < n; i++) {
+			fill_counters(&e->s[first + i]);
+			cpus[i] = e->s[first + i].c;
+		}
+		h.hb_seq = e->hb_seq++;
+		h.first_cpu = (uint16_t)first;
+		h.ncpus = (uint16_t)n;
+		tx(e, proto_encode_heartbeat(e->dgram, sizeof(e->dgram), e->cfg.session, &h, cpus));
+	}
+	e->next_heartbeat = now + e->cfg.heartbeat_ticks;
+}
+
+/* --- poll ------------------------------------------------------------------------------ */
+
+/* Resend entries whose ack is overdue, oldest first, a few per call. */
+static void resend_overdue(struct exporter *e, uint32_t cpu, uint64_t now)
+{
+	struct export_stream *s = &e->s[cpu];
+	unsigned sent = 0;
+
+	for (uint32_t i = 0; i < s->nwin && sent < EXPORT_RTX_BURST; i++) {
+		struct export_win *w = &s->win[i];
+
+		if (now - w->last_tx < e->cfg.ack_ticks)
+			continue;
+		sent++;
+		if (send_entry(e, cpu, w, now, true) == 1) {
+			detect_loss(e, cpu, now);
+			return;   /* the window changed under i */
+		}
+	}
+}
+
+int export_poll(struct exporter *e, uint64_t now_tsc)
+{
+	uint64_t before;
+	uint32_t budget = EXPORT_TX_BUDGET;
+	bool progress = true;
+
+	if (!e)
+		return PROTO_ERR_INVAL;
+	before = e->st.datagrams;
+	if (!e->hello_acked && !seq_before(now_tsc, e->next_hello))
+		send_hello(e, now_tsc);
+	if (!seq_before(now_tsc, e->next_heartbeat))
+		send_heartbeat(e, now_tsc);
+	for (uint32_t cpu = 0; cpu < e->ncpus; cpu++) {
+		if (!e->s[cpu].ring)
+			continue;
+		detect_loss(e, cpu, now_tsc);
+		resend_overdue(e, cpu, now_tsc);
+	}
+	/* New data, round robin so one busy CPU cannot starve the others. */
+	while (budget && progress) {
+		progress = false;
+		for (uint32_t k = 0; k < e->ncpus && budget; k++) {
+			uint32_t cpu = (e->rr + k) % e->ncpus;
+
+			if (e->s[cpu].ring && send_new(e, cpu, now_tsc) > 0) {
+				budget--;
+				progress = true;
+			}
+		}
+		e->rr = (e->rr + 1) % e->ncpus;
+	}
+	return (int)(e->st.datagrams - before);
+}
+
+/* --- input ------------------------------------------------------------------------------ */
+
+static void on_ack(struct exporter *e, uint32_t cpu, const struct proto_msg *m, uint64_t now)
+{
+	struct export_stream *s = &e->s[cpu];
+	const struct tvp_ack *a = &m->u.ack.a;
+	uint32_t pop = 0;
+
+	/* An ack beyond what was ever sent is not from our receiver's state. */
+	if (seq_before(s->cur.seq, a->cum) || seq_before(a->cum, s->start_seq)) {
+		e->st.ignored++;
+		return;
+	}
+	e->st.acks++;
+	s->last_ack_tsc = now;
+	if (seq_before(s->acked, a->cum))
+		s->acked = a->cum;
+	while (pop < s->nwin && !seq_before(a->cum, win_end(&s->win[pop]))) {
+		const struct export_win *w = &s->win[pop];
+
+		if (!w->is_loss) {
+			struct trace_cursor upto = { .pos = w->pos + w->bytes, .seq = win_end(w) };
+
+			/* STOP: room for the producer; OVERWRITE: nothing to do. */
+			(void)trace_ring_consume(s->ring, &upto);
+		}
+		pop++;
+	}
+	if (pop) {
+		memmove(s->win, s->win + pop, (s->nwin - pop) * sizeof(s->win[0]));
+		s->nwin -= pop;
+	}
+	if (!m->u.ack.a.nranges)
+		return;
+	e->st.nack_ranges += a->nranges;
+	detect_loss(e, cpu, now);
+	for (uint32_t i = 0; i < s->nwin; i++) {
+		struct export_win *w = &s->win[i];
+		bool named = false;
+
+		for (uint16_t k = 0; k < a->nranges && !named; k++) {
+			const struct tvp_range *r = &m->u.ack.ranges[k];
+
+			named = seq_before(w->first_seq, r->end) && seq_before(r->first, win_end(w));
+		}
+		/* At most once per quarter ack timeout: every ACK repeats its ranges. */
+		if (!named || now - w->last_tx < e->cfg.ack_ticks / 4)
+			continue;
+		if (send_entry(e, cpu, w, now, true) == 1) {
+			detect_loss(e, cpu, now);
+			return;
+		}
+	}
+}
+
+static int on_control(struct exporter *e, const void *dgram, size_t len,
+		      const struct proto_msg *m)
+{
+	const struct tvp_control *c = &m->u.control.c;
+	const struct export_ops *ops = e->cfg.ops;
+	struct tvp_control_reply r = { .counter = c->counter, .op = c->op };
+	int st = TVP_CTL_EUNSUPPORTED;
+
+	if (proto_control_verify(dgram, len, e->key, e->cfg.keylen)) {
+		e->st.ctl_bad_auth++;
+		return PROTO_ERR_AUTH;
+	}
+	if (m->session != e->cfg.session) {
+		e->st.ctl_bad_session++;
+		return PROTO_ERR_WRONG_SESSION;
+	}
+	/* Plain comparison: a 64-bit counter from 1 never wraps. */
+	if (c->counter <= e->ctl_last) {
+		e->st.ctl_replay++;
+		/* The receiver missed our reply to exactly this message: say it again. */
+		if (c->counter == e->ctl_last &&
+		    !memcmp(m->u.control.tag, e->ctl_last_tag, TVP_TAG_LEN))
+			tx(e, proto_encode_control_reply(e->dgram, sizeof(e->dgram),
+							 e->cfg.session, &e->ctl_reply));
+		return PROTO_ERR_REPLAY;
+	}
+	switch (c->op) {
+	case TVP_CTL_NOP:
+		st = 0;
+		break;
+	case TVP_CTL_START:
+		if (ops && ops->start)
+			st = ops->start(e->cfg.ops_ctx, &m->u.control.arg.cpus) ? TVP_CTL_EFAILED : 0;
+		break;
+	case TVP_CTL_STOP:
+		if (ops && ops->stop)
+			st = ops->stop(e->cfg.ops_ctx, &m->u.control.arg.cpus) ? TVP_CTL_EFAILED : 0;
+		break;
+	case TVP_CTL_FILTERS:
+		if (ops && ops->filters)
+			st = ops->filters(e->cfg.ops_ctx, &m->u.control.arg.filter) ? TVP_CTL_EFAILED : 0;
+		break;
+	case TVP_CTL_MARKER:
+		if (ops && ops->marker)
+			st = ops->marker(e->cfg.ops_ctx, &m->u.control.arg.marker,
+					 m->u.control.label) ? TVP_CTL_EFAILED : 0;
+		break;
+	default:
+		break;
+	}
+	e->st.ctl_accepted++;
+	e->ctl_last = c->counter;
+	memcpy(e->ctl_last_tag, m->u.control.tag, TVP_TAG_LEN);
+	r.status = st;
+	e->ctl_reply = r;
+	tx(e, proto_encode_control_reply(e->dgram, sizeof(e->dgram), e->cfg.session, &r));
+	return 0;
+}
+
+int export_input(struct exporter *e, const void *dgram, size_t len, uint64_t now_tsc)
+{
+	struct proto_msg m;
+	int err;
+
+	if (!e || !dgram)
+		return PROTO_ERR_INVAL;
+	err = proto_decode(dgram, len, &m);
+	if (err) {
+		e->st.ctl_malformed++;
+		return err;
+	}
+	switch (m.type) {
+	case TVP_CONTROL:
+		return on_control(e, dgram, len, &m);
+	case TVP_HELLO_ACK:
+		if (m.session != e->cfg.session) {
+			e->st.ignored++;
+			return PROTO_ERR_WRONG_SESSION;
+		}
+		e->hello_acked = true;
+		return 0;
+	case TVP_ACK: {
+		uint32_t cpu = m.stream & TVP_STREAM_CPU_MASK;
+
+		if (m.session != e->cfg.session) {
+			e->st.ignored++;
+			return PROTO_ERR_WRONG_SESSION;
+		}
+		if ((m.stream & TVP_STREAM_PT) || cpu >= e->ncpus || !e->s[cpu].ring) {
+			e->st.ignored++;
+			return PROTO_ERR_STREAM;
+		}
+		on_ack(e, cpu, &m, now_tsc);
+		return 0;
+	}
+	default:
+		/* Only tracevisor sends the other types: not from a receiver. */
+		e->st.ctl_malformed++;
+		return PROTO_ERR_TYPE;
+	}
+}

@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * export.h - the sender side of the export protocol (docs/PROTOCOL.md):
+ * per-CPU record streams read from the trace rings, a bounded window of
+ * unacknowledged datagrams per stream, retransmission on NACK and on ack
+ * timeout, LOSS notices for records overwritten before they were acked,
+ * HELLO until acknowledged, heartbeats, and authenticated CONTROL
+ * messages applied through the hypervisor's callbacks.
+ *
+ * Pure: no network stack, no clock, no allocation.  Datagrams leave
+ * through cfg.send(ctx, buf, len); received ones come in through
+ * export_input; time is a TSC value the caller passes in.  The caller
+ * owns struct exporter (it is large: put it in reserved memory) and calls
+ * everything from one CPU, the one that owns the NIC.  The rings it reads
+ * may belong to other CPUs whose producers run at the same time
+ * (vmm/trace_ring.h, "Concurrency").
+ *
+ * Window entries do not hold bytes: each remembers the ring position and
+ * sequence number of its first record, its record count and byte size,
+ * so a resend reads the ring again.  Under TV_OVERFLOW_STOP the ring's
+ * space is released (trace_ring_consume) when the receiver's cumulative
+ * ack passes an entry; under OVERWRITE the producer may overwrite records
+ * the receiver has not acknowledged yet: the exporter notices (the ring's
+ * tail passed them), replaces them in the window by a LOSS entry with the
+ * exact sequence range, and sends the LOSS notice until it is acked.
+ *
+ * Errors (negative; PROTO_ERR_* from net/proto.h, text from
+ * proto_strerror):
+ *   PROTO_ERR_INVAL   NULL argument, CPU index out of range or not
+ *                     attached, ring not initialised, session 0, key too
+ *                     long, no send callback
+ *   any proto_decode error: export_input's datagram was malformed (counted
+ *                     in ctl_malformed)
+ *   PROTO_ERR_AUTH, PROTO_ERR_WRONG_SESSION, PROTO_ERR_REPLAY: a CONTROL
+ *                     was refused (counted; nothing changed)
+ */
+#ifndef TV_NET_EXPORT_H
+#define TV_NET_EXPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "net/proto.h"
+#include "vmm/trace_ring.h"
+
+#define EXPORT_MAX_CPUS   128u
+#define EXPORT_WINDOW     64u    /* unacknowledged datagrams per stream */
+#define EXPORT_KEY_MAX    64u    /* bytes of control key */
+#define EXPORT_RTX_BURST  8u     /* resends per stream per export_poll on timeout */
+#define EXPORT_TX_BUDGET  64u    /* new DATA datagrams per export_poll, all streams */
+
+/* Default timers in milliseconds (docs/PROTOCOL.md, "Timers"). */
+#define EXPORT_HELLO_MS     1000u
+#define EXPORT_HEARTBEAT_MS 1000u
+#define EXPORT_ACK_MS       200u
+
+/*
+ * The hypervisor's handlers for CONTROL ops; NULL: not supported (the
+ * reply says TVP_CTL_EUNSUPPORTED).  A handler returns 0 when it applied
+ * the op, anything else when it refused it (TVP_CTL_EFAILED).
+ */
+struct export_ops {
+	int (*start)(void *ctx, const struct tvp_ctl_cpus *cpus);
+	int (*stop)(void *ctx, const struct tvp_ctl_cpus *cpus);
+	int (*filters)(void *ctx, const struct tvp_ctl_filter *f);
+	int (*marker)(void *ctx, const struct tvp_ctl_marker *m, const char *label);
+};
+
+/* Returns 0 when the datagram was handed to the network, else non-zero. */
+typedef int (*export_send_fn)(void *ctx, const void *buf, size_t len);
+
+struct export_config {
+	uint64_t session;            /* random per boot, never 0 */
+	uint64_t tsc_hz;             /* for the default timers; non-zero */
+	/* Timer lengths in TSC ticks; 0: the EXPORT_*_MS defaults. */
+	uint64_t hello_ticks, heartbeat_ticks, ack_ticks;
+	const void *key;             /* control key (copied); keylen 0: no control */
+	size_t keylen;
+	struct tvp_hello hello;      /* machine metadata; hello_seq is ignored */
+	export_send_fn send;
+	void *send_ctx;
+	const struct export_ops *ops;  /* may be NULL: no op supported */
+	void *ops_ctx;
+};
+
+/* One unacknowledged datagram. */
+struct export_win {
+	uint64_t first_seq;
+	uint64_t count;              /* records */
+	uint64_t pos;                /* DATA: ring position of the first record */
+	uint64_t base_to;            /* DATA with has_base: the compact base */
+	uint64_t last_tx;            /* TSC of the last (re)send */
+	uint32_t bytes;              /* DATA: record bytes */
+	uint8_t is_loss;             /* a LOSS entry (no bytes in the ring) */
+	uint8_t has_base;
+	uint16_t pad;
+};
+
+struct export_stream {
+	struct tv_trace_ring *ring;  /* NULL: not attached */
+	struct trace_cursor cur;     /* the next record never sent */
+	uint64_t start_seq;          /* where the stream began (FIRST) */
+	uint64_t base_to;            /* compact base at cur, if has_base */
+	bool has_base;
+	uint32_t nwin;
+	struct export_win win[EXPORT_WINDOW + 4];  /* oldest first; room for a split */
+	uint64_t acked;              /* the receiver's cumulative ack */
+	uint64_t last_ack_tsc;
+	struct tvp_hb_cpu c;         /* counters for the heartbeat */
+};
+
+struct export_stats {
+	uint32_t ctl_accepted, ctl_bad_auth, ctl_replay, ctl_bad_session, ctl_malformed;
+	uint32_t tx_errors;
+	uint64_t datagrams;          /* handed to send, all kinds */
+	uint64_t acks, nack_ranges;  /* ACKs received, missing ranges in them */
+	uint64_t ignored;            /* well-formed but for another session or stream */
+};
+
+struct exporter {
+	struct export_config cfg;
+	uint8_t key[EXPORT_KEY_MAX];
+	uint32_t ncpus;              /* streams 0..ncpus-1 (attached or not) */
+	bool hello_acked;
+	uint32_t hello_seq;
+	uint64_t next_hello, next_heartbeat;
+	uint32_t hb_seq;
+	uint32_t rr;                 /* round-robin start for new data */
+	uint64_t ctl_last;           /* last accepted counter, 0 = none */
+	uint8_t ctl_last_tag[TVP_TAG_LEN];
+	struct tvp_control_reply ctl_reply;  /* answer to ctl_last */
+	struct export_stats st;
+	struct export_stream s[EXPORT_MAX_CPUS];
+	uint8_t dgram[TVP_MAX_DATAGRAM];
+	uint8_t recs[TVP_DATA_MAX_RECORDS];
+	struct export_win tmp[EXPORT_WINDOW + 4];  /* loss detection scratch */
+};
+
+/*
+ * export_init - set e up for cfg (copied, key included) with ncpus record
+ * streams, none attached yet.  now_tsc starts the timers; the first
+ * export_poll sends the HELLO.
+ * Errors: PROTO_ERR_INVAL.
+ */
+int export_init(struct exporter *e, const struct export_config *cfg, uint32_t ncpus,
+		uint64_t now_tsc);
+
+/*
+ * export_attach - stream cpu reads ring from its tail on: the first record
+ * sent (or declared lost) carries FIRST.
+ * Errors: PROTO_ERR_INVAL (cpu >= ncpus, already attached, not a ring),
+ * TRACE_ERR_BUSY (the ring's tail kept moving; try again).
+ */
+int export_attach(struct exporter *e, uint32_t cpu, struct tv_trace_ring *ring);
+
+/*
+ * export_poll - everything that depends on time and on the rings: HELLO
+ * while unacknowledged, heartbeats, overwritten records turned into LOSS
+ * notices, resends of entries not acked within the ack timeout, then new
+ * records while windows have room (at most EXPORT_TX_BUDGET datagrams).
+ * Returns the number of datagrams handed to send, or PROTO_ERR_INVAL.
+ */
+int export_poll(struct exporter *e, uint64_t now_tsc);
+
+/*
+ * export_input - a datagram from the receiver: HELLO_ACK, ACK (releases
+ * ring space, resends what the NACK ranges name), CONTROL (verified,
+ * applied, answered).  Returns 0 when it was used; a negative error when
+ * it was refused (malformed, forged, replayed, wrong session; counted)
+ * or ignored (well-formed but not for this session or stream:
+ * PROTO_ERR_WRONG_SESSION / PROTO_ERR_STREAM, counted in st.ignored).
+ */
+int export_input(struct exporter *e, const void *dgram, size_t len, uint64_t now_tsc);
+
+/* Counters of stream cpu (as a heartbeat would send them), or NULL. */
+const struct tvp_hb_cpu *export_counters(const struct exporter *e, uint32_t cpu);
+
+#endif /* TV_NET_EXPORT_H */
