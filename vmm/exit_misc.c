@@ -101,6 +101,18 @@ enum exit_action exit_triple_fault(struct exit_ctx *ctx)
 		(unsigned long long)vmcs_get(VMCS_GUEST_CR0), (unsigned long long)vmcs_get(VMCS_GUEST_CR3),
 		(unsigned long long)vmcs_get(VMCS_GUEST_CR4),
 		(unsigned long long)vmcs_get(VMCS_IDT_VECTORING_INFO));
+	/* What decides whether #PF/#DF could be delivered.  CR2 is not
+	 * switched by VM exits (SDM 3C 28.5): the host's is the guest's. */
+	log_err("exit: cpu %u: RSP %#llx CR2 %#llx IDTR %#llx/%#llx GDTR %#llx/%#llx SS ar %#llx interruptibility %#llx activity %llu",
+		ctx->cpu->index, (unsigned long long)vmcs_get(VMCS_GUEST_RSP),
+		(unsigned long long)hw_read_cr2(),
+		(unsigned long long)vmcs_get(VMCS_GUEST_IDTR_BASE),
+		(unsigned long long)vmcs_get(VMCS_GUEST_IDTR_LIMIT),
+		(unsigned long long)vmcs_get(VMCS_GUEST_GDTR_BASE),
+		(unsigned long long)vmcs_get(VMCS_GUEST_GDTR_LIMIT),
+		(unsigned long long)vmcs_get(VMCS_GUEST_SS_AR),
+		(unsigned long long)vmcs_get(VMCS_GUEST_INTERRUPTIBILITY),
+		(unsigned long long)vmcs_get(VMCS_GUEST_ACTIVITY_STATE));
 	/* The branches that led here are what a user wants most: close the
 	 * window, which hands it to the exporter, before the reset. */
 	if (ctx->cpu->trace.active)
