@@ -874,6 +874,81 @@ static void test_receiver_sessions(void **state)
 	world_free();
 }
 
+static int count_send(void *ctx, const void *buf, size_t len)
+{
+	struct proto_msg m;
+
+	assert_int_equal(proto_decode(buf, len, &m), 0);
+	if (m.type == TVP_HEARTBEAT) {
+		unsigned *n = ctx;
+
+		assert_int_equal(m.u.hb.h.first_cpu, *n * TVP_HB_MAX_CPUS);
+		(*n)++;
+	}
+	return 1;   /* the network refused it: counted as a tx error */
+}
+
+/* Argument checks, heartbeats split over datagrams, acks that cannot be ours. */
+static void test_exporter_edges(void **state)
+{
+	static struct exporter ex;
+	static uint64_t mem[(128 + 4096) / 8];
+	struct tv_trace_ring *r = (struct tv_trace_ring *)mem;
+	struct export_config cfg = { .session = 7, .tsc_hz = HZ, .send = count_send };
+	uint8_t b[TVP_MAX_DATAGRAM];
+	struct tvp_ack a = { .cum = 1000, .highest = 1000 };
+	unsigned hb = 0;
+	int n;
+
+	(void)state;
+	cfg.send_ctx = &hb;
+	assert_int_equal(export_init(NULL, &cfg, 1, 0), PROTO_ERR_INVAL);
+	assert_int_equal(export_init(&ex, &cfg, 0, 0), PROTO_ERR_INVAL);
+	assert_int_equal(export_init(&ex, &cfg, EXPORT_MAX_CPUS + 1, 0), PROTO_ERR_INVAL);
+	cfg.keylen = EXPORT_KEY_MAX + 1;
+	cfg.key = KEY;
+	assert_int_equal(export_init(&ex, &cfg, 1, 0), PROTO_ERR_INVAL);
+	cfg.keylen = 0;
+	cfg.session = 0;
+	assert_int_equal(export_init(&ex, &cfg, 1, 0), PROTO_ERR_INVAL);
+	cfg.session = 7;
+	assert_int_equal(export_init(&ex, &cfg, 50, 0), 0);
+	assert_int_equal(trace_ring_init(r, sizeof(mem), 0, 0, TV_SOURCE_MTF, TV_OVERFLOW_STOP, HZ, 0), 0);
+	assert_int_equal(export_attach(&ex, 50, r), PROTO_ERR_INVAL);
+	assert_int_equal(export_attach(&ex, 0, r), 0);
+	assert_int_equal(export_attach(&ex, 0, r), PROTO_ERR_INVAL);   /* twice */
+	assert_null(export_counters(&ex, 50));
+
+	/* 50 CPUs: three heartbeat datagrams, 21 + 21 + 8. */
+	assert_true(export_poll(&ex, HZ) > 0);
+	assert_int_equal(hb, 3);
+	assert_true(ex.st.tx_errors > 0);
+
+	/* Records in flight, then an ACK beyond anything sent: ignored. */
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(trace_append_marker(r, 1, (uint64_t)i, NULL, 0), 0);
+	assert_int_equal(export_poll(&ex, HZ + 1), 1);
+	assert_int_equal(ex.s[0].nwin, 1);
+	n = proto_encode_ack(b, sizeof(b), 7, 0, &a, NULL);
+	assert_int_equal(export_input(&ex, b, (size_t)n, HZ + 2), 0);
+	assert_int_equal(ex.st.ignored, 1);
+	assert_int_equal(ex.s[0].nwin, 1);
+	assert_int_equal(r->tail, 0);
+	/* ACK for another session or an unattached stream: ignored too. */
+	a.cum = a.highest = 10;
+	n = proto_encode_ack(b, sizeof(b), 8, 0, &a, NULL);
+	assert_int_equal(export_input(&ex, b, (size_t)n, HZ + 2), PROTO_ERR_WRONG_SESSION);
+	n = proto_encode_ack(b, sizeof(b), 7, 1, &a, NULL);
+	assert_int_equal(export_input(&ex, b, (size_t)n, HZ + 2), PROTO_ERR_STREAM);
+	/* The right one releases STOP ring space. */
+	n = proto_encode_ack(b, sizeof(b), 7, 0, &a, NULL);
+	assert_int_equal(export_input(&ex, b, (size_t)n, HZ + 2), 0);
+	assert_int_equal(ex.s[0].nwin, 0);
+	assert_int_equal(r->tail, 240);
+	assert_int_equal(r->tail_seq, 10);
+	assert_int_equal(ex.s[0].c.sent, 10);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -888,6 +963,7 @@ int main(void)
 		cmocka_unit_test(test_control),
 		cmocka_unit_test(test_receiver_alone),
 		cmocka_unit_test(test_receiver_sessions),
+		cmocka_unit_test(test_exporter_edges),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
