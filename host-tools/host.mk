@@ -141,3 +141,21 @@ HOST_TOOL_TESTS += $(FUZZ_TARGETS) $(FUZZ_SEEDS)
 endif
 
 -include $(FUZZ_LIB_OBJS:.o=.d)
+
+# tracevisor record's end-to-end tests (tests/build/net-*.sh) and benchmark
+# (tests/bench/recv_bench.sh): a fake traced machine around the real
+# net/export.c, and a UDP impairment relay.  Built by `unit` (through
+# HOST_TOOL_TESTS; run-tests.sh only runs build/host/test_*).
+NET_TEST_TOOLS := $(BUILD)/tests/net/fake_sender $(BUILD)/tests/net/udp_relay
+NET_FAKE_SRCS := tests/net/fake_sender.c net/export.c net/proto.c net/sha256.c \
+	vmm/trace_ring.c vmm/trace_serial.c host-tools/tvt.c host-tools/error.c \
+	host-tools/text.c tests/host/json_check.c
+$(BUILD)/tests/net/fake_sender: $(NET_FAKE_SRCS) $(wildcard net/*.h vmm/trace_*.h host-tools/tvt.h)
+	@mkdir -p $(dir $@)
+	@echo "  HOSTLD  $@"
+	$(Q)$(HOST_CC) $(HOST_TOOLS_CFLAGS) -o $@ $(NET_FAKE_SRCS)
+$(BUILD)/tests/net/udp_relay: tests/net/udp_relay.c
+	@mkdir -p $(dir $@)
+	@echo "  HOSTLD  $@"
+	$(Q)$(HOST_CC) $(HOST_TOOLS_CFLAGS) -o $@ $<
+HOST_TOOL_TESTS += $(NET_TEST_TOOLS)

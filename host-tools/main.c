@@ -24,6 +24,7 @@
 #include "host-tools/error.h"
 #include "host-tools/images.h"
 #include "host-tools/pt.h"
+#include "host-tools/record.h"
 #include "host-tools/serial_in.h"
 #include "host-tools/sym.h"
 #include "host-tools/tvt.h"
@@ -1103,6 +1104,8 @@ static const struct command commands[] = {
 	{ "pt", cmd_pt, pt_usage, "a CPU's raw Intel PT stream, for ptdump/ptxed" },
 	{ "pt-decode", cmd_pt_decode, pt_decode_usage, "decode a CPU's Intel PT stream with libipt" },
 	{ "from-serial", cmd_from_serial, from_serial_usage, "a trace file from the TVT1 lines of a serial log" },
+	{ "record", tvh_cmd_record, tvh_record_usage, "receive traces over UDP into capture directories" },
+	{ "control", tvh_cmd_control, tvh_control_usage, "send an authenticated CONTROL to a traced machine" },
 };
 
 static void main_usage(FILE *f)

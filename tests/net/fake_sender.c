@@ -770,7 +770,8 @@ static int cmd_blast(void)
 	for (uint64_t i = 0; i < opt.datagrams && !stop; i++) {
 		struct tvp_data d = { .first_seq = seq, .count = (uint16_t)per };
 
-		len = proto_encode_data(buf, sizeof(buf), opt.session, 0, 0, &d, recs, rlen);
+		len = proto_encode_data(buf, sizeof(buf), opt.session, 0, i ? 0 : TVP_DATA_F_FIRST, &d,
+					 recs, rlen);
 		if (len < 0) {
 			fprintf(stderr, "fake_sender: encode %d\n", len);
 			return 1;
