@@ -14,12 +14,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <arpa/inet.h>
 
 #include <cmocka.h>
 
 #include "host-tools/capture.h"
 #include "host-tools/error.h"
 #include "host-tools/le.h"
+#include "host-tools/record.h"
 #include "host-tools/tvt.h"
 #include "tests/host/helpers.h"
 #include "tests/host/json_check.h"
@@ -470,6 +472,107 @@ static void test_deferred_begin(void **state)
 	free(out);
 }
 
+/* The receiver's option parsers (record.c). */
+static void test_parse_addr(void **state)
+{
+	struct sockaddr_in a;
+
+	(void)state;
+	assert_int_equal(rec_parse_addr("127.0.0.1:7000", 6543, &a), 0);
+	assert_int_equal(ntohl(a.sin_addr.s_addr), 0x7f000001);
+	assert_int_equal(ntohs(a.sin_port), 7000);
+	assert_int_equal(rec_parse_addr("10.1.2.3", 6543, &a), 0);
+	assert_int_equal(ntohs(a.sin_port), 6543);
+	assert_int_equal(rec_parse_addr(":9", 6543, &a), 0);
+	assert_int_equal(a.sin_addr.s_addr, htonl(INADDR_ANY));
+	assert_int_equal(ntohs(a.sin_port), 9);
+	assert_int_equal(rec_parse_addr("8000", 6543, &a), 0);
+	assert_int_equal(ntohs(a.sin_port), 8000);
+	assert_int_equal(rec_parse_addr("localhost:1", 6543, &a), 0);
+	assert_int_equal(ntohl(a.sin_addr.s_addr), 0x7f000001);
+	assert_int_equal(rec_parse_addr("1.2.3.4:0", 6543, &a), -TVH_ERR_INVALID);
+	assert_int_equal(rec_parse_addr("1.2.3.4:65536", 6543, &a), -TVH_ERR_INVALID);
+	assert_int_equal(rec_parse_addr("1.2.3.4:", 6543, &a), -TVH_ERR_INVALID);
+	assert_int_equal(rec_parse_addr("1.2.3:5", 6543, &a), -TVH_ERR_INVALID);
+	assert_int_equal(rec_parse_addr("host.example:5", 6543, &a), -TVH_ERR_INVALID);
+	assert_int_equal(rec_parse_addr("", 6543, &a), -TVH_ERR_INVALID);
+}
+
+static void test_parse_key(void **state)
+{
+	uint8_t key[REC_KEY_MAX];
+	size_t len = 0;
+	char big[2 * REC_KEY_MAX + 3];
+	char *path;
+
+	(void)state;
+	assert_int_equal(rec_parse_key_hex("0x00ff10", key, &len), 0);
+	assert_int_equal(len, 3);
+	assert_int_equal(key[0], 0x00);
+	assert_int_equal(key[1], 0xff);
+	assert_int_equal(key[2], 0x10);
+	assert_int_equal(rec_parse_key_hex(" aB cd\n", key, &len), 0);
+	assert_int_equal(len, 2);
+	assert_int_equal(key[0], 0xab);
+	assert_int_equal(rec_parse_key_hex("abc", key, &len), -TVH_ERR_INVALID);   /* odd */
+	assert_int_equal(rec_parse_key_hex("zz", key, &len), -TVH_ERR_INVALID);
+	assert_int_equal(rec_parse_key_hex("", key, &len), -TVH_ERR_INVALID);
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	assert_int_equal(rec_parse_key_hex(big + 2, key, &len), 0);              /* 256 bytes */
+	assert_int_equal(len, REC_KEY_MAX);
+	assert_int_equal(rec_parse_key_hex(big, key, &len), -TVH_ERR_INVALID);     /* 257 */
+	/* A key file: hex text is decoded, anything else is raw bytes. */
+	path = th_path("hex.key");
+	th_write_file(path, "0102 0304\n", 10);
+	assert_int_equal(rec_load_key(path, key, &len), 0);
+	assert_int_equal(len, 4);
+	assert_int_equal(key[3], 4);
+	th_write_file(path, "secret!", 7);
+	assert_int_equal(rec_load_key(path, key, &len), 0);
+	assert_int_equal(len, 7);
+	assert_memory_equal(key, "secret!", 7);
+	th_write_file(path, "", 0);
+	assert_int_equal(rec_load_key(path, key, &len), -TVH_ERR_INVALID);
+	free(path);
+	assert_int_equal(rec_load_key("/nonexistent/key", key, &len), -TVH_ERR_IO);
+}
+
+static void test_parse_cpus(void **state)
+{
+	uint64_t m[16];
+
+	(void)state;
+	assert_int_equal(rec_parse_cpus("0-3,8,1023", m), 0);
+	assert_int_equal(m[0], 0x10full);
+	assert_int_equal(m[15], 1ull << 63);
+	for (int i = 1; i < 15; i++)
+		assert_int_equal(m[i], 0);
+	assert_int_equal(rec_parse_cpus("all", m), 0);
+	assert_int_equal(m[7], UINT64_MAX);
+	assert_int_equal(rec_parse_cpus("64", m), 0);
+	assert_int_equal(m[0], 0);
+	assert_int_equal(m[1], 1);
+	assert_int_equal(rec_parse_cpus("1024", m), -TVH_ERR_INVALID);
+	assert_int_equal(rec_parse_cpus("3-1", m), -TVH_ERR_INVALID);
+	assert_int_equal(rec_parse_cpus("1,", m), -TVH_ERR_INVALID);
+	assert_int_equal(rec_parse_cpus("x", m), -TVH_ERR_INVALID);
+	assert_int_equal(rec_parse_cpus("", m), -TVH_ERR_INVALID);
+}
+
+static void test_human(void **state)
+{
+	char b[16];
+
+	(void)state;
+	rec_human(b, sizeof(b), 999);
+	assert_string_equal(b, "999");
+	rec_human(b, sizeof(b), 1234);
+	assert_string_equal(b, "1.2k");
+	rec_human(b, sizeof(b), 45600000);
+	assert_string_equal(b, "45.6M");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -481,6 +584,10 @@ int main(void)
 		cmocka_unit_test(test_dir_exists),
 		cmocka_unit_test(test_run_chunks),
 		cmocka_unit_test(test_deferred_begin),
+		cmocka_unit_test(test_parse_addr),
+		cmocka_unit_test(test_parse_key),
+		cmocka_unit_test(test_parse_cpus),
+		cmocka_unit_test(test_human),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
