@@ -15,7 +15,7 @@ args=(--cpus 2 --records 20000 --seed 11 --session 5eed00000000c1ea --machine "l
 if ! net_receiver "$port" "$NET_WORK/out" "$NET_WORK/rec.log"; then
 	tv_fail "$T: receiver starts" "no 'listening on' line"; exit 0
 fi
-timeout 120 "$TV_FAKE" send --to "127.0.0.1:$port" "${args[@]}" >"$NET_WORK/send.log" 2>&1
+timeout 120 "$TV_FAKE" send --to "127.0.0.1:$port" "${args[@]}" --pt 50000 >"$NET_WORK/send.log" 2>&1
 src=$?
 kill -INT "$NET_REC_PID"
 net_wait_pid "$NET_REC_PID" 30
@@ -54,4 +54,12 @@ if grep -q '"complete": true' "$dir/meta.json" && grep -q '"machine": "lab 7"' "
 	tv_ok "$T: meta.json complete, nothing declared lost"
 else
 	tv_fail "$T: meta.json complete, nothing declared lost" "$(head -c 300 "$dir/meta.json")"
+fi
+"$TV_FAKE" pt-pattern --pt 50000 >"$NET_WORK/pt.expected"
+"$TV_REC" pt --cpu 0 -o "$NET_WORK/pt.from-tvt" "$dir/trace.tvt" >/dev/null 2>&1
+if cmp -s "$NET_WORK/pt.expected" "$dir/cpu0.pt" && cmp -s "$NET_WORK/pt.expected" "$NET_WORK/pt.from-tvt" &&
+	grep -q '"pt": \["cpu0.pt"\]' "$dir/meta.json"; then
+	tv_ok "$T: PT bytes in cpu0.pt and in trace.tvt's PT chunks"
+else
+	tv_fail "$T: PT bytes in cpu0.pt and in trace.tvt's PT chunks" "$(ls -l "$dir" | tr '\n' ';')"
 fi

@@ -29,7 +29,7 @@ net_bg "$TV_RELAY" -l "127.0.0.1:$rport" -t "127.0.0.1:$port" --drop 10 --seed 3
 	--pcap "$NET_WORK/run.pcap"
 relay=$NET_LAST
 sleep 0.2
-timeout 120 "$TV_FAKE" send --to "127.0.0.1:$rport" "${args[@]}" --key-hex "$key" \
+timeout 120 "$TV_FAKE" send --to "127.0.0.1:$rport" "${args[@]}" --key-hex "$key" --pt 3000 \
 	--pause-ms 20 >"$NET_WORK/send.log" 2>&1
 kill -INT "$relay"
 net_wait_pid "$relay" 10
@@ -40,7 +40,7 @@ fields=(-e tracevisor.type -e tracevisor.session -e tracevisor.cpu -e tracevisor
 	-e tracevisor.hello.machine -e tracevisor.data.first_seq -e tracevisor.data.count
 	-e tracevisor.ack.cum -e tracevisor.ack.nranges -e tracevisor.hb.produced
 	-e tracevisor.loss.count -e tracevisor.ctl.op -e tracevisor.reply.status
-	-e tracevisor.hello_ack.seq)
+	-e tracevisor.hello_ack.seq -e tracevisor.pt.offset)
 HOME=$NET_WORK timeout 120 tshark -n -X "lua_script:$lua" -r "$NET_WORK/run.pcap" -T fields \
 	-E separator=/t -E occurrence=f "${fields[@]}" >"$NET_WORK/fields.txt" 2>"$NET_WORK/tshark.log"
 trc=$?
@@ -73,6 +73,7 @@ check "HELLO_ACK" 2 14 '^[0-9]+$'
 check "DATA with cpu, first seq and count" 3 7 '^[1-9][0-9]*$'
 check "ACK with a cumulative ack" 5 8 '^[0-9]+$'
 check "ACK with NACK ranges" 5 9 '^[1-9]'
+check "PT with its stream offset" 4 15 '^[0-9]+$'
 check "HEARTBEAT with counters" 6 10 '^[0-9]+$'
 check "LOSS with a count" 7 11 '^[1-9]'
 check "CONTROL START" 8 12 '^1$'

@@ -7,6 +7,7 @@
  *   fake_sender verify  --tvt FILE [options]       check a capture
  *   fake_sender garbage --to ADDR:PORT [--count N] [--seed S]
  *   fake_sender blast   --to ADDR:PORT --datagrams N [--rate DPS]
+ *   fake_sender pt-pattern --pt N              the PT bytes send --pt N sends
  *
  * send: N CPUs, each with its own struct tv_trace_ring (vmm/trace_ring.c)
  * of --ring-bytes and --overflow policy, filled with a deterministic
@@ -17,7 +18,9 @@
  * overwrite records before they are acknowledged.  At the end it prints,
  * per CPU, what the exporter counted ("cpu N produced P sent S
  * retransmitted R lost_overwrite L") and "done" once every record was
- * acknowledged or declared lost.
+ * acknowledged or declared lost.  --pt N also sends N raw PT bytes of
+ * CPU 0 in PT datagrams (straight from proto_encode_pt: the exporter has
+ * no PT streams yet).
  *
  * verify: generates the same pattern again (same --seed, --cpus,
  * --records, --ring-bytes) and compares every record of a .tvt file with
@@ -79,6 +82,7 @@ static struct {
 	double pause_ms;          /* pause between bursts */
 	uint8_t key[EXPORT_KEY_MAX];
 	size_t keylen;
+	uint64_t pt_bytes;        /* send: raw PT bytes for CPU 0 (PT datagrams) */
 } opt = {
 	.cpus = 2, .records = 10000, .ring_bytes = 1u << 20, .overflow = TV_OVERFLOW_STOP,
 	.seed = 1, .session = 0x5eed000000000001ull, .machine = "fake", .burst = 64,
@@ -271,6 +275,24 @@ static int op_marker(void *ctx, const struct tvp_ctl_marker *m, const char *labe
 	return 0;
 }
 
+/*
+ * The exporter has no PT streams yet: PT datagrams of CPU 0 straight from
+ * the encoder, byte at offset o = (o * 7 + o / 251) & 0xff, unacknowledged.
+ */
+static uint64_t send_pt(int fd, uint64_t off)
+{
+	uint8_t b[1000], dg[TVP_MAX_DATAGRAM];
+	uint64_t n = opt.pt_bytes - off < sizeof(b) ? opt.pt_bytes - off : sizeof(b);
+	int len;
+
+	for (uint64_t i = 0; i < n; i++)
+		b[i] = (uint8_t)(((off + i) * 7 + (off + i) / 251) & 0xff);
+	len = proto_encode_pt(dg, sizeof(dg), opt.session, 0, off, b, (size_t)n);
+	if (len < 0 || net_send(&fd, dg, (size_t)len))
+		return 0;
+	return n;
+}
+
 static int cmd_send(void)
 {
 	static const struct export_ops ops = {
@@ -281,7 +303,7 @@ static int cmd_send(void)
 	static struct gen g[MAX_CPUS];
 	static uint8_t buf[65536];
 	struct export_config cfg;
-	uint64_t t0 = now_ns(), deadline, produced[MAX_CPUS] = { 0 }, done_at = 0;
+	uint64_t t0 = now_ns(), deadline, produced[MAX_CPUS] = { 0 }, done_at = 0, pt_sent = 0;
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0), err;
 	bool done = false;
 	int sz = 4 << 20;
@@ -363,6 +385,8 @@ static int cmd_send(void)
 
 			do {
 				export_poll(&ex, now_ns());
+				if (pt_sent < opt.pt_bytes)
+					pt_sent += send_pt(fd, pt_sent);
 				while ((n = recv(fd, buf, sizeof(buf), 0)) >= 0)
 					export_input(&ex, buf, (size_t)n, now_ns());
 				pf.revents = 0;
@@ -372,7 +396,8 @@ static int cmd_send(void)
 		for (unsigned c = 0; c < opt.cpus; c++) {
 			const struct tvp_hb_cpu *k = export_counters(&ex, c);
 
-			if (produced[c] < opt.records || !k || k->acked != rings[c]->next_seq)
+			if (produced[c] < opt.records || !k || k->acked != rings[c]->next_seq ||
+			    pt_sent < opt.pt_bytes)
 				all = false;
 		}
 		if (all && !done_at)
@@ -829,6 +854,7 @@ int main(int argc, char **argv)
 		{ "datagrams", required_argument, NULL, 'D' },
 		{ "pause-ms", required_argument, NULL, 'P' },
 		{ "key-hex", required_argument, NULL, 'K' },
+		{ "pt", required_argument, NULL, 'p' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *cmd;
@@ -864,6 +890,7 @@ int main(int argc, char **argv)
 		case 'N': opt.count = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'D': opt.datagrams = strtoull(optarg, NULL, 0); break;
 		case 'P': opt.pause_ms = strtod(optarg, NULL); break;
+		case 'p': opt.pt_bytes = strtoull(optarg, NULL, 0); break;
 		case 'K':
 			for (opt.keylen = 0; optarg[2 * opt.keylen] && optarg[2 * opt.keylen + 1] &&
 			     opt.keylen < sizeof(opt.key); opt.keylen++) {
@@ -883,6 +910,11 @@ int main(int argc, char **argv)
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	if (!strcmp(cmd, "pt-pattern")) {     /* the --pt bytes, to compare cpu0.pt with */
+		for (uint64_t off = 0; off < opt.pt_bytes; off++)
+			putchar((int)(((off * 7 + off / 251) & 0xff)));
+		return 0;
+	}
 	if (!strcmp(cmd, "verify")) {
 		if (!opt.tvt)
 			usage();
