@@ -159,3 +159,9 @@ $(BUILD)/tests/net/udp_relay: tests/net/udp_relay.c
 	@echo "  HOSTLD  $@"
 	$(Q)$(HOST_CC) $(HOST_TOOLS_CFLAGS) -o $@ $<
 HOST_TOOL_TESTS += $(NET_TEST_TOOLS)
+
+# tests/bench/host_bench.sh (make bench): PT decode and record throughput.
+$(BUILD)/bench/host_bench: tests/bench/host_bench.c $(HOST_TOOLS_LIB)
+	@mkdir -p $(dir $@)
+	@echo "  HOSTLD  $@"
+	$(Q)$(HOST_CC) $(HOST_TOOLS_CFLAGS) -o $@ $< $(HOST_TOOLS_LIB) $(HOST_TOOLS_LIBS)

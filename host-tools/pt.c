@@ -4,7 +4,9 @@
  * (see pt.h).  The decode loop follows libipt's ptxed: drain events,
  * next instruction, on error report and resynchronise forward.
  */
+#define _GNU_SOURCE
 #include <elf.h>
+#include <pthread.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -465,4 +467,96 @@ int tvh_pt_parse_cpu(const char *s, struct pt_cpu *cpu)
 	cpu->model = (uint8_t)v[1];
 	cpu->stepping = (uint8_t)v[2];
 	return 0;
+}
+
+/* PSB: 02 82 repeated 8 times (SDM 3C 33.4.2.17, PSB packet). */
+size_t tvh_pt_next_psb(const uint8_t *buf, size_t len, size_t from)
+{
+	static const uint8_t psb[16] = { 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82,
+					 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82 };
+	const uint8_t *hit;
+
+	if (from >= len)
+		return len;
+	hit = memmem(buf + from, len - from, psb, sizeof(psb));
+	return hit ? (size_t)(hit - buf) : len;
+}
+
+struct pt_piece {
+	pthread_t thread;
+	const uint8_t *buf;
+	size_t len;
+	uint64_t offset;
+	struct pt_image *image;
+	const struct tvh_pt_opts *opts;
+	tvh_pt_fn fn;
+	void *ctx;
+	struct tvh_pt_stats st;
+	int ret;
+	bool threaded;
+};
+
+static int count_only(void *ctx, const struct tvh_pt_item *it)
+{
+	(void)ctx;
+	(void)it;
+	return 0;
+}
+
+static void *piece_main(void *arg)
+{
+	struct pt_piece *p = arg;
+
+	p->ret = tvh_pt_decode(p->buf, p->len, p->offset, p->image, p->opts,
+			       p->fn, p->ctx, &p->st);
+	return NULL;
+}
+
+int tvh_pt_decode_parallel(const uint8_t *buf, size_t len, uint64_t offset,
+			   struct pt_image *const *images, unsigned nthreads,
+			   const struct tvh_pt_opts *opts, tvh_pt_fn fn,
+			   void *const *ctxs, struct tvh_pt_stats *stats)
+{
+	struct pt_piece *pc;
+	size_t start = 0;
+	unsigned n = 0;
+	int ret = 0;
+
+	memset(stats, 0, sizeof(*stats));
+	if (!nthreads)
+		return -TVH_ERR_INVALID;
+	pc = calloc(nthreads, sizeof(*pc));
+	if (!pc)
+		return -TVH_ERR_NOMEM;
+	/* Bytes before the first PSB cannot be decoded by anyone: piece 0 has them. */
+	for (unsigned i = 0; i < nthreads && start < len; i++) {
+		size_t end = i + 1 == nthreads ? len :
+			tvh_pt_next_psb(buf, len, (size_t)((unsigned __int128)len * (i + 1) / nthreads));
+
+		if (end <= start)
+			continue;
+		pc[n] = (struct pt_piece){ .buf = buf + start, .len = end - start,
+			.offset = offset + start, .image = images[n], .opts = opts,
+			.fn = fn ? fn : count_only, .ctx = ctxs ? ctxs[n] : NULL };
+		start = end;
+		n++;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		pc[i].threaded = !pthread_create(&pc[i].thread, NULL, piece_main, &pc[i]);
+		if (!pc[i].threaded)
+			piece_main(&pc[i]);         /* no thread: do it here */
+	}
+	for (unsigned i = 0; i < n; i++) {
+		if (pc[i].threaded)
+			pthread_join(pc[i].thread, NULL);
+		if (pc[i].ret && !ret)
+			ret = pc[i].ret;
+		stats->insns += pc[i].st.insns;
+		stats->branches += pc[i].st.branches;
+		stats->events += pc[i].st.events;
+		stats->syncs += pc[i].st.syncs;
+		stats->errors += pc[i].st.errors;
+	}
+	free(pc);
+	return ret;
 }

@@ -110,6 +110,27 @@ int tvh_pt_decode(const uint8_t *buf, size_t len, uint64_t offset,
 		  struct pt_image *image, const struct tvh_pt_opts *opts,
 		  tvh_pt_fn fn, void *ctx, struct tvh_pt_stats *stats);
 
+/*
+ * tvh_pt_decode_parallel - tvh_pt_decode split over nthreads threads: the
+ * run is cut at PSB packets (where a decoder can start on its own) into
+ * up to nthreads pieces of about equal size, each decoded by
+ * tvh_pt_decode with images[i] (one per thread: libipt decoders share no
+ * state, an image's callback may be called from several threads
+ * otherwise) and fn(ctxs[i], item) (ctxs may be NULL: counting only).
+ * Piece i covers the stream from its PSB up to the next piece's PSB, so
+ * each instruction is decoded once; items of piece i all come before
+ * those of piece i+1 in the stream.  stats is the sum.  Returns 0, the
+ * first nonzero fn value, -TVH_ERR_PT, -TVH_ERR_NOMEM, -TVH_ERR_INVALID
+ * (nthreads 0).
+ */
+int tvh_pt_decode_parallel(const uint8_t *buf, size_t len, uint64_t offset,
+			   struct pt_image *const *images, unsigned nthreads,
+			   const struct tvh_pt_opts *opts, tvh_pt_fn fn,
+			   void *const *ctxs, struct tvh_pt_stats *stats);
+
+/* Offset in buf[0..len) of the first PSB at or after from; len if none. */
+size_t tvh_pt_next_psb(const uint8_t *buf, size_t len, size_t from);
+
 const char *tvh_pt_iclass_name(enum pt_insn_class c);
 const char *tvh_pt_event_name(enum pt_event_type t);
 

@@ -48,11 +48,11 @@ static size_t records(uint8_t *b)
 	tvh_put_le64(b + n + 16, 0x1000);
 	tvh_put_le64(b + n + 24, 0);
 	n += 32;
-	HDR(TV_REC_BRANCH, TV_BR_CALL, 0, 32);
-	tvh_put_le64(b + n + 8, 2000);
-	tvh_put_le64(b + n + 16, 0x1004);
-	tvh_put_le64(b + n + 24, 0x2000);
-	n += 32;
+	HDR(TV_REC_BRANCH, TV_BR_CALL, TV_BRF_TSC, TV_REC_BRANCH_TSC_SIZE);
+	tvh_put_le64(b + n + 8, 0x1004);
+	tvh_put_le64(b + n + 16, 0x2000);
+	tvh_put_le64(b + n + 24, 2000);
+	n += TV_REC_BRANCH_TSC_SIZE;
 	HDR(TV_REC_BRANCH_COMPACT, TV_BR_RET, 0x10, 16);
 	tvh_put_le64(b + n + 8, 0x1009);
 	n += 16;
