@@ -20,10 +20,12 @@ set -euo pipefail
 
 # Bochs' configure links readline into the debugger when libreadline-dev is
 # there; requiring it keeps every machine's build the same.
+# socat: the plain UDP sink of tests/bench/recv_bench.sh; tshark: the
+# dissector scenario tests/build/net-tshark.sh (skipped without it).
 PACKAGES="gnu-efi newlib-source qemu-system-x86 ovmf mtools dosfstools gdisk
 libipt-dev libelf-dev libdw-dev libcmocka-dev busybox-static cpio clang lld
 build-essential xz-utils dpkg-dev vgabios iproute2 python3 ca-certificates
-pkg-config patch libreadline-dev"
+pkg-config patch libreadline-dev socat tshark"
 
 NEWLIB_VERSION=3.3.0
 LWIP_VERSION=2.1.3

@@ -299,5 +299,6 @@ fi
 
 echo
 [ "${BENCH_HOST:-1}" = 0 ] || BUILD="${BUILD:-build}" bash "$(dirname "$0")/host_bench.sh" || failed=1  # host tools (docs/BENCHMARKS.md); BENCH_HOST=0 skips
+[ "${BENCH_RECV:-1}" = 0 ] || BUILD="${BUILD:-build}" bash "$(dirname "$0")/recv_bench.sh" || failed=1  # receiver ingest vs socat (docs/BENCHMARKS.md); BENCH_RECV=0 skips
 echo "BENCH: repeat=$repeat wall_off=$wm_off wall_on=$wm_on wall_ratio=$r_wall cpu_off=$cm_off cpu_on=$cm_on cpu_ratio=$r_cpu uptime_off=$um_off uptime_on=$um_on uptime_ratio=$r_up emulated_off=$em_off emulated_on=$em_on emulated_ratio=$r_emu $hb_summary $ring_summary $pl_summary failed=$failed"
 exit "$failed"
