@@ -61,7 +61,7 @@ struct cap_stream_stats {
 	uint64_t duplicates;       /* records received again after delivery or while held */
 	uint64_t retransmit_reqs;  /* NACK ranges sent (ACKs with missing ranges) */
 	uint64_t nacked_records;   /* records asked for again, summed over those ranges */
-	uint64_t dropped_ahead;    /* datagrams beyond the reorder buffer, dropped */
+	uint64_t dropped_ahead;    /* out-of-order datagrams dropped, reorder pool full */
 	uint64_t datagrams;        /* DATA datagrams received for the stream */
 	const struct cap_range *missing;  /* still missing at close, ascending */
 	size_t nmissing;
