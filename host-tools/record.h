@@ -23,7 +23,9 @@
 #include <stdio.h>
 #include <netinet/in.h>
 
-#define REC_DEFAULT_PORT 6543u        /* the hypervisor's `receiver =` default */
+#include "net/proto.h"
+
+#define REC_DEFAULT_PORT TVP_PORT     /* 6543, the hypervisor's `receiver =` default */
 #define REC_KEY_MAX      256u         /* bytes of control key */
 
 int tvh_cmd_record(int argc, char **argv);

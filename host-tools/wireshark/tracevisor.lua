@@ -9,8 +9,8 @@
 --   tshark -X lua_script:... -r f.pcap -T fields -e tracevisor.type -e tracevisor.session
 -- or copy it to ~/.local/lib/wireshark/plugins/.
 --
--- Registered on UDP ports 6543 (the hypervisor's default `receiver =`)
--- and 47011 (TVP_PORT), and as a heuristic on any UDP port: the magic
+-- Registered on UDP port 6543 (TVP_PORT, the hypervisor's default
+-- `receiver =`), and as a heuristic on any UDP port: the magic
 -- "TVNP" and version 1.  The CRC-32 is checked (tracevisor.crc_ok); a
 -- CONTROL's HMAC tag is shown, not checked (the key is not known here).
 
@@ -361,5 +361,4 @@ end
 
 local udp = DissectorTable.get("udp.port")
 udp:add(6543, p)
-udp:add(47011, p)
 p:register_heuristic("udp", heuristic)
