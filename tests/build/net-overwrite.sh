@@ -60,13 +60,19 @@ run() {
 	fi
 }
 
+drops0=$(net_udp_drops)
 run direct "127.0.0.1:$port" --seed 13 --session 5eed0000000000f1
+drops=$(( $(net_udp_drops) - drops0 ))
 # The sender's own count, per CPU: "cpu N ... unsent U".
 sent=$(sed -n 's/^cpu \([0-9]*\) produced .* unsent \([0-9]*\)$/\1:\2/p' "$NET_WORK/direct-send.log" | sort | tr '\n' ' ')
 got=$(net_declared_lost "$dir/losses.json" | sort | tr '\n' ' ')
 total=$(sed -n 's/^cpu [0-9]* produced .* unsent \([0-9]*\)$/\1/p' "$NET_WORK/direct-send.log" | awk '{ s += $1 } END { print s + 0 }')
 if [ -n "$sent" ] && [ "$sent" = "$got" ] && [ "$total" -gt 0 ]; then
 	tv_ok "$T (direct): declared lost per CPU = the sender's own count ($sent)"
+elif [ "$drops" != 0 ]; then
+	# A datagram the kernel dropped and the ring then overwrote is lost
+	# although it was sent: the sender's count no longer covers it.
+	tv_skip "$T (direct): declared lost per CPU = the sender's own count" "the kernel dropped $drops datagrams (small socket buffers?)"
 else
 	tv_fail "$T (direct): declared lost per CPU = the sender's own count" "sender '$sent', losses.json '$got'"
 fi
@@ -78,10 +84,11 @@ else
 fi
 "$TV_REC" dump --summary-only "$dir/trace.tvt" >"$NET_WORK/direct-dump.log" 2>&1
 dl=$(sed -n 's/^lost records: \([0-9]*\) .*/\1/p' "$NET_WORK/direct-dump.log")
-if [ "$dl" = "$total" ]; then
-	tv_ok "$T (direct): tracevisor dump counts the same $total lost records"
+declared=$(net_num "$dir/losses.json" declared_lost)     # the total comes first
+if [ -n "$dl" ] && [ "$dl" = "$declared" ]; then
+	tv_ok "$T (direct): tracevisor dump counts the same $dl lost records"
 else
-	tv_fail "$T (direct): tracevisor dump counts the same lost records" "dump says '$dl', sender $total"
+	tv_fail "$T (direct): tracevisor dump counts the same lost records" "dump says '$dl', losses.json '$declared'"
 fi
 
 net_bg "$TV_RELAY" -l "127.0.0.1:$rport" -t "127.0.0.1:$port" --drop 3 --seed 9

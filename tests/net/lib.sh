@@ -128,3 +128,9 @@ net_declared_lost() {
 	tr -d '\n' <"$1" | grep -o '"cpu": [0-9]*, "records_received"[^}]*"declared_lost": [0-9]*' |
 		sed 's/"cpu": \([0-9]*\),.*"declared_lost": \([0-9]*\)$/\1:\2/'
 }
+
+# net_udp_drops - the namespace's UDP RcvbufErrors (datagrams the kernel
+# dropped because a socket's buffer was full).
+net_udp_drops() {
+	awk '/^Udp:/ { if (!h) { for (i = 1; i <= NF; i++) n[$i] = i; h = 1 } else print $n["RcvbufErrors"] }' /proc/net/snmp
+}
