@@ -580,7 +580,9 @@ static void on_datagram(struct rec *r, const uint8_t *buf, size_t len,
 {
 	struct rec_session *s;
 	uint64_t id;
-	unsigned limit = r->o.machines ? r->o.machines : RECV_MAX_SESSIONS;
+	/* net/recv.c holds RECV_MAX_SESSIONS at once (it would evict one). */
+	unsigned limit = r->o.machines && r->o.machines < RECV_MAX_SESSIONS ? r->o.machines :
+			 RECV_MAX_SESSIONS;
 	int err;
 
 	r->datagrams++;
@@ -611,16 +613,23 @@ static void on_datagram(struct rec *r, const uint8_t *buf, size_t len,
 				r->late++;
 				return;
 			}
-		if (open_sessions(r) >= limit || r->nsessions >= (r->o.machines ? r->o.machines :
-								  REC_MAX_SESSIONS)) {
+		if (open_sessions(r) >= limit || (r->o.machines && r->nsessions >= r->o.machines)) {
 			r->over_limit++;
 			return;
 		}
 		for (slot = 0; slot < REC_MAX_SESSIONS && r->s[slot].used; slot++)
 			;
 		if (slot == REC_MAX_SESSIONS) {
-			r->over_limit++;
-			return;
+			/* The table keeps closed sessions for their summary: reuse the oldest. */
+			for (unsigned i = 0; i < REC_MAX_SESSIONS; i++)
+				if (r->s[i].closed && (slot == REC_MAX_SESSIONS ||
+						       r->s[i].created_ns < r->s[slot].created_ns))
+					slot = i;
+			if (slot == REC_MAX_SESSIONS) {
+				r->over_limit++;
+				return;
+			}
+			session_free(&r->s[slot]);
 		}
 		s = &r->s[slot];
 		memset(s, 0, sizeof(*s));
@@ -957,8 +966,9 @@ void tvh_record_usage(FILE *f)
 "      --key-hex HEX       the control key as hex digits\n"
 "      --start CPUS        with a key: send START for CPUS (\"all\", \"0-3,8\")\n"
 "                          to every new session once its HELLO arrived\n"
-"      --machines N        accept at most N sessions, and exit once N sessions\n"
-"                          have closed (see --idle); default: no limit\n"
+"      --machines N        accept at most N sessions (1 to 64), and exit once N\n"
+"                          sessions have closed (see --idle); default: no\n"
+"                          limit. At most 8 sessions are open at a time\n"
 "      --duration S        stop after S seconds (decimals allowed)\n"
 "      --idle S            close a session after S seconds without a datagram\n"
 "                          (its capture is then complete); default: at exit\n"
