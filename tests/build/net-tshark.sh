@@ -29,7 +29,9 @@ net_bg "$TV_RELAY" -l "127.0.0.1:$rport" -t "127.0.0.1:$port" --drop 10 --seed 3
 	--pcap "$NET_WORK/run.pcap"
 relay=$NET_LAST
 sleep 0.2
-timeout 120 "$TV_FAKE" send --to "127.0.0.1:$rport" "${args[@]}" --key-hex "$key" --pt 3000 \
+# --linger 3: the receiver resends START every 0.5 s until the reply gets
+# through the lossy relay; the machine must still be there to answer.
+timeout 120 "$TV_FAKE" send --to "127.0.0.1:$rport" "${args[@]}" --key-hex "$key" --pt 3000 --linger 3 \
 	--pause-ms 20 >"$NET_WORK/send.log" 2>&1
 kill -INT "$relay"
 net_wait_pid "$relay" 10

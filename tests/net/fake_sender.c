@@ -83,10 +83,11 @@ static struct {
 	uint8_t key[EXPORT_KEY_MAX];
 	size_t keylen;
 	uint64_t pt_bytes;        /* send: raw PT bytes for CPU 0 (PT datagrams) */
+	double linger;            /* send: seconds to go on after the last ack */
 } opt = {
 	.cpus = 2, .records = 10000, .ring_bytes = 1u << 20, .overflow = TV_OVERFLOW_STOP,
 	.seed = 1, .session = 0x5eed000000000001ull, .machine = "fake", .burst = 64,
-	.timeout = 60, .count = 100,
+	.timeout = 60, .count = 100, .linger = 0.3,
 };
 
 static volatile sig_atomic_t stop;
@@ -402,8 +403,12 @@ static int cmd_send(void)
 		}
 		if (all && !done_at)
 			done_at = now_ns();
-		/* Linger 0.3 s: the last heartbeat carries the final counters. */
-		if (done_at && now_ns() - done_at > 300000000ull) {
+		/*
+		 * Linger (--linger, 0.3 s): the last heartbeat carries the final
+		 * counters, and a CONTROL resent by the receiver still gets its
+		 * reply.
+		 */
+		if (done_at && now_ns() - done_at > (uint64_t)(opt.linger * 1e9)) {
 			done = true;
 			break;
 		}
@@ -827,10 +832,11 @@ static int cmd_blast(void)
 
 static void usage(void)
 {
-	fputs("usage: fake_sender send|verify|garbage|blast [--to ADDR:PORT] [--cpus N]\n"
-	      "         [--records N] [--ring-bytes B] [--overflow stop|overwrite] [--seed S]\n"
-	      "         [--session HEX] [--machine NAME] [--burst N] [--rate R] [--timeout S]\n"
-	      "         [--tvt FILE] [--count N] [--datagrams N] [--pause-ms MS]\n", stderr);
+	fputs("usage: fake_sender send|verify|garbage|blast|pt-pattern [--to ADDR:PORT]\n"
+	      "         [--cpus N] [--records N] [--ring-bytes B] [--overflow stop|overwrite]\n"
+	      "         [--seed S] [--session HEX] [--machine NAME] [--burst N] [--rate R]\n"
+	      "         [--timeout S] [--pause-ms MS] [--key-hex HEX] [--pt N] [--linger S]\n"
+	      "         [--tvt FILE] [--losses FILE] [--count N] [--datagrams N]\n", stderr);
 	exit(2);
 }
 
@@ -855,6 +861,7 @@ int main(int argc, char **argv)
 		{ "pause-ms", required_argument, NULL, 'P' },
 		{ "key-hex", required_argument, NULL, 'K' },
 		{ "pt", required_argument, NULL, 'p' },
+		{ "linger", required_argument, NULL, 'l' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *cmd;
@@ -891,6 +898,7 @@ int main(int argc, char **argv)
 		case 'D': opt.datagrams = strtoull(optarg, NULL, 0); break;
 		case 'P': opt.pause_ms = strtod(optarg, NULL); break;
 		case 'p': opt.pt_bytes = strtoull(optarg, NULL, 0); break;
+		case 'l': opt.linger = strtod(optarg, NULL); break;
 		case 'K':
 			for (opt.keylen = 0; optarg[2 * opt.keylen] && optarg[2 * opt.keylen + 1] &&
 			     opt.keylen < sizeof(opt.key); opt.keylen++) {
