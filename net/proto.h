@@ -72,7 +72,7 @@ const char *proto_strerror(int err);
 
 #define TVP_MAGIC    0x504e5654u   /* the bytes "TVNP" */
 #define TVP_VERSION  1u
-#define TVP_PORT     47011u        /* default UDP port of the receiver */
+#define TVP_PORT     6543u         /* default UDP port of the receiver (record, receiver=) */
 
 /*
  * Largest datagram: 1500-byte Ethernet MTU - 40 (IPv6 header, the larger

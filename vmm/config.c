@@ -33,8 +33,10 @@ void config_defaults(struct tv_config *cfg)
 	cfg->net_dhcp = true;
 	/* QEMU's and Bochs's slirp: the host's 127.0.0.1 is 10.0.2.2 to the guest. */
 	cfg->receiver_ip = 10u << 24 | 2u << 8 | 2u;
-	cfg->receiver_port = 6543;
+	cfg->receiver_port = 6543;     /* TVP_PORT, tracevisor record's default */
 	cfg->net_selftest = 0;
+	cfg->control_key_len = 0;
+	strcpy(cfg->machine, "tracevisor");
 	cfg->poll_us = PREEMPT_POLL_US_DEFAULT;
 	cfg->npci_hide = 0;
 }
@@ -589,6 +591,69 @@ static int key_net_selftest(struct tv_config *cfg, const char *val, char *err, s
 	return 0;
 }
 
+static int hex_nibble(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* control_key = HEX: 2..128 hex digits, an even number (1..64 bytes). */
+static int key_control_key(struct tv_config *cfg, const char *val, char *err, size_t errlen)
+{
+	uint8_t key[CONFIG_CONTROL_KEY_MAX];
+	size_t n = strlen(val);
+
+	if (!strcmp(val, "none")) {
+		memset(cfg->control_key, 0, sizeof(cfg->control_key));
+		cfg->control_key_len = 0;
+		return 0;
+	}
+	if (n < 2 || n % 2 || n > 2 * CONFIG_CONTROL_KEY_MAX)
+		goto bad;
+	for (size_t i = 0; i < n; i += 2) {
+		int hi = hex_nibble(val[i]), lo = hex_nibble(val[i + 1]);
+
+		if (hi < 0 || lo < 0)
+			goto bad;
+		key[i / 2] = (uint8_t)(hi << 4 | lo);
+	}
+	memset(cfg->control_key, 0, sizeof(cfg->control_key));
+	memcpy(cfg->control_key, key, n / 2);
+	cfg->control_key_len = (uint8_t)(n / 2);
+	return 0;
+bad:
+	snprintf(err, errlen, "control_key must be none or 2..%d hex digits (1..%d bytes, an even count)",
+		 2 * CONFIG_CONTROL_KEY_MAX, CONFIG_CONTROL_KEY_MAX);
+	return -1;
+}
+
+/* machine = NAME: letters, digits, '-', '_', '.', 1..63 characters. */
+static int key_machine(struct tv_config *cfg, const char *val, char *err, size_t errlen)
+{
+	size_t n = strlen(val);
+
+	if (n == 0 || n >= CONFIG_MACHINE_MAX)
+		goto bad;
+	for (size_t i = 0; i < n; i++) {
+		char c = val[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '-' || c == '_' || c == '.'))
+			goto bad;
+	}
+	memcpy(cfg->machine, val, n + 1);
+	return 0;
+bad:
+	snprintf(err, errlen, "machine must be 1..%d characters of A-Z a-z 0-9 - _ .",
+		 CONFIG_MACHINE_MAX - 1);
+	return -1;
+}
+
 static int key_poll_us(struct tv_config *cfg, const char *val, char *err, size_t errlen)
 {
 	uint64_t us;
@@ -662,6 +727,8 @@ static const struct config_key {
 	{ "net_gw", key_net_gw },
 	{ "receiver", key_receiver },
 	{ "net_selftest", key_net_selftest },
+	{ "control_key", key_control_key },
+	{ "machine", key_machine },
 	{ "poll_us", key_poll_us },
 	{ "pci_hide", key_pci_hide },
 };
@@ -882,5 +949,8 @@ void config_log(const struct tv_config *cfg)
 			 (cfg->receiver_ip >> 8) & 255, cfg->receiver_ip & 255, cfg->receiver_port,
 			 cfg->net_selftest);
 	}
+	/* The key itself never goes to the log (the log travels with the trace). */
+	log_info("config: machine=%s control_key=%s", cfg->machine,
+		 cfg->control_key_len ? "set" : "none");
 	log_info("config: poll_us=%u pci_hide=%u function(s)", cfg->poll_us, cfg->npci_hide);
 }

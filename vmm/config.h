@@ -28,6 +28,8 @@
 #define CONFIG_TRACE_BUFFER_KB_MAX (1024 * 1024)   /* 1 GiB per CPU */
 #define CONFIG_TRACE_CPUS_MAX 256                  /* trace_cpus indexes 0..255 */
 #define CONFIG_PCI_HIDE_MAX 8                      /* functions pci_hide= lists */
+#define CONFIG_CONTROL_KEY_MAX 64                  /* bytes (EXPORT_KEY_MAX) */
+#define CONFIG_MACHINE_MAX 64                      /* with the NUL (TVP_MACHINE_LEN) */
 
 struct tv_config {
 	char loader[CONFIG_PATH_MAX];  /* "" = next BootOrder entry */
@@ -61,6 +63,9 @@ struct tv_config {
 	uint32_t receiver_ip;          /* where the trace goes */
 	uint16_t receiver_port;
 	uint32_t net_selftest;         /* records of the boot-time link self-test, 0 = off */
+	uint8_t control_key[CONFIG_CONTROL_KEY_MAX]; /* HMAC key of CONTROL messages */
+	uint8_t control_key_len;       /* 0 = no control key: CONTROL refused */
+	char machine[CONFIG_MACHINE_MAX]; /* name in the HELLO and the capture's directory */
 
 	/* VMX-root polling and hidden PCI functions (docs/PCI-HIDE.md) */
 	uint32_t poll_us;              /* poll hook period, microseconds */

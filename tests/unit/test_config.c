@@ -959,6 +959,50 @@ static void test_net_bad_values(void **state)
 	}
 }
 
+static void test_control_key_and_machine(void **state)
+{
+	static const struct { const char *line, *msg; } bad[] = {
+		{ "control_key = 0", "control_key must be" },
+		{ "control_key = abc", "control_key must be" },        /* odd count */
+		{ "control_key = 0g", "control_key must be" },
+		{ "control_key = 0x00", "control_key must be" },
+		{ "control_key = ", "empty value" },
+		{ "machine = lab 7", "machine must be" },
+		{ "machine = lab/7", "machine must be" },
+		{ "machine = 0123456789012345678901234567890123456789012345678901234567890123",
+		  "machine must be" },                                  /* 64 characters */
+	};
+	char key129[160] = "control_key = ";
+
+	(void)state;
+	assert_int_equal(parse(""), 0);
+	assert_int_equal(cfg.control_key_len, 0);
+	assert_string_equal(cfg.machine, "tracevisor");
+	assert_int_equal(parse("control_key = 00ff7A\nmachine = lab-7.rack_2\n"), 0);
+	assert_int_equal(cfg.control_key_len, 3);
+	assert_memory_equal(cfg.control_key, ((uint8_t[]){ 0x00, 0xff, 0x7a, 0 }), 4);
+	assert_string_equal(cfg.machine, "lab-7.rack_2");
+	assert_int_equal(parse("control_key = none\n"), 0);
+	assert_int_equal(cfg.control_key_len, 0);
+	/* 64 bytes is the most (EXPORT_KEY_MAX); 65 is refused. */
+	for (int i = 0; i < 128; i++)
+		key129[14 + i] = "0123456789abcdef"[i % 16];
+	assert_int_equal(parse(key129), 0);
+	assert_int_equal(cfg.control_key_len, 64);
+	assert_int_equal(cfg.control_key[63], 0xef);
+	key129[14 + 128] = 'a';
+	key129[14 + 129] = 'b';
+	assert_int_equal(parse(key129), 1);
+	assert_one_error(1, "control_key must be");
+	assert_int_equal(cfg.control_key_len, 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(parse(bad[i].line), 1);
+		assert_one_error(1, bad[i].msg);
+		assert_int_equal(cfg.control_key_len, 0);
+		assert_string_equal(cfg.machine, "tracevisor");
+	}
+}
+
 static void test_poll_us_and_pci_hide(void **state)
 {
 	(void)state;
@@ -1057,6 +1101,7 @@ int main(void)
 		cmocka_unit_test(test_random_input),
 		cmocka_unit_test(test_net_defaults_and_good_values),
 		cmocka_unit_test(test_net_bad_values),
+		cmocka_unit_test(test_control_key_and_machine),
 	};
 
 	return cmocka_run_group_tests_name("test_config", tests, NULL, NULL);
