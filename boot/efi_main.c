@@ -178,12 +178,18 @@ static bool backend_wired(enum tv_source s)
 static void trace_setup_from_config(struct vmx_boot_params *p, const struct tv_config *cfg)
 {
 	struct trace_caps tc;
+	char miss[160];
 	enum tv_source chosen = TV_SOURCE_NONE, req = (enum tv_source)cfg->trace_source;
 	char why[200];
 
 	trace_caps_read(&tc, NULL);
 	trace_caps_describe(&tc, why, sizeof(why));
 	log_info("trace: caps: %s", why);
+	/* The sources this CPU offers, for the export HELLO (TVP_CAP_SOURCE). */
+	p->net.caps = 0;
+	for (unsigned s = TV_SOURCE_MTF; s <= TV_SOURCE_PT; s++)
+		if (trace_caps_missing(&tc, (enum tv_source)s, miss, sizeof(miss)) == 0)
+			p->net.caps |= 1u << s;
 	if (trace_choose(&tc, req, &chosen, why, sizeof(why))) {
 		log_err("trace: source=%s not possible on this CPU: %s; tracing off",
 			trace_caps_source_name(req), why);
@@ -226,8 +232,50 @@ static void trace_setup_from_config(struct vmx_boot_params *p, const struct tv_c
 }
 
 /* The blue pill, when VT-x is there and the config allows it. */
+/*
+ * The export network for the resident copy: the NIC net_boot chose,
+ * hidden from the guest from now on (before vmx_boot copies the list),
+ * and the net config.  Only when something is traced.
+ */
+static void net_for_resident(struct vmx_boot_params *p, const struct tv_config *cfg,
+			     const struct pci_dev *nic, uint64_t tsc_hz)
+{
+	struct hv_net *n = &p->net;
+	int rc;
+
+	n->enabled = false;
+	if (!nic)
+		return;
+	if (p->trace.source == TV_SOURCE_NONE) {
+		log_info("net: nothing is traced: the NIC stays with the OS, no network export");
+		return;
+	}
+	rc = pci_hide_add(nic->addr.bus, nic->addr.dev, nic->addr.fn);
+	if (rc) {
+		log_err("net: cannot hide the export NIC %02x:%02x.%u from the guest (list full): no network export",
+			nic->addr.bus, nic->addr.dev, nic->addr.fn);
+		return;
+	}
+	n->nic = *nic;
+	n->dhcp = cfg->net_dhcp;
+	n->ip = cfg->net_ip;
+	n->prefix = cfg->net_prefix;
+	n->gw = cfg->net_gw;
+	n->receiver_ip = cfg->receiver_ip;
+	n->receiver_port = cfg->receiver_port;
+	n->keylen = cfg->control_key_len;
+	memcpy(n->key, cfg->control_key, sizeof(n->key));
+	memcpy(n->machine, cfg->machine, sizeof(n->machine));
+	n->tsc_hz = tsc_hz;
+	n->heartbeat_s = cfg->heartbeat_s;
+	n->enabled = true;
+	log_info("net: %02x:%02x.%u is the export NIC: hidden from the guest, driven from VMX root",
+		 nic->addr.bus, nic->addr.dev, nic->addr.fn);
+}
+
 static void virtualize(const struct cpu_caps *caps, const struct tv_config *cfg,
-		       const struct mm_summary *sum, int map_ok, uint64_t tsc_hz)
+		       const struct mm_summary *sum, int map_ok, uint64_t tsc_hz,
+		       const struct pci_dev *nic)
 {
 	struct vmx_boot_params p;
 	struct hw_cpuid_regs r;
@@ -266,6 +314,7 @@ static void virtualize(const struct cpu_caps *caps, const struct tv_config *cfg,
 			log_err("pci: cannot hide %02x:%02x.%x: list full", cfg->pci_hide[i].bus,
 				cfg->pci_hide[i].dev, cfg->pci_hide[i].fn);
 	trace_setup_from_config(&p, cfg);
+	net_for_resident(&p, cfg, nic, tsc_hz);
 	if (vmx_boot(&p))
 		log_warn("vmx: booting unvirtualized");
 }
@@ -292,9 +341,14 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	char vendor[48];
 	uint64_t tsc_hz;
 	struct mm_summary sum;
+	struct pci_dev nic;
+	bool have_nic = false;
 	int map_rc;
 
 	st = efi_util_init(image, systab);
+	/* Before anything touches the network: its pristine state, for the copy. */
+	if (!EFI_ERROR(st))
+		vmx_boot_save_net_state();
 	log_ring_init(&boot_ring, boot_ring_mem, sizeof(boot_ring_mem));
 	log_set_ring(&boot_ring);
 	if (serial_init(&com, 0x3f8) == 0)
@@ -332,9 +386,9 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	if (net_init(tsc_hz))
 		log_warn("net: lwIP not initialised");
 	else
-		net_boot(&cfg);
+		have_nic = net_boot(&cfg, tsc_hz, &nic) == 0;
 
-	virtualize(&caps, &cfg, &sum, map_rc, tsc_hz);
+	virtualize(&caps, &cfg, &sum, map_rc, tsc_hz, have_nic ? &nic : NULL);
 
 	st = chainload(&cfg);
 	log_err("tracevisor: returning to the firmware (%s)", efi_strerror(st));

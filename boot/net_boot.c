@@ -18,13 +18,14 @@
 #include "drivers/nic.h"
 #include "drivers/pci.h"
 #include "lwip/sys.h"
+#include "net/net.h"
 #include "net/netif.h"
-#include "net/selftest.h"
+#include "vmm/hw.h"
 #include "vmm/log.h"
+#include "vmm/trace_ring.h"
 
 #define NET_ADDR_TIMEOUT_MS 15000   /* link and DHCP */
-#define NET_ARP_TIMEOUT_MS  5000
-#define NET_SEND_TIMEOUT_MS 30000   /* the whole stream */
+#define NET_SEND_TIMEOUT_MS 30000   /* ARP and the whole stream, acknowledged */
 
 static EFI_GUID pci_io_guid = EFI_PCI_IO_PROTOCOL_GUID;
 static struct nic boot_nic;
@@ -91,81 +92,114 @@ static bool has_address(uint32_t unused)
 	return net_if_address() != 0;
 }
 
-static bool resolved(uint32_t ip)
+/*
+ * The self-test's record pattern (docs/NET.md, "Link self-test";
+ * tests/qemu/net.sh computes the same): record i is a branch from
+ * 0x100000 + 64 i to from + 16 + 8 (i mod 5), of kind jcc, jmp, call, ret
+ * for i mod 4 = 0..3, without TSC.
+ */
+static const enum tv_branch_kind selftest_kinds[4] = {
+	TV_BR_JCC, TV_BR_JMP, TV_BR_CALL, TV_BR_RET
+};
+
+static int selftest_fill(struct tv_trace_ring *r, uint32_t n)
 {
-	return net_resolve(ip);
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t from = 0x100000ull + 64ull * i;
+		int rc = trace_append_branch(r, from, from + 16 + 8 * (i % 5), selftest_kinds[i % 4],
+					     0, 0);
+
+		if (rc)
+			return rc;
+	}
+	return 0;
 }
 
-/* Send one datagram, waiting out a full ring (ARP and TX reclaim run in net_poll). */
-static int send_retry(struct net_udp *u, const void *d, size_t len, uint32_t deadline_ms)
+static void selftest(const struct tv_config *cfg, uint64_t tsc_hz)
 {
+	static struct net_link link;
+	struct net_link_cfg lc;
+	struct exporter *ex = NULL;
+	struct tv_trace_ring *ring = NULL;
+	uint32_t total = cfg->net_selftest;
+	uint64_t data = 4096, t0, deadline, now;
+	char rx[20];
+	bool done = false;
 	int rc;
 
-	for (;;) {
-		rc = net_udp_send(u, d, len);
-		if (rc == 0 || (int32_t)(sys_now() - deadline_ms) >= 0)
-			return rc;
-		net_poll();
-	}
-}
-
-static void selftest(const struct tv_config *cfg)
-{
-	static uint8_t dgram[SELFTEST_HDR_BYTES + SELFTEST_PER_DGRAM * SELFTEST_REC_BYTES];
-	struct net_udp u;
-	uint32_t total = cfg->net_selftest, sent = 0, nd = 0;
-	uint32_t session = tv_rand32(), t0, deadline;
-	char rx[20];
-	int rc = 0;
-
 	ip_text(rx, sizeof(rx), cfg->receiver_ip);
-	if (!poll_until(resolved, cfg->receiver_ip, NET_ARP_TIMEOUT_MS)) {
-		log_err("net: self-test FAILED: no ARP reply for the next hop to %s", rx);
-		return;
+	/* Records are 8 to 24 bytes; the ring never wraps (overflow = stop). */
+	while (data < (uint64_t)total * 32)
+		data <<= 1;
+	if (EFI_ERROR(efi_bs->AllocatePool(EfiLoaderData, sizeof(*ex), (void **)&ex)) ||
+	    EFI_ERROR(efi_bs->AllocatePool(EfiLoaderData, data + 4096, (void **)&ring))) {
+		log_err("net: self-test FAILED: no memory for the exporter and a %llu KiB ring",
+			(unsigned long long)(data >> 10));
+		goto out;
 	}
-	if (net_udp_open(&u, cfg->receiver_ip, cfg->receiver_port)) {
-		log_err("net: self-test FAILED: cannot open a UDP socket");
-		return;
-	}
-	t0 = sys_now();
-	deadline = t0 + NET_SEND_TIMEOUT_MS;
-	while (sent < total) {
-		uint32_t n = total - sent < SELFTEST_PER_DGRAM ? total - sent : SELFTEST_PER_DGRAM;
-		size_t len = selftest_datagram(dgram, sizeof(dgram), session, sent, n, total);
-
-		rc = send_retry(&u, dgram, len, deadline);
-		if (rc)
-			break;
-		sent += n;
-		nd++;
-		net_poll();
-	}
-	if (rc == 0) {
-		/* The end marker, three times: the receiver counts one. */
-		size_t len = selftest_datagram(dgram, sizeof(dgram), session, sent, 0, total);
-
-		for (int i = 0; i < 3 && rc == 0; i++)
-			rc = send_retry(&u, dgram, len, deadline);
-	}
-	/* Let the last frames leave before the NIC is reset. */
-	for (uint32_t t = sys_now(); sys_now() - t < 100;)
-		net_poll();
-	net_udp_close(&u);
+	t0 = hw_rdtsc();
+	rc = trace_ring_init(ring, data + 4096, 0, 0, TV_SOURCE_NONE, TV_OVERFLOW_STOP, tsc_hz, t0);
+	if (rc == 0)
+		rc = selftest_fill(ring, total);
 	if (rc) {
-		log_err("net: self-test FAILED after %u of %u records: send error %d (tx drops %llu)",
-			sent, total, rc, (unsigned long long)boot_nic.stats.tx_drops);
-		return;
+		log_err("net: self-test FAILED: filling the ring: %s", trace_strerror(rc));
+		goto out;
 	}
-	log_info("net: self-test ok: %u records in %u datagrams to %s:%u, session %08x, %u ms; tx %llu frames, rx %llu, drops %llu/%llu, errors %llu",
-		 total, nd, rx, cfg->receiver_port, session, sys_now() - t0,
+	memset(&lc, 0, sizeof(lc));
+	lc.receiver_ip = cfg->receiver_ip;
+	lc.receiver_port = cfg->receiver_port;
+	lc.key = cfg->control_key;
+	lc.keylen = cfg->control_key_len;
+	lc.machine = cfg->machine;
+	lc.source = TV_SOURCE_NONE;
+	lc.overflow = TV_OVERFLOW_STOP;
+	lc.tsc_hz = tsc_hz;
+	rc = net_link_start(&link, ex, &lc, &ring, 1, t0);
+	if (rc) {
+		log_err("net: self-test FAILED: exporter: %s", proto_strerror(rc));
+		goto out;
+	}
+	deadline = t0 + tsc_hz / 1000 * NET_SEND_TIMEOUT_MS;
+	for (now = t0; (int64_t)(now - deadline) < 0; now = hw_rdtsc()) {
+		net_link_step(&link, now);
+		if (link.state == NET_LINK_UP && net_link_drained(&link, 0)) {
+			done = true;
+			break;
+		}
+	}
+	/* A few more rounds: answer what is still in flight before the reset. */
+	for (uint64_t end = hw_rdtsc() + tsc_hz / 10; (int64_t)(hw_rdtsc() - end) < 0;)
+		net_link_step(&link, hw_rdtsc());
+	net_link_stop(&link);
+	if (!done) {
+		log_err("net: self-test FAILED: %llu of %u records acknowledged by %s:%u within %u s (link %s, hello %s, %llu datagrams, %u send errors, tx drops %llu)",
+			(unsigned long long)ex->s[0].acked, total, rx, cfg->receiver_port,
+			NET_SEND_TIMEOUT_MS / 1000,
+			link.state == NET_LINK_UP ? "up" : link.state == NET_LINK_WAIT_ARP ?
+			"no ARP reply" : "no address", ex->hello_acked ? "acked" : "not acked",
+			(unsigned long long)ex->st.datagrams, ex->st.tx_errors,
+			(unsigned long long)boot_nic.stats.tx_drops);
+		goto out;
+	}
+	log_info("net: self-test ok: %u records acknowledged by %s:%u, session %016llx, %llu ms; %llu datagrams, %llu resent records, %llu acks, %llu nack ranges; tx %llu frames, rx %llu, drops %llu/%llu, errors %llu",
+		 total, rx, cfg->receiver_port, (unsigned long long)link.session,
+		 (unsigned long long)((now - t0) / (tsc_hz / 1000 ? tsc_hz / 1000 : 1)),
+		 (unsigned long long)ex->st.datagrams,
+		 (unsigned long long)ex->s[0].c.retransmitted, (unsigned long long)ex->st.acks,
+		 (unsigned long long)ex->st.nack_ranges,
 		 (unsigned long long)boot_nic.stats.tx_frames,
 		 (unsigned long long)boot_nic.stats.rx_frames,
 		 (unsigned long long)boot_nic.stats.tx_drops,
 		 (unsigned long long)boot_nic.stats.rx_drops,
 		 (unsigned long long)boot_nic.stats.errors);
+out:
+	if (ring)
+		efi_bs->FreePool(ring);
+	if (ex)
+		efi_bs->FreePool(ex);
 }
 
-static void bring_up_and_test(const struct tv_config *cfg)
+static void bring_up_and_test(const struct tv_config *cfg, uint64_t tsc_hz)
 {
 	EFI_PHYSICAL_ADDRESS dma = 0xffffffffu;   /* below 4 GiB: any device can reach it */
 	UINTN pages = NIC_DMA_BYTES / 4096;
@@ -197,7 +231,7 @@ static void bring_up_and_test(const struct tv_config *cfg)
 			cfg->net_dhcp ? "DHCP lease" : "address", NET_ADDR_TIMEOUT_MS / 1000,
 			nic_link_up(&boot_nic) ? "up" : "down");
 	} else {
-		selftest(cfg);
+		selftest(cfg, tsc_hz);
 	}
 	net_if_down();
 out:
@@ -209,7 +243,7 @@ out:
 	efi_bs->FreePages(dma, pages);
 }
 
-void net_boot(const struct tv_config *cfg)
+int net_boot(const struct tv_config *cfg, uint64_t tsc_hz, struct pci_dev *nic)
 {
 	struct nic_want want;
 	struct pci_dev d;
@@ -218,7 +252,7 @@ void net_boot(const struct tv_config *cfg)
 
 	if (cfg->nic == CONFIG_NIC_OFF) {
 		log_info("net: nic=off");
-		return;
+		return -1;
 	}
 	memset(&want, 0, sizeof(want));
 	want.kind = cfg->nic == CONFIG_NIC_PCI ? NIC_WANT_PCI :
@@ -233,7 +267,7 @@ void net_boot(const struct tv_config *cfg)
 			log_info("net: no supported NIC (e1000 family, virtio-net); network off");
 		else
 			log_err("net: the NIC named by nic= is not there or not supported; network off");
-		return;
+		return -1;
 	}
 	d = boot_nic.pci;
 	nic_format_mac(mac, boot_nic.mac);
@@ -246,11 +280,13 @@ void net_boot(const struct tv_config *cfg)
 	if (rc) {
 		log_err("net: %s lost after the firmware let go: %s", d.vendor == 0x1af4 ?
 			"virtio-net" : "NIC", nic_strerror(rc));
-		return;
+		return -1;
 	}
+	*nic = d;
 	if (!cfg->net_selftest) {
 		log_info("net: self-test off (net_selftest)");
-		return;
+		return 0;
 	}
-	bring_up_and_test(cfg);
+	bring_up_and_test(cfg, tsc_hz);
+	return 0;
 }

@@ -21,6 +21,9 @@
 #include "boot/acpi.h"
 #include "boot/efi_util.h"
 #include "boot/mp_services.h"
+#include "drivers/nic.h"
+#include "net/export.h"
+#include "net/net.h"
 #include "vmm/ept.h"
 #include "vmm/exit.h"
 #include "vmm/host.h"
@@ -48,6 +51,20 @@ extern char _DYNAMIC[];
 extern char vmx_exit_entry[];
 extern char host_stub_table[];
 extern const uint32_t host_stub_count;
+extern char _net_state_start[], _net_state_end[];
+
+static void *net_pristine;       /* loader memory: the range at efi_main entry */
+
+void vmx_boot_save_net_state(void)
+{
+	size_t n = (size_t)(_net_state_end - _net_state_start);
+
+	if (EFI_ERROR(efi_bs->AllocatePool(EfiLoaderData, n, &net_pristine))) {
+		net_pristine = NULL;
+		return;
+	}
+	memcpy(net_pristine, _net_state_start, n);
+}
 
 struct launch_slot {
 	struct per_cpu *cpu;
@@ -222,6 +239,8 @@ int vmx_boot(const struct vmx_boot_params *p)
 	struct tv_mp_services *mp = find_mp();
 	UINTN ncpu = 1, nenabled = 1, bsp = 0;
 	uint64_t image_bytes, percpu_bytes, trace_bytes, cpus_bytes, info_bytes, total, region_pa, off;
+	uint64_t net_bytes = 0, ex_bytes = 0;
+	struct hv_net net = p->net;
 	uint8_t *region, *copy;
 	struct per_cpu *cpus;
 	struct page_pool *pool;
@@ -254,6 +273,17 @@ int vmx_boot(const struct vmx_boot_params *p)
 		return -1;
 	}
 
+	if (net.enabled && !net_pristine) {
+		log_err("vmx: no snapshot of the network state (no memory at entry): network export off");
+		net.enabled = false;
+	}
+	if (net.enabled && p->trace.source == TV_SOURCE_NONE)
+		net.enabled = false;   /* nothing to export */
+	if (net.enabled) {
+		net_bytes = NIC_DMA_BYTES;
+		ex_bytes = (sizeof(struct exporter) + 4095) & ~4095ull;
+	}
+
 	/* --- one reservation for everything --------------------------------- */
 	image_bytes = (efi_self->ImageSize + 4095) & ~4095ull;
 	percpu_bytes = 4 * 4096 + HOST_STACK_BYTES;  /* VMXON, VMCS, MSR bitmap, GDT+TSS, stack */
@@ -265,7 +295,7 @@ int vmx_boot(const struct vmx_boot_params *p)
 	trace_bytes = p->trace.source != TV_SOURCE_NONE ? ((uint64_t)p->trace.ring_kb << 10) + 4096 : 0;
 	total = image_bytes + ncpu * percpu_bytes + cpus_bytes + info_bytes +
 		2 * 4096 /* IDT, guest TSS */ + 3 * 4096 /* I/O bitmaps A, B, 0xFF page */ +
-		POOL_BYTES + ncpu * trace_bytes;
+		POOL_BYTES + ncpu * trace_bytes + net_bytes + ex_bytes;
 	st = efi_bs->AllocatePages(AllocateAnyPages, EfiReservedMemoryType, total / 4096, &region_pa);
 	if (EFI_ERROR(st)) {
 		log_err("vmx: cannot reserve %llu KiB: %s", (unsigned long long)(total >> 10),
@@ -281,6 +311,16 @@ int vmx_boot(const struct vmx_boot_params *p)
 	/* --- the resident copy ---------------------------------------------- */
 	copy = region;
 	memcpy(copy, ImageBase, efi_self->ImageSize);
+	/*
+	 * The copy's network state starts pristine: the original may have run
+	 * lwIP already (net_boot's self-test), and its netif list, timeouts,
+	 * ARP table, PCBs and pools point into the original.  Pointers in the
+	 * range are relocatable words, so reloc_image below fixes them for
+	 * the copy like any other (RELA: base + addend).
+	 */
+	if (net_pristine)
+		memcpy(copy + (_net_state_start - ImageBase), net_pristine,
+		       (size_t)(_net_state_end - _net_state_start));
 	nrel = reloc_image(copy, image_bytes, (uint64_t)(_DYNAMIC - ImageBase));
 	if (nrel < 0) {
 		log_err("vmx: relocating the resident copy failed (%ld)", nrel);
@@ -307,6 +347,12 @@ int vmx_boot(const struct vmx_boot_params *p)
 	ff_page = region + off;
 	memset(ff_page, 0xff, 4096);
 	off += 4096;
+	if (net.enabled) {
+		net.dma = region + off;      /* page aligned: every offset here is */
+		off += net_bytes;
+		net.ex = (struct exporter *)(region + off);
+		off += ex_bytes;
+	}
 	for (UINTN i = 0; i < ncpu; i++) {
 		uint8_t *pc = region + off + i * percpu_bytes;
 		uint64_t top;
@@ -392,6 +438,11 @@ int vmx_boot(const struct vmx_boot_params *p)
 	if (hide_pci)
 		hide_pci_setup(ept, pool, (uint64_t)(uintptr_t)ff_page, &ecam);
 
+	/* The export NIC is polled from VMX root on the boot CPU. */
+	if (net.enabled) {
+		net.cpu = (uint32_t)bsp;
+		hv_set_poll_hook(net_resident_poll, NULL, (uint32_t)bsp);
+	}
 	/* The poll hook, moved into the copy; only its CPU gets a period. */
 	poll = *preempt_hook_get();
 	if (poll.fn && poll.cpu >= ncpu) {
@@ -450,6 +501,8 @@ int vmx_boot(const struct vmx_boot_params *p)
 	/* The dword register, not the bytes at 0xCF8-0xCFB (PCI 3.0 3.2.2.3.2). */
 	bi->pci_latch = hide_pci ? hw_inl(PCI_M1_ADDRESS_PORT) : 0;
 	bi->poll = poll;
+	bi->net = net;
+	bi->net_ops = net.enabled ? IN_COPY(copy, net_resident_ops) : NULL;
 	IN_COPY(copy, hv_init)(bi);
 
 	/* --- launch: APs first, one at a time, then this CPU ----------------- */

@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "vmm/hv.h"
 #include "vmm/log.h"
 #include "vmm/trace_engine.h"
 
@@ -23,7 +24,23 @@ struct vmx_boot_params {
 	struct trace_setup trace;    /* what to trace; ring_kb per CPU */
 	bool trace_cpu_all;          /* every CPU gets a ring, else trace_cpus */
 	uint32_t trace_cpus[8];      /* bit n: CPU index n traces */
+	/*
+	 * The export network (net.enabled: a NIC was chosen, already
+	 * pci_hide_add()ed): vmx_boot reserves its DMA block and the
+	 * exporter, fills net.dma, net.ex and net.cpu, and the resident copy
+	 * brings it up (net_resident_ops).  Needs vmx_boot_save_net_state().
+	 */
+	struct hv_net net;
 };
+
+/*
+ * vmx_boot_save_net_state - at efi_main entry, before anything uses the
+ * network: keep the pristine bytes of the network state (lwIP, net/,
+ * the NIC drivers: _net_state_start.._net_state_end, linker.ld) in loader
+ * memory, for the resident copy to start from.  Without that snapshot
+ * (no memory), vmx_boot leaves the network off.
+ */
+void vmx_boot_save_net_state(void);
 
 /*
  * vmx_boot - reserve, relocate, build host state and EPT, launch all CPUs.

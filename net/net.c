@@ -1,12 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * net.c - lwIP bring-up.
+ * net.c - lwIP bring-up, the export link (exporter + UDP socket), and the
+ * resident copy's network: NIC, lwIP and exporter set up again in reserved
+ * memory, driven by the VMX-root poll hook.
  */
 #include "net/net.h"
 
+#include <string.h>
+
+#include "drivers/nic.h"
+#include "drivers/pci.h"
 #include "lwip/init.h"
 #include "net/lwip_port.h"
+#include "vmm/hw.h"
 #include "vmm/log.h"
+#include "vmm/pci_hide.h"
+#include "vmm/trace_engine.h"
+#include "vmm/vcpu.h"
+#include "vmm/version.h"
 
 static int net_ready;
 
@@ -20,3 +31,447 @@ int net_init(uint64_t tsc_hz)
 	log_info("net: lwIP %s initialised (NO_SYS, raw API)", LWIP_VERSION_STRING);
 	return 0;
 }
+
+/* --- the export link ------------------------------------------------------ */
+
+/* splitmix64 (Steele, Lea, Flood 2014): spreads a TSC value over 64 bits. */
+static uint64_t mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/*
+ * A session id per boot, never 0: the TSC (which differs from boot to
+ * boot on real machines and in QEMU; Bochs is deterministic, and so is its
+ * session id, which does not matter for one machine) mixed with the APIC
+ * ID.  RDRAND would be better where present (docs/PROTOCOL.md); the seam
+ * has no RDRAND yet.
+ */
+static uint64_t new_session(void)
+{
+	struct hw_cpuid_regs r;
+	uint64_t s;
+
+	hw_cpuid(1, 0, &r);
+	s = mix64(hw_rdtsc() ^ ((uint64_t)(r.ebx >> 24) << 56));
+	return s ? s : 1;
+}
+
+/* Vendor, family, model, stepping as CPUID.01H displays them (SDM 2A, CPUID). */
+static void hello_cpu(struct tvp_hello *h)
+{
+	struct hw_cpuid_regs r;
+	uint32_t fam, model;
+
+	hw_cpuid(0, 0, &r);
+	memcpy(h->vendor, &r.ebx, 4);
+	memcpy(h->vendor + 4, &r.edx, 4);
+	memcpy(h->vendor + 8, &r.ecx, 4);
+	h->vendor_id = !memcmp(h->vendor, "GenuineIntel", 12) ? TVP_VENDOR_INTEL :
+		       !memcmp(h->vendor, "AuthenticAMD", 12) ? TVP_VENDOR_AMD : TVP_VENDOR_OTHER;
+	hw_cpuid(1, 0, &r);
+	fam = (r.eax >> 8) & 0xf;
+	model = (r.eax >> 4) & 0xf;
+	if (fam == 0xf)
+		fam += (r.eax >> 20) & 0xff;
+	if (fam == 6 || fam >= 0xf)
+		model |= ((r.eax >> 16) & 0xf) << 4;
+	h->family = (uint16_t)fam;
+	h->model = (uint16_t)model;
+	h->stepping = (uint8_t)(r.eax & 0xf);
+}
+
+/* NUL-padded copy that always leaves a NUL (the HELLO's text fields). */
+static void copy_str(char *dst, size_t cap, const char *src)
+{
+	size_t i = 0;
+
+	for (; i + 1 < cap && src[i]; i++)
+		dst[i] = src[i];
+	memset(dst + i, 0, cap - i);
+}
+
+static int link_send(void *ctx, const void *buf, size_t len)
+{
+	struct net_link *l = ctx;
+
+	/* No net_poll here: that would feed export_input from inside export_poll. */
+	return net_udp_send(&l->udp, buf, len);
+}
+
+static void link_recv(void *ctx, const void *data, size_t len)
+{
+	struct net_link *l = ctx;
+
+	export_input(l->ex, data, len, hw_rdtsc());
+}
+
+int net_link_start(struct net_link *l, struct exporter *ex, const struct net_link_cfg *c,
+		   struct tv_trace_ring *const *rings, uint32_t nrings, uint64_t now)
+{
+	struct export_config ec;
+	uint64_t ring_bytes = 0;
+	int rc;
+
+	if (!l || !ex || !c || !rings || nrings == 0 || nrings > EXPORT_MAX_CPUS)
+		return PROTO_ERR_INVAL;
+	memset(l, 0, sizeof(*l));
+	l->ex = ex;
+	l->receiver_ip = c->receiver_ip;
+	l->receiver_port = c->receiver_port;
+	l->nrings = nrings;
+	for (uint32_t i = 0; i < nrings; i++) {
+		l->rings[i] = rings[i];
+		if (rings[i] && !ring_bytes)
+			ring_bytes = rings[i]->data_size;
+	}
+	l->session = new_session();
+
+	memset(&ec, 0, sizeof(ec));
+	ec.session = l->session;
+	ec.tsc_hz = c->tsc_hz;
+	ec.key = c->key;
+	ec.keylen = c->keylen;
+	ec.send = link_send;
+	ec.send_ctx = l;
+	ec.ops = NULL;   /* CONTROL ops: none applied yet (answered "unsupported") */
+	hello_cpu(&ec.hello);
+	ec.hello.cpu_count = (uint16_t)nrings;
+	ec.hello.source = c->source;
+	ec.hello.overflow = c->overflow;
+	ec.hello.caps = c->caps | (c->keylen ? TVP_CAP_CONTROL : 0);
+	ec.hello.tsc_hz = c->tsc_hz;
+	ec.hello.boot_tsc = now;
+	ec.hello.ring_bytes = ring_bytes;
+	copy_str(ec.hello.sw_version, TVP_SWVER_LEN, TV_VERSION "-" TV_GIT);
+	copy_str(ec.hello.machine, TVP_MACHINE_LEN, c->machine ? c->machine : "tracevisor");
+	rc = export_init(ex, &ec, nrings, now);
+	if (rc)
+		return rc;
+	for (uint32_t i = 0; i < nrings; i++) {
+		if (!rings[i])
+			continue;
+		/* BUSY: the producer kept moving the tail (OVERWRITE); it settles. */
+		for (int tries = 0; tries < 1000; tries++) {
+			rc = export_attach(ex, i, rings[i]);
+			if (rc != TRACE_ERR_BUSY)
+				break;
+			hw_pause();
+		}
+		if (rc)
+			return rc;
+	}
+	l->state = NET_LINK_WAIT_ADDR;
+	return 0;
+}
+
+void net_link_step(struct net_link *l, uint64_t now)
+{
+	net_poll();
+	switch (l->state) {
+	case NET_LINK_WAIT_ADDR:
+		if (!net_if_address())
+			return;
+		l->state = NET_LINK_WAIT_ARP;
+		/* fall through */
+	case NET_LINK_WAIT_ARP:
+		if (!net_resolve(l->receiver_ip))
+			return;
+		if (net_udp_open(&l->udp, l->receiver_ip, l->receiver_port) ||
+		    net_udp_set_recv(&l->udp, link_recv, l)) {
+			if (l->open_errors++ == 0)
+				log_err("net: export: cannot open the UDP socket to the receiver");
+			net_udp_close(&l->udp);
+			return;
+		}
+		l->state = NET_LINK_UP;
+		log_info("net: export: receiver %u.%u.%u.%u:%u reachable, streaming (session %016llx)",
+			 l->receiver_ip >> 24, (l->receiver_ip >> 16) & 255,
+			 (l->receiver_ip >> 8) & 255, l->receiver_ip & 255, l->receiver_port,
+			 (unsigned long long)l->session);
+		/* fall through */
+	case NET_LINK_UP:
+		export_poll(l->ex, now);
+		break;
+	}
+}
+
+bool net_link_drained(const struct net_link *l, uint32_t cpu)
+{
+	const struct export_stream *s;
+
+	if (!l->ex || cpu >= l->nrings || !l->rings[cpu])
+		return true;
+	s = &l->ex->s[cpu];
+	return __atomic_load_n(&s->acked, __ATOMIC_ACQUIRE) ==
+	       __atomic_load_n(&l->rings[cpu]->next_seq, __ATOMIC_ACQUIRE);
+}
+
+void net_link_stop(struct net_link *l)
+{
+	net_udp_close(&l->udp);
+	l->state = NET_LINK_WAIT_ADDR;
+}
+
+/* --- the resident copy ---------------------------------------------------- */
+
+/*
+ * How long a CPU whose window closed waits in VMX root for the receiver to
+ * acknowledge the window (the guest on that CPU waits too): long enough
+ * for retransmissions, short enough that a missing receiver costs the
+ * guest only this much per window.
+ */
+#define NET_WINDOW_DRAIN_MS 5000u
+#define NET_LOSS_CHECK_MS   1000u
+
+static struct {
+	bool ready;
+	const struct hv_net *cfg;
+	struct per_cpu *cpus;
+	uint32_t ncpus;
+	struct nic nic;
+	struct net_link link;
+	uint64_t tsc_per_ms;
+	uint64_t next_loss_check, next_status;
+	uint64_t lost_logged;         /* overwritten + dropped records already reported */
+	int busy;                     /* the link's CPU is inside a step */
+} res;
+
+/*
+ * Configuration space from VMX root: through pci_hide's mechanism #1 under
+ * its lock, so the guest's CONFIG_ADDRESS latch is put back in the
+ * hardware before the guest's next data access (docs/PCI-HIDE.md).  Byte
+ * and word accesses are done on the dword; a write to the command register
+ * writes 0 to the status half (its error bits are write-one-to-clear, PCI
+ * 3.0 6.2.3), as a word write at 0x04 would leave it.
+ */
+static uint32_t root_cfg_read(void *ctx, struct pci_addr a, uint16_t off, int width)
+{
+	uint32_t v = pci_cfg_read32(a.bus, a.dev, a.fn, (uint8_t)(off & 0xfc));
+
+	(void)ctx;
+	v >>= 8 * (off & 3);
+	return width == 1 ? (v & 0xff) : width == 2 ? (v & 0xffff) : v;
+}
+
+static void root_cfg_write(void *ctx, struct pci_addr a, uint16_t off, int width, uint32_t v)
+{
+	uint8_t reg = (uint8_t)(off & 0xfc);
+	unsigned sh = 8 * (off & 3);
+	uint32_t mask, old;
+
+	(void)ctx;
+	if (width == 4) {
+		pci_cfg_write32(a.bus, a.dev, a.fn, reg, v);
+		return;
+	}
+	mask = (width == 1 ? 0xffu : 0xffffu) << sh;
+	old = pci_cfg_read32(a.bus, a.dev, a.fn, reg);
+	if (reg == PCI_COMMAND)
+		old &= 0x0000ffffu;   /* never clear status bits by writing them back */
+	pci_cfg_write32(a.bus, a.dev, a.fn, reg, (old & ~mask) | ((v << sh) & mask));
+}
+
+static const struct pci_cfg root_cfg = { root_cfg_read, root_cfg_write, 0 };
+
+static uint64_t ms_ticks(uint64_t ms)
+{
+	return ms * res.tsc_per_ms;
+}
+
+/* Records of every stream lost so far: overwritten before acked, or dropped. */
+static uint64_t lost_total(void)
+{
+	uint64_t n = 0;
+
+	for (uint32_t i = 0; i < res.link.nrings; i++) {
+		const struct export_stream *s = &res.link.ex->s[i];
+
+		if (!s->ring)
+			continue;
+		n += s->c.lost_overwrite + __atomic_load_n(&s->ring->lost_records, __ATOMIC_RELAXED);
+	}
+	return n;
+}
+
+static void log_status(const char *why)
+{
+	const struct export_stats *st = &res.link.ex->st;
+
+	log_info("net: export %s: hello %s, %llu datagrams, %llu acks, %llu nack ranges, %u send errors; nic tx %llu rx %llu drops %llu/%llu",
+		 why, res.link.ex->hello_acked ? "acked" : "not acked",
+		 (unsigned long long)st->datagrams, (unsigned long long)st->acks,
+		 (unsigned long long)st->nack_ranges, st->tx_errors,
+		 (unsigned long long)res.nic.stats.tx_frames,
+		 (unsigned long long)res.nic.stats.rx_frames,
+		 (unsigned long long)res.nic.stats.tx_drops,
+		 (unsigned long long)res.nic.stats.rx_drops);
+	for (uint32_t i = 0; i < res.link.nrings; i++) {
+		const struct export_stream *s = &res.link.ex->s[i];
+		struct tv_trace_ring *r = s->ring;
+
+		if (!r)
+			continue;
+		log_info("net: export %s: cpu %u: head %llu acked %llu sent %llu resent %llu lost %llu (overwritten) + %llu (ring dropped)",
+			 why, i, (unsigned long long)__atomic_load_n(&r->next_seq, __ATOMIC_ACQUIRE),
+			 (unsigned long long)__atomic_load_n(&s->acked, __ATOMIC_ACQUIRE),
+			 (unsigned long long)s->c.sent, (unsigned long long)s->c.retransmitted,
+			 (unsigned long long)s->c.lost_overwrite,
+			 (unsigned long long)__atomic_load_n(&r->lost_records, __ATOMIC_RELAXED));
+	}
+}
+
+/* One step of the link on its CPU; re-entry (a window closing inside a step) is skipped. */
+static void res_step(uint64_t now)
+{
+	if (__atomic_exchange_n(&res.busy, 1, __ATOMIC_ACQUIRE))
+		return;
+	net_link_step(&res.link, now);
+	if ((int64_t)(now - res.next_loss_check) >= 0) {
+		uint64_t lost = lost_total();
+
+		res.next_loss_check = now + ms_ticks(NET_LOSS_CHECK_MS);
+		/* Losses are never silent: every new one is reported within a second. */
+		if (lost != res.lost_logged) {
+			log_warn("net: export: %llu records lost so far (%llu new): ring overwritten before the receiver acknowledged, or full",
+				 (unsigned long long)lost, (unsigned long long)(lost - res.lost_logged));
+			res.lost_logged = lost;
+		}
+	}
+	if (res.cfg->heartbeat_s && (int64_t)(now - res.next_status) >= 0) {
+		res.next_status = now + ms_ticks(1000ull * res.cfg->heartbeat_s);
+		log_status("status");
+	}
+	__atomic_store_n(&res.busy, 0, __ATOMIC_RELEASE);
+}
+
+void net_resident_poll(void *ctx)
+{
+	(void)ctx;
+	if (!res.ready)
+		return;
+	res_step(hw_rdtsc());
+}
+
+static int res_start(const struct hv_net *n, struct per_cpu *cpus, uint32_t ncpus)
+{
+	struct tv_trace_ring *rings[EXPORT_MAX_CPUS];
+	const struct trace_setup *ts = trace_engine_setup();
+	struct net_ipcfg ipc = { n->dhcp, n->ip, n->prefix, n->gw };
+	struct net_link_cfg lc;
+	struct pci_dev d;
+	char mac[18];
+	int rc;
+
+	memset(&res, 0, sizeof(res));
+	res.cfg = n;
+	res.cpus = cpus;
+	res.ncpus = ncpus;
+	res.tsc_per_ms = n->tsc_hz / 1000 ? n->tsc_hz / 1000 : 1;
+	if (ncpus == 0 || ncpus > EXPORT_MAX_CPUS) {
+		log_err("net: resident: %u CPUs, the exporter takes 1..%u", ncpus, EXPORT_MAX_CPUS);
+		return -1;
+	}
+	if (pci_probe(&root_cfg, n->nic.addr, &d) || d.vendor != n->nic.vendor ||
+	    d.device != n->nic.device) {
+		log_err("net: resident: the NIC %04x:%04x at %02x:%02x.%u is gone", n->nic.vendor,
+			n->nic.device, n->nic.addr.bus, n->nic.addr.dev, n->nic.addr.fn);
+		return -1;
+	}
+	rc = nic_attach(&res.nic, &root_cfg, &d);
+	if (rc == 0)
+		rc = nic_init(&res.nic, n->dma, NIC_DMA_BYTES);
+	if (rc) {
+		log_err("net: resident: %s: %s", res.nic.model ? res.nic.model : "NIC",
+			nic_strerror(rc));
+		nic_stop(&res.nic, &root_cfg);
+		return -1;
+	}
+	if (net_init(n->tsc_hz)) {
+		log_err("net: resident: lwIP initialised twice (its state was not pristine)");
+		return -1;
+	}
+	rc = net_if_up(&res.nic, &ipc);
+	if (rc) {
+		log_err("net: resident: lwIP interface not added (%d)", rc);
+		nic_stop(&res.nic, &root_cfg);
+		return -1;
+	}
+	for (uint32_t i = 0; i < ncpus; i++)
+		rings[i] = cpus[i].trace.ring;
+	memset(&lc, 0, sizeof(lc));
+	lc.receiver_ip = n->receiver_ip;
+	lc.receiver_port = n->receiver_port;
+	lc.key = n->key;
+	lc.keylen = n->keylen;
+	lc.machine = n->machine;
+	lc.caps = n->caps;
+	lc.source = ts->source;
+	lc.overflow = ts->overflow;
+	lc.tsc_hz = n->tsc_hz;
+	rc = net_link_start(&res.link, n->ex, &lc, rings, ncpus, hw_rdtsc());
+	if (rc) {
+		log_err("net: resident: exporter not started: %s", proto_strerror(rc));
+		net_if_down();
+		nic_stop(&res.nic, &root_cfg);
+		return -1;
+	}
+	nic_format_mac(mac, res.nic.mac);
+	log_info("net: resident: %s at %02x:%02x.%u, MAC %s, DMA at %#llx (reserved); %s; exporting %u CPU ring(s) to %u.%u.%u.%u:%u from cpu %u, session %016llx, control %s",
+		 res.nic.model, d.addr.bus, d.addr.dev, d.addr.fn, mac,
+		 (unsigned long long)(uintptr_t)n->dma, n->dhcp ? "DHCP" : "static address", ncpus,
+		 n->receiver_ip >> 24, (n->receiver_ip >> 16) & 255, (n->receiver_ip >> 8) & 255,
+		 n->receiver_ip & 255, n->receiver_port, n->cpu,
+		 (unsigned long long)res.link.session, n->keylen ? "keyed" : "off");
+	res.next_loss_check = hw_rdtsc();
+	res.next_status = res.next_loss_check + ms_ticks(1000ull * n->heartbeat_s);
+	res.ready = true;
+	return 0;
+}
+
+/*
+ * A window closed on cpu: its records have been streaming since they were
+ * written; wait (bounded) until the receiver has acknowledged all of them,
+ * so that a guest that powers off right after its window loses nothing,
+ * then say what became of them.  On the link's CPU the wait drives the
+ * link itself; another CPU waits for the link's CPU, which keeps polling
+ * from its preemption timer.
+ */
+static void res_window(struct per_cpu *cpu)
+{
+	uint64_t t0 = hw_rdtsc(), deadline = t0 + ms_ticks(NET_WINDOW_DRAIN_MS), now = t0;
+	const struct export_stream *s;
+	struct tv_trace_ring *r;
+	bool done;
+
+	if (!res.ready || cpu->index >= res.link.nrings)
+		return;
+	while (!(done = net_link_drained(&res.link, cpu->index)) &&
+	       (int64_t)(now - deadline) < 0) {
+		if (cpu->index == res.cfg->cpu)
+			res_step(now);
+		else
+			hw_pause();
+		now = hw_rdtsc();
+	}
+	s = &res.link.ex->s[cpu->index];
+	r = s->ring;
+	log_info("trace: cpu %u: window streamed: head %llu, acked %llu, sent %llu, resent %llu, lost %llu (overwritten) + %llu (ring dropped), %s after %llu ms",
+		 cpu->index, (unsigned long long)__atomic_load_n(&r->next_seq, __ATOMIC_ACQUIRE),
+		 (unsigned long long)__atomic_load_n(&s->acked, __ATOMIC_ACQUIRE),
+		 (unsigned long long)s->c.sent, (unsigned long long)s->c.retransmitted,
+		 (unsigned long long)s->c.lost_overwrite,
+		 (unsigned long long)__atomic_load_n(&r->lost_records, __ATOMIC_RELAXED),
+		 done ? "all acknowledged" : "NOT all acknowledged (they go on streaming)",
+		 (unsigned long long)((now - t0) / res.tsc_per_ms));
+	if (!done)
+		log_warn("trace: cpu %u: the receiver has not acknowledged the window within %u ms (link %s)",
+			 cpu->index, NET_WINDOW_DRAIN_MS,
+			 res.link.state == NET_LINK_UP ? "up" :
+			 res.link.state == NET_LINK_WAIT_ARP ? "waiting for ARP" : "waiting for an address");
+}
+
+const struct hv_net_ops net_resident_ops = { res_start, res_window };

@@ -204,6 +204,8 @@ int net_udp_open(struct net_udp *u, uint32_t host_ip, uint16_t port)
 	ip_addr_t ip;
 
 	u->pcb = NULL;
+	u->recv = NULL;
+	u->recv_ctx = NULL;
 	if (!tv_up)
 		return NET_E_STATE;
 	u->pcb = udp_new();
@@ -234,6 +236,32 @@ int net_udp_send(struct net_udp *u, const void *data, size_t len)
 	if (err == ERR_IF)
 		return NET_E_NIC;
 	return err == ERR_OK ? 0 : NET_E_LWIP;
+}
+
+static void tv_udp_recv(void *arg, struct udp_pcb *pcb, struct pbuf *p, const ip_addr_t *addr,
+			u16_t port)
+{
+	static uint8_t rx[NET_UDP_RX_MAX];
+	struct net_udp *u = arg;
+
+	(void)pcb;
+	(void)addr;
+	(void)port;
+	/* A connected pcb only gets datagrams from its peer (udp_input). */
+	if (u && u->recv && p->tot_len <= sizeof(rx) &&
+	    pbuf_copy_partial(p, rx, p->tot_len, 0) == p->tot_len)
+		u->recv(u->recv_ctx, rx, p->tot_len);
+	pbuf_free(p);
+}
+
+int net_udp_set_recv(struct net_udp *u, net_udp_recv_fn fn, void *ctx)
+{
+	if (!u || !u->pcb)
+		return NET_E_ARG;
+	u->recv = fn;
+	u->recv_ctx = ctx;
+	udp_recv(u->pcb, fn ? tv_udp_recv : NULL, fn ? u : NULL);
+	return 0;
 }
 
 void net_udp_close(struct net_udp *u)

@@ -65,8 +65,14 @@ int net_poll(void);
 bool net_resolve(uint32_t ip);
 
 struct udp_pcb;
+
+/* A received datagram: valid only during the call. */
+typedef void (*net_udp_recv_fn)(void *ctx, const void *data, size_t len);
+
 struct net_udp {
 	struct udp_pcb *pcb;
+	net_udp_recv_fn recv;
+	void *recv_ctx;
 };
 
 /*
@@ -84,5 +90,14 @@ int net_udp_open(struct net_udp *u, uint32_t ip, uint16_t port);
 int net_udp_send(struct net_udp *u, const void *data, size_t len);
 
 void net_udp_close(struct net_udp *u);
+
+/*
+ * net_udp_set_recv - datagrams that come back from the connected peer
+ * (its address and port) are handed to fn during net_poll(); longer ones
+ * than NET_UDP_RX_MAX bytes are dropped.  fn NULL stops delivery.
+ * Returns 0 or NET_E_ARG (socket not open).
+ */
+#define NET_UDP_RX_MAX 1500
+int net_udp_set_recv(struct net_udp *u, net_udp_recv_fn fn, void *ctx);
 
 #endif /* TV_NETIF_H */

@@ -104,3 +104,56 @@ RC
 	rm -f "$disk.lock"
 	echo "$rc"
 }
+
+# tv_record_start DIR [ARGS...] - start `tracevisor record` listening on
+# 127.0.0.1 (QEMU's and Bochs's slirp deliver the guest's 10.0.2.2:PORT
+# there), captures under DIR, with ARGS (e.g. --machines 1 --idle 3).
+# Sets TV_REC_PID, TV_REC_PORT and TV_REC_ERR (its stderr); returns 1 when
+# no port could be bound.  The caller kills it in a trap (tv_record_stop).
+tv_record_start() {
+	local dir=$1 try
+	shift
+	mkdir -p "$dir"
+	TV_REC_ERR=$dir/record.stderr
+	for try in 1 2 3 4 5; do
+		TV_REC_PORT=$((20000 + RANDOM % 20000))
+		: >"$TV_REC_ERR"
+		"$TV_BUILD/tracevisor" record -l "127.0.0.1:$TV_REC_PORT" -o "$dir" "$@" \
+			>"$dir/record.stdout" 2>"$TV_REC_ERR" &
+		TV_REC_PID=$!
+		for _ in $(seq 50); do
+			grep -q 'listening on udp' "$TV_REC_ERR" && return 0
+			kill -0 "$TV_REC_PID" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill "$TV_REC_PID" 2>/dev/null
+		wait "$TV_REC_PID" 2>/dev/null
+	done
+	TV_REC_PID=
+	return 1
+}
+
+# tv_record_stop [SECONDS] - wait up to SECONDS (default 0) for the
+# receiver to exit by itself (--machines/--idle), then SIGINT (it writes
+# what it has and exits), then SIGKILL.  Sets TV_REC_RC to its exit
+# status, "killed", or "none" when none was running.  Call it from the
+# shell that started it (not in $(...)): it waits for its child.
+tv_record_stop() {
+	local secs=${1:-0}
+	TV_REC_RC=none
+	[ -n "${TV_REC_PID:-}" ] || return 0
+	for _ in $(seq $((secs * 10))); do kill -0 "$TV_REC_PID" 2>/dev/null || break; sleep 0.1; done
+	if kill -0 "$TV_REC_PID" 2>/dev/null; then
+		kill -INT "$TV_REC_PID" 2>/dev/null
+		for _ in $(seq 50); do kill -0 "$TV_REC_PID" 2>/dev/null || break; sleep 0.1; done
+	fi
+	if kill -0 "$TV_REC_PID" 2>/dev/null; then
+		kill -9 "$TV_REC_PID" 2>/dev/null
+		wait "$TV_REC_PID" 2>/dev/null
+		TV_REC_RC=killed
+	else
+		wait "$TV_REC_PID" 2>/dev/null
+		TV_REC_RC=$?
+	fi
+	TV_REC_PID=
+}

@@ -12,6 +12,7 @@
 
 static struct serial_port hv_com;
 struct hv_boot_info hv;
+static bool hv_net_on;      /* the network exporter took over from serial */
 
 struct per_cpu *hv_this_cpu(void)
 {
@@ -61,8 +62,8 @@ static int hv_read_phys(void *opaque, uint64_t gpa, void *buf, size_t len)
 }
 
 /*
- * The serial exporter (docs/SERIAL-TRANSPORT.md), until the network one
- * exists: one emitter per CPU, its lines written whole under the logger's
+ * The serial exporter (docs/SERIAL-TRANSPORT.md), the fallback when no
+ * NIC is in use: one emitter per CPU, its lines written whole under the logger's
  * lock so they never split a log line (or one another).
  */
 #define HV_EXPORT_CPUS 64
@@ -91,6 +92,11 @@ static void hv_trace_window(struct per_cpu *cpu)
 
 	if (!t->ring)
 		return;
+	if (hv_net_on) {
+		/* Streamed as produced; this waits for the window's acks and logs. */
+		hv.net_ops->window(cpu);
+		return;
+	}
 	if (!hv.serial_port) {
 		log_warn("trace: cpu %u: no exporter (serial = off): the window's records stay in memory",
 			 cpu->index);
@@ -136,5 +142,13 @@ void hv_init(const struct hv_boot_info *bi)
 	preempt_hook_install(&bi->poll);
 	trace_engine_init(&bi->trace, hv_read_phys, NULL, hv_trace_window);
 	trace_trigger_arm(bi->ept, bi->pool);
-	log_info("hv: resident copy initialised, %u CPUs", bi->ncpus);
+	hv_net_on = false;
+	if (bi->net_ops && bi->net.enabled) {
+		hv_net_on = bi->net_ops->start(&hv.net, bi->cpus, bi->ncpus) == 0;
+		if (!hv_net_on)
+			log_warn("hv: network export not running: trace windows go out over %s",
+				 bi->serial_port ? "serial" : "nothing (serial = off): they stay in memory");
+	}
+	log_info("hv: resident copy initialised, %u CPUs, exporter %s", bi->ncpus,
+		 hv_net_on ? "network" : "serial");
 }

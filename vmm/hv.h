@@ -13,12 +13,51 @@
 
 #include <stdint.h>
 
+#include "drivers/pci.h"
 #include "vmm/ept.h"
 #include "vmm/log.h"
 #include "vmm/page_pool.h"
 #include "vmm/pci_hide.h"
 #include "vmm/preempt.h"
 #include "vmm/vcpu.h"
+
+struct exporter;
+
+/*
+ * The export network of the resident copy (docs/NET.md, "In VMX root"):
+ * the NIC boot chose (found again by address and ID, its driver taken from
+ * the copy's own table), blocks in reserved memory, and the net config.
+ */
+struct hv_net {
+	bool enabled;                 /* a NIC was chosen and tracing is on */
+	struct pci_dev nic;
+	void *dma;                    /* NIC_DMA_BYTES, 4 KiB aligned, reserved */
+	struct exporter *ex;          /* reserved (the struct is large) */
+	bool dhcp;
+	uint32_t ip, gw;              /* static address, gateway (0 = none) */
+	uint8_t prefix;
+	uint32_t receiver_ip;
+	uint16_t receiver_port;
+	uint8_t keylen;               /* 0: no control key */
+	uint8_t key[64];
+	char machine[64];
+	uint32_t caps;                /* TVP_CAP_SOURCE bits this CPU offers */
+	uint64_t tsc_hz;
+	uint32_t cpu;                 /* per_cpu index that owns the NIC (the poll hook's) */
+	uint32_t heartbeat_s;         /* exporter status line period, 0 = only on loss */
+};
+
+/*
+ * What the network side (net/net.c) does for the resident copy; boot
+ * points hv_boot_info.net_ops at the copy's table (NULL: no network, as in
+ * the unit tests).  start: NIC, lwIP, exporter over every CPU's ring; 0 or
+ * a negative error (logged), after which the serial exporter is used.
+ * window: a trace window closed on cpu (VMX root, that CPU).
+ */
+struct hv_net_ops {
+	int (*start)(const struct hv_net *n, struct per_cpu *cpus, uint32_t ncpus);
+	void (*window)(struct per_cpu *cpu);
+};
 
 struct hv_boot_info {
 	struct log_ring *log_ring;    /* reserved memory */
@@ -37,6 +76,8 @@ struct hv_boot_info {
 	struct pci_ecam ecam;          /* MCFG segment 0 (base 0: none found) */
 	uint32_t pci_latch;            /* CONFIG_ADDRESS at boot (with pci_hide.n != 0) */
 	struct preempt_hook poll;      /* rebased into the resident copy */
+	struct hv_net net;
+	const struct hv_net_ops *net_ops; /* in the resident copy, or NULL */
 };
 
 /* The resident copy's view of the above, set by hv_init(). */
