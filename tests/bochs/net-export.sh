@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# bochs/net-export.sh - a trace streamed live from VMX root over the
+# network, end to end: Bochs 3.0 with 2 VT-x CPUs and its e1000 on slirp
+# (the guest's 10.0.2.2 is the host's 127.0.0.1, as under QEMU).  The
+# firmware-loaded image first runs the link self-test with lwIP (so the
+# resident copy must start from pristine lwIP state, docs/ARCHITECTURE.md),
+# then hides the e1000 from the guest; the resident copy drives it from
+# the poll hook on the boot CPU and streams both CPUs' rings with the
+# export protocol while the payload's traced window (tests/payload/
+# traced.S) runs under MTF on each CPU, exactly as bochs/trace-mtf.sh does
+# it - but the trace is received by `tracevisor record`, not read from the
+# serial log.  The expected branches come from nm of build/payload.so and
+# the load address the payload prints; the capture must hold every one of
+# them on both CPUs, in order, with nothing lost.
+set -uo pipefail
+. "$(dirname "$0")/../lib.sh"
+TV_FAILED=0
+if [ -z "$(tv_dep BOCHS)" ]; then
+	tv_skip "net-export" "Bochs not built (TRACEVISOR_SKIP_BOCHS set)"
+	exit 0
+fi
+work=$TV_BUILD/test/bochs-net-export
+rm -rf "$work"
+mkdir -p "$work"
+log=$TV_LOGS/bochs-net-export.serial.log
+iterations=64   # TRACED_ITERATIONS in tests/payload/payload.c
+selftest=200
+trap 'tv_record_stop' EXIT
+
+# Two sessions: the boot-time self-test and the resident exporter.
+if ! tv_record_start "$work/cap" --machines 2 --idle 5; then
+	tv_fail "net-export: receiver" "tracevisor record did not start: $(tail -n 2 "$work/cap/record.stderr")"
+	exit 0
+fi
+printf '%s\n' 'loader = \EFI\tracevisor\payload.efi' 'console = off' \
+	'source = mtf' 'overflow = stop' 'trace_start = hypercall' \
+	'nic = auto' 'net_ip = 10.0.2.15/24' 'net_gw = 10.0.2.2' \
+	"receiver = 10.0.2.2:$TV_REC_PORT" "net_selftest = $selftest" 'machine = bochs' \
+	'control_key = 5ec7e7' >"$work/tracevisor.conf"
+tv_image "$work/disk.img" EFI/BOOT/BOOTX64.EFI="$TV_BUILD/tracevisor.efi" \
+	EFI/tracevisor/tracevisor.conf="$work/tracevisor.conf" \
+	EFI/tracevisor/payload.efi="$TV_BUILD/payload.efi"
+
+rc=$(TV_BOCHS_EXTRA='e1000: enabled=1, mac=52:54:00:12:34:56, ethmod=slirp' \
+	tv_bochs "$log" "${TV_BOCHS_TIMEOUT:-300}" "$work/disk.img" 2)
+tv_record_stop 15
+if [ "$rc" != 124 ] && [ "$rc" != 137 ]; then tv_ok "net-export: finished by itself"; else tv_fail "net-export: finished by itself" "timed out"; fi
+if [ "$TV_REC_RC" = 0 ]; then tv_ok "net-export: receiver closed both sessions and exited by itself"; else tv_fail "net-export: receiver closed both sessions and exited by itself" "status $TV_REC_RC"; fi
+tv_expect "net-export: source is mtf" "$log" '\[info\] trace: source mtf'
+tv_reject "net-export: no errors" "$log" '\[err\]'
+tv_expect "net-export: boot self-test over the protocol (lwIP used before the copy)" "$log" \
+	"net: self-test ok: $selftest records acknowledged by 10\.0\.2\.2:$TV_REC_PORT"
+tv_expect "net-export: the e1000 hidden from the guest" "$log" 'pci: 00:[0-9a-f]{2}\.0 hidden from the guest'
+tv_expect "net-export: resident copy took the NIC" "$log" \
+	'net: resident: .* at 00:[0-9a-f]{2}\.0, MAC 52:54:00:12:34:56, DMA at 0x[0-9a-f]+ \(reserved\); static address; exporting 2 CPU ring\(s\) to 10\.0\.2\.2'
+tv_expect "net-export: network exporter in the copy" "$log" 'hv: resident copy initialised, 2 CPUs, exporter network'
+tv_expect "net-export: receiver reached from VMX root" "$log" 'net: export: receiver 10\.0\.2\.2:[0-9]+ reachable, streaming'
+tv_reject "net-export: nothing went over serial" "$log" 'exported [0-9]+ records over serial'
+for cpu in 0 1; do
+	tv_expect "net-export: cpu $cpu: window streamed, all acknowledged, nothing lost" "$log" \
+		"trace: cpu $cpu: window streamed: head [0-9]+, acked [0-9]+, sent [0-9]+, resent [0-9]+, lost 0 \(overwritten\) \+ 0 \(ring dropped\), all acknowledged"
+done
+
+session=$(tr -d '\r' <"$log" | sed -n 's/.*net: resident: .* session \([0-9a-f]\{16\}\), control.*/\1/p' | head -1)
+cap=$work/cap/bochs-${session:-none}
+tvt=$cap/trace.tvt
+if [ -n "$session" ] && [ -f "$tvt" ]; then
+	tv_ok "net-export: capture of the resident session ($session)"
+else
+	tv_fail "net-export: capture of the resident session" "session '${session:-none}', dirs: $(ls "$work/cap" | tr '\n' ' ')"
+	tv_keep_log "$log"
+	exit 0
+fi
+
+# Where the payload ran: "cpu N: traced window at 0xADDR" minus tv_traced's
+# offset in payload.so is the load base (as in bochs/trace-mtf.sh).
+declare -A symtab
+while read -r value _ name; do symtab[$name]=0x$value; done < <(nm "$TV_BUILD/payload.so")
+at=$(tr -d '\r' <"$log" | sed -n 's/.*TRACEVISOR-PAYLOAD: cpu 0: traced window at \(0x[0-9a-f]*\),.*/\1/p' | head -1)
+if [ -z "$at" ]; then
+	tv_fail "net-export: payload reported its window" "no 'traced window at' line"
+	tv_keep_log "$log"
+	exit 0
+fi
+base=$(( at - ${symtab[tv_traced]} ))
+addr() { printf '0x%x' $(( base + ${symtab[$1]} )); }
+expected=$work/expected.txt
+for (( i = 0; i < iterations; i++ )); do
+	if (( i % 2 == 0 )); then
+		echo "$(addr tvt_jmp_ind) $(addr tvt_case0) jmp-ind"
+		echo "$(addr tvt_call_a) $(addr tvt_leaf_a) call"
+		echo "$(addr tvt_ret_a) $(addr tvt_after_a) ret"
+		echo "$(addr tvt_jmp_next) $(addr tvt_next) jmp"
+	else
+		echo "$(addr tvt_jmp_ind) $(addr tvt_case1) jmp-ind"
+		echo "$(addr tvt_call_b) $(addr tvt_leaf_b) call-ind"
+		echo "$(addr tvt_ret_b) $(addr tvt_next) ret"
+	fi
+	(( i & 2 )) && echo "$(addr tvt_jnz) $(addr tvt_skip) jcc"
+	(( i < iterations - 1 )) && echo "$(addr tvt_jcc) $(addr tvt_loop) jcc"
+done >"$expected"
+nexp=$(wc -l <"$expected")
+
+for cpu in 0 1; do
+	got=$work/cpu$cpu.txt
+	"$TV_BUILD/tracevisor" dump -q --no-summary --cpu "$cpu" "$tvt" >"$work/cpu$cpu.dump" 2>&1
+	awk '$3 == "BRANCH" { print $4, $6, $7 }' "$work/cpu$cpu.dump" >"$got"
+	if diff -u "$expected" "$got" >"$work/cpu$cpu.diff"; then
+		tv_ok "net-export: cpu $cpu: all $nexp branches received over the network, in order"
+	else
+		tv_fail "net-export: cpu $cpu: all $nexp branches received over the network, in order" \
+			"$(wc -l <"$got") received; first difference: $(grep -m2 '^[-+][^-+]' "$work/cpu$cpu.diff" | tr '\n' ' ')"
+	fi
+	if [ "$(grep -c ' START .*trigger=hypercall' "$work/cpu$cpu.dump")" = 1 ] &&
+		[ "$(grep -c ' STOP .*trigger=hypercall' "$work/cpu$cpu.dump")" = 1 ]; then
+		tv_ok "net-export: cpu $cpu: one window, START and STOP by hypercall"
+	else
+		tv_fail "net-export: cpu $cpu: one window, START and STOP by hypercall" "see $work/cpu$cpu.dump"
+	fi
+	tv_expect "net-export: cpu $cpu: the window's engine lost nothing" "$log" \
+		"trace: cpu $cpu: window 1 stopped .*: $nexp branches, 0 events, 0 filtered, 0 dropped, 0 undecodable, [0-9]+ steps; ring lost 0 records"
+done
+"$TV_BUILD/tracevisor" dump -q -s "$tvt" >"$work/summary.txt" 2>&1
+if grep -q '^lost records: 0 ' "$work/summary.txt" && grep -q '^malformed records: 0' "$work/summary.txt"; then
+	tv_ok "net-export: capture: no lost or malformed records"
+else
+	tv_fail "net-export: capture: no lost or malformed records" "$(grep -E '^(lost|malformed)' "$work/summary.txt" | tr '\n' ' ')"
+fi
+if python3 - "$cap" <<'PY'
+import json, sys
+d = sys.argv[1]
+meta = json.load(open(d + "/meta.json"))
+loss = json.load(open(d + "/losses.json"))
+assert meta["complete"] is True and meta["machine"] == "bochs", meta
+assert meta["cpu_count"] == 2 and meta["trace"]["source"] == "mtf", meta["trace"]
+assert meta["cpu"]["vendor"] == "GenuineIntel", meta["cpu"]
+assert len(loss["cpus"]) == 2, loss["cpus"]
+for c in loss["cpus"]:
+    assert c["first_seq"] == 0 and c["records_received"] == c["next_seq"] > 0, c
+    assert c["declared_lost"] == 0 and c["missing_at_close"] == 0 and c["lost_records_in_stream"] == 0, c
+PY
+then
+	tv_ok "net-export: meta.json (bochs, 2 CPUs, mtf, Intel) and losses.json: both streams complete from 0, 0 lost, 0 missing"
+else
+	tv_fail "net-export: meta.json and losses.json" "see $cap"
+fi
+tv_keep_log "$log"
