@@ -250,6 +250,15 @@ static void net_for_resident(struct vmx_boot_params *p, const struct tv_config *
 		log_info("net: nothing is traced: the NIC stays with the OS, no network export");
 		return;
 	}
+	/*
+	 * Taking the NIC away from the OS needs a reason: a receiver that
+	 * someone configured.  The default (slirp's host) means nothing on a
+	 * real network, and a machine booted with defaults keeps its NIC.
+	 */
+	if (!cfg->receiver_set) {
+		log_info("net: no receiver= in tracevisor.conf: the NIC stays with the OS, trace windows go over serial");
+		return;
+	}
 	rc = pci_hide_add(nic->addr.bus, nic->addr.dev, nic->addr.fn);
 	if (rc) {
 		log_err("net: cannot hide the export NIC %02x:%02x.%u from the guest (list full): no network export",

@@ -571,6 +571,7 @@ static int key_receiver(struct tv_config *cfg, const char *val, char *err, size_
 	}
 	cfg->receiver_ip = ip;
 	cfg->receiver_port = (uint16_t)port;
+	cfg->receiver_set = true;
 	return 0;
 }
 

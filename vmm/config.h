@@ -62,6 +62,7 @@ struct tv_config {
 	uint32_t net_gw;               /* 0 = none */
 	uint32_t receiver_ip;          /* where the trace goes */
 	uint16_t receiver_port;
+	bool receiver_set;             /* receiver= given: the trace goes over the network */
 	uint32_t net_selftest;         /* records of the boot-time link self-test, 0 = off */
 	uint8_t control_key[CONFIG_CONTROL_KEY_MAX]; /* HMAC key of CONTROL messages */
 	uint8_t control_key_len;       /* 0 = no control key: CONTROL refused */

@@ -880,6 +880,7 @@ static void test_net_defaults_and_good_values(void **state)
 	assert_true(cfg.net_dhcp);
 	assert_int_equal(cfg.receiver_ip, 0x0a000202);   /* 10.0.2.2, slirp's host */
 	assert_int_equal(cfg.receiver_port, 6543);
+	assert_false(cfg.receiver_set);
 	assert_int_equal(cfg.net_selftest, 0);
 
 	assert_int_equal(parse("nic = 00:1f.6\n"
@@ -897,6 +898,7 @@ static void test_net_defaults_and_good_values(void **state)
 	assert_int_equal(cfg.net_gw, 0xc0a80101);
 	assert_int_equal(cfg.receiver_ip, 0xc0a80102);
 	assert_int_equal(cfg.receiver_port, 40000);
+	assert_true(cfg.receiver_set);
 	assert_int_equal(cfg.net_selftest, 5000);
 
 	assert_int_equal(parse("nic = 0000:3A:00.1\n"), 0);
@@ -954,6 +956,7 @@ static void test_net_bad_values(void **state)
 		assert_int_equal(cfg.nic, CONFIG_NIC_AUTO);
 		assert_true(cfg.net_dhcp);
 		assert_int_equal(cfg.receiver_port, 6543);
+		assert_false(cfg.receiver_set);
 		assert_int_equal(cfg.net_gw, 0);
 		assert_int_equal(cfg.net_selftest, 0);
 	}
