@@ -451,10 +451,19 @@ static void res_window(struct per_cpu *cpu)
 		return;
 	while (!(done = net_link_drained(&res.link, cpu->index)) &&
 	       (int64_t)(now - deadline) < 0) {
-		if (cpu->index == res.cfg->cpu)
+		if (cpu->index == res.cfg->cpu) {
 			res_step(now);
-		else
+		} else if (__atomic_load_n(&res.link.state, __ATOMIC_ACQUIRE) != NET_LINK_UP) {
+			/*
+			 * Nobody drives the link yet (the NIC's CPU has not
+			 * launched, or there is no address or receiver): do not
+			 * hold this CPU - an AP that overstays its MP-services
+			 * call would be reset by the firmware.
+			 */
+			break;
+		} else {
 			hw_pause();
+		}
 		now = hw_rdtsc();
 	}
 	s = &res.link.ex->s[cpu->index];
