@@ -12,6 +12,19 @@
 # serial log.  The expected branches come from nm of build/payload.so and
 # the load address the payload prints; the capture must hold every one of
 # them on both CPUs, in order, with nothing lost.
+#
+# Second case, opt-in with TV_NET_EXPORT_LINUX=1 (and the Linux fixture
+# built): SMP Linux boots as the guest while the trace streams.  A
+# window opens at launch on each CPU (trace_start = boot) and closes after
+# 2000 branches; Linux then boots with the export NIC hidden (its PCI
+# listing must not show 8086:100e) while the poll hook keeps the session
+# alive; the capture must hold both windows complete, 0 lost.  Known
+# failure, hence opt-in: the capture is complete, but Linux 6.1 panics
+# ~7 s into its boot ("ENTRY_TRAMPOLINE stack guard page was hit", a
+# recursive page fault in error_entry with GS and KERNEL_GS_BASE both the
+# kernel's) while the poll hook runs every poll_us on CPU 0 (~1000
+# preemption-timer exits per emulated second); the same boot without
+# receiver= (no poll hook, NIC not taken) reaches /init and powers off.
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
 TV_FAILED=0
@@ -27,121 +40,208 @@ iterations=64   # TRACED_ITERATIONS in tests/payload/payload.c
 selftest=200
 trap 'tv_record_stop' EXIT
 
-# Two sessions: the boot-time self-test and the resident exporter.
-if ! tv_record_start "$work/cap" --machines 2 --idle 5; then
-	tv_fail "net-export: receiver" "tracevisor record did not start: $(tail -n 2 "$work/cap/record.stderr")"
-	exit 0
-fi
-printf '%s\n' 'loader = \EFI\tracevisor\payload.efi' 'console = off' \
-	'source = mtf' 'overflow = stop' 'trace_start = hypercall' \
-	'nic = auto' 'net_ip = 10.0.2.15/24' 'net_gw = 10.0.2.2' \
-	"receiver = 10.0.2.2:$TV_REC_PORT" "net_selftest = $selftest" 'machine = bochs' \
-	'control_key = 5ec7e7' >"$work/tracevisor.conf"
-tv_image "$work/disk.img" EFI/BOOT/BOOTX64.EFI="$TV_BUILD/tracevisor.efi" \
-	EFI/tracevisor/tracevisor.conf="$work/tracevisor.conf" \
-	EFI/tracevisor/payload.efi="$TV_BUILD/payload.efi"
+payload_case() {
+	# Two sessions: the boot-time self-test and the resident exporter.
+	if ! tv_record_start "$work/cap" --machines 2 --idle 5; then
+		tv_fail "net-export: receiver" "tracevisor record did not start: $(tail -n 2 "$work/cap/record.stderr")"
+		return
+	fi
+	printf '%s\n' 'loader = \EFI\tracevisor\payload.efi' 'console = off' \
+		'source = mtf' 'overflow = stop' 'trace_start = hypercall' \
+		'nic = auto' 'net_ip = 10.0.2.15/24' 'net_gw = 10.0.2.2' \
+		"receiver = 10.0.2.2:$TV_REC_PORT" "net_selftest = $selftest" 'machine = bochs' \
+		'control_key = 5ec7e7' >"$work/tracevisor.conf"
+	tv_image "$work/disk.img" EFI/BOOT/BOOTX64.EFI="$TV_BUILD/tracevisor.efi" \
+		EFI/tracevisor/tracevisor.conf="$work/tracevisor.conf" \
+		EFI/tracevisor/payload.efi="$TV_BUILD/payload.efi"
 
-rc=$(TV_BOCHS_EXTRA='e1000: enabled=1, mac=52:54:00:12:34:56, ethmod=slirp' \
-	tv_bochs "$log" "${TV_BOCHS_TIMEOUT:-300}" "$work/disk.img" 2)
-tv_record_stop 15
-if [ "$rc" != 124 ] && [ "$rc" != 137 ]; then tv_ok "net-export: finished by itself"; else tv_fail "net-export: finished by itself" "timed out"; fi
-if [ "$TV_REC_RC" = 0 ]; then tv_ok "net-export: receiver closed both sessions and exited by itself"; else tv_fail "net-export: receiver closed both sessions and exited by itself" "status $TV_REC_RC"; fi
-tv_expect "net-export: source is mtf" "$log" '\[info\] trace: source mtf'
-tv_reject "net-export: no errors" "$log" '\[err\]'
-tv_expect "net-export: boot self-test over the protocol (lwIP used before the copy)" "$log" \
-	"net: self-test ok: $selftest records acknowledged by 10\.0\.2\.2:$TV_REC_PORT"
-tv_expect "net-export: the e1000 hidden from the guest" "$log" 'pci: 00:[0-9a-f]{2}\.0 hidden from the guest'
-tv_expect "net-export: resident copy took the NIC" "$log" \
-	'net: resident: .* at 00:[0-9a-f]{2}\.0, MAC 52:54:00:12:34:56, DMA at 0x[0-9a-f]+ \(reserved\); static address; exporting 2 CPU ring\(s\) to 10\.0\.2\.2'
-tv_expect "net-export: network exporter in the copy" "$log" 'hv: resident copy initialised, 2 CPUs, exporter network'
-tv_expect "net-export: receiver reached from VMX root" "$log" 'net: export: receiver 10\.0\.2\.2:[0-9]+ reachable, streaming'
-tv_reject "net-export: nothing went over serial" "$log" 'exported [0-9]+ records over serial'
-for cpu in 0 1; do
-	tv_expect "net-export: cpu $cpu: window streamed, all acknowledged, nothing lost" "$log" \
-		"trace: cpu $cpu: window streamed: head [0-9]+, acked [0-9]+, sent [0-9]+, resent [0-9]+, lost 0 \(overwritten\) \+ 0 \(ring dropped\), all acknowledged"
-done
+	rc=$(TV_BOCHS_EXTRA='e1000: enabled=1, mac=52:54:00:12:34:56, ethmod=slirp' \
+		tv_bochs "$log" "${TV_BOCHS_TIMEOUT:-300}" "$work/disk.img" 2)
+	tv_record_stop 15
+	if [ "$rc" != 124 ] && [ "$rc" != 137 ]; then tv_ok "net-export: finished by itself"; else tv_fail "net-export: finished by itself" "timed out"; fi
+	if [ "$TV_REC_RC" = 0 ]; then tv_ok "net-export: receiver closed both sessions and exited by itself"; else tv_fail "net-export: receiver closed both sessions and exited by itself" "status $TV_REC_RC"; fi
+	tv_expect "net-export: source is mtf" "$log" '\[info\] trace: source mtf'
+	tv_reject "net-export: no errors" "$log" '\[err\]'
+	tv_expect "net-export: boot self-test over the protocol (lwIP used before the copy)" "$log" \
+		"net: self-test ok: $selftest records acknowledged by 10\.0\.2\.2:$TV_REC_PORT"
+	tv_expect "net-export: the e1000 hidden from the guest" "$log" 'pci: 00:[0-9a-f]{2}\.0 hidden from the guest'
+	tv_expect "net-export: resident copy took the NIC" "$log" \
+		'net: resident: .* at 00:[0-9a-f]{2}\.0, MAC 52:54:00:12:34:56, DMA at 0x[0-9a-f]+ \(reserved\); static address; exporting 2 CPU ring\(s\) to 10\.0\.2\.2'
+	tv_expect "net-export: network exporter in the copy" "$log" 'hv: resident copy initialised, 2 CPUs, exporter network'
+	tv_expect "net-export: receiver reached from VMX root" "$log" 'net: export: receiver 10\.0\.2\.2:[0-9]+ reachable, streaming'
+	tv_reject "net-export: nothing went over serial" "$log" 'exported [0-9]+ records over serial'
+	for cpu in 0 1; do
+		tv_expect "net-export: cpu $cpu: window streamed, all acknowledged, nothing lost" "$log" \
+			"trace: cpu $cpu: window streamed: head [0-9]+, acked [0-9]+, sent [0-9]+, resent [0-9]+, lost 0 \(overwritten\) \+ 0 \(ring dropped\), all acknowledged"
+	done
 
-session=$(tr -d '\r' <"$log" | sed -n 's/.*net: resident: .* session \([0-9a-f]\{16\}\), control.*/\1/p' | head -1)
-cap=$work/cap/bochs-${session:-none}
-tvt=$cap/trace.tvt
-if [ -n "$session" ] && [ -f "$tvt" ]; then
-	tv_ok "net-export: capture of the resident session ($session)"
-else
-	tv_fail "net-export: capture of the resident session" "session '${session:-none}', dirs: $(ls "$work/cap" | tr '\n' ' ')"
+	session=$(tr -d '\r' <"$log" | sed -n 's/.*net: resident: .* session \([0-9a-f]\{16\}\), control.*/\1/p' | head -1)
+	cap=$work/cap/bochs-${session:-none}
+	tvt=$cap/trace.tvt
+	if [ -n "$session" ] && [ -f "$tvt" ]; then
+		tv_ok "net-export: capture of the resident session ($session)"
+	else
+		tv_fail "net-export: capture of the resident session" "session '${session:-none}', dirs: $(ls "$work/cap" | tr '\n' ' ')"
+		tv_keep_log "$log"
+		return
+	fi
+
+	# Where the payload ran: "cpu N: traced window at 0xADDR" minus tv_traced's
+	# offset in payload.so is the load base (as in bochs/trace-mtf.sh).
+	declare -A symtab
+	while read -r value _ name; do symtab[$name]=0x$value; done < <(nm "$TV_BUILD/payload.so")
+	at=$(tr -d '\r' <"$log" | sed -n 's/.*TRACEVISOR-PAYLOAD: cpu 0: traced window at \(0x[0-9a-f]*\),.*/\1/p' | head -1)
+	if [ -z "$at" ]; then
+		tv_fail "net-export: payload reported its window" "no 'traced window at' line"
+		tv_keep_log "$log"
+		return
+	fi
+	base=$(( at - ${symtab[tv_traced]} ))
+	addr() { printf '0x%x' $(( base + ${symtab[$1]} )); }
+	expected=$work/expected.txt
+	for (( i = 0; i < iterations; i++ )); do
+		if (( i % 2 == 0 )); then
+			echo "$(addr tvt_jmp_ind) $(addr tvt_case0) jmp-ind"
+			echo "$(addr tvt_call_a) $(addr tvt_leaf_a) call"
+			echo "$(addr tvt_ret_a) $(addr tvt_after_a) ret"
+			echo "$(addr tvt_jmp_next) $(addr tvt_next) jmp"
+		else
+			echo "$(addr tvt_jmp_ind) $(addr tvt_case1) jmp-ind"
+			echo "$(addr tvt_call_b) $(addr tvt_leaf_b) call-ind"
+			echo "$(addr tvt_ret_b) $(addr tvt_next) ret"
+		fi
+		(( i & 2 )) && echo "$(addr tvt_jnz) $(addr tvt_skip) jcc"
+		(( i < iterations - 1 )) && echo "$(addr tvt_jcc) $(addr tvt_loop) jcc"
+	done >"$expected"
+	nexp=$(wc -l <"$expected")
+
+	for cpu in 0 1; do
+		got=$work/cpu$cpu.txt
+		"$TV_BUILD/tracevisor" dump -q --no-summary --cpu "$cpu" "$tvt" >"$work/cpu$cpu.dump" 2>&1
+		awk '$3 == "BRANCH" { print $4, $6, $7 }' "$work/cpu$cpu.dump" >"$got"
+		if diff -u "$expected" "$got" >"$work/cpu$cpu.diff"; then
+			tv_ok "net-export: cpu $cpu: all $nexp branches received over the network, in order"
+		else
+			tv_fail "net-export: cpu $cpu: all $nexp branches received over the network, in order" \
+				"$(wc -l <"$got") received; first difference: $(grep -m2 '^[-+][^-+]' "$work/cpu$cpu.diff" | tr '\n' ' ')"
+		fi
+		if [ "$(grep -c ' START .*trigger=hypercall' "$work/cpu$cpu.dump")" = 1 ] &&
+			[ "$(grep -c ' STOP .*trigger=hypercall' "$work/cpu$cpu.dump")" = 1 ]; then
+			tv_ok "net-export: cpu $cpu: one window, START and STOP by hypercall"
+		else
+			tv_fail "net-export: cpu $cpu: one window, START and STOP by hypercall" "see $work/cpu$cpu.dump"
+		fi
+		tv_expect "net-export: cpu $cpu: the window's engine lost nothing" "$log" \
+			"trace: cpu $cpu: window 1 stopped .*: $nexp branches, 0 events, 0 filtered, 0 dropped, 0 undecodable, [0-9]+ steps; ring lost 0 records"
+	done
+	"$TV_BUILD/tracevisor" dump -q -s "$tvt" >"$work/summary.txt" 2>&1
+	if grep -q '^lost records: 0 ' "$work/summary.txt" && grep -q '^malformed records: 0' "$work/summary.txt"; then
+		tv_ok "net-export: capture: no lost or malformed records"
+	else
+		tv_fail "net-export: capture: no lost or malformed records" "$(grep -E '^(lost|malformed)' "$work/summary.txt" | tr '\n' ' ')"
+	fi
+	if python3 - "$cap" <<-'PY'
+	import json, sys
+	d = sys.argv[1]
+	meta = json.load(open(d + "/meta.json"))
+	loss = json.load(open(d + "/losses.json"))
+	assert meta["complete"] is True and meta["machine"] == "bochs", meta
+	assert meta["cpu_count"] == 2 and meta["trace"]["source"] == "mtf", meta["trace"]
+	assert meta["cpu"]["vendor"] == "GenuineIntel", meta["cpu"]
+	assert len(loss["cpus"]) == 2, loss["cpus"]
+	for c in loss["cpus"]:
+	    assert c["first_seq"] == 0 and c["records_received"] == c["next_seq"] > 0, c
+	    assert c["declared_lost"] == 0 and c["missing_at_close"] == 0 and c["lost_records_in_stream"] == 0, c
+	PY
+	then
+		tv_ok "net-export: meta.json (bochs, 2 CPUs, mtf, Intel) and losses.json: both streams complete from 0, 0 lost, 0 missing"
+	else
+		tv_fail "net-export: meta.json and losses.json" "see $cap"
+	fi
 	tv_keep_log "$log"
-	exit 0
-fi
+}
 
-# Where the payload ran: "cpu N: traced window at 0xADDR" minus tv_traced's
-# offset in payload.so is the load base (as in bochs/trace-mtf.sh).
-declare -A symtab
-while read -r value _ name; do symtab[$name]=0x$value; done < <(nm "$TV_BUILD/payload.so")
-at=$(tr -d '\r' <"$log" | sed -n 's/.*TRACEVISOR-PAYLOAD: cpu 0: traced window at \(0x[0-9a-f]*\),.*/\1/p' | head -1)
-if [ -z "$at" ]; then
-	tv_fail "net-export: payload reported its window" "no 'traced window at' line"
-	tv_keep_log "$log"
-	exit 0
-fi
-base=$(( at - ${symtab[tv_traced]} ))
-addr() { printf '0x%x' $(( base + ${symtab[$1]} )); }
-expected=$work/expected.txt
-for (( i = 0; i < iterations; i++ )); do
-	if (( i % 2 == 0 )); then
-		echo "$(addr tvt_jmp_ind) $(addr tvt_case0) jmp-ind"
-		echo "$(addr tvt_call_a) $(addr tvt_leaf_a) call"
-		echo "$(addr tvt_ret_a) $(addr tvt_after_a) ret"
-		echo "$(addr tvt_jmp_next) $(addr tvt_next) jmp"
-	else
-		echo "$(addr tvt_jmp_ind) $(addr tvt_case1) jmp-ind"
-		echo "$(addr tvt_call_b) $(addr tvt_leaf_b) call-ind"
-		echo "$(addr tvt_ret_b) $(addr tvt_next) ret"
+# SMP Linux as the guest while the trace streams (see the header).
+linux_case() {
+	local lw=$work/linux llog=$TV_LOGS/bochs-net-export-linux.serial.log rc limit=2000 lsession lcap
+	if [ "${TV_NET_EXPORT_LINUX:-0}" != 1 ]; then
+		tv_skip "net-export-linux" "opt-in (TV_NET_EXPORT_LINUX=1): Linux panics under the 1 kHz poll hook, see the header"
+		return
 	fi
-	(( i & 2 )) && echo "$(addr tvt_jnz) $(addr tvt_skip) jcc"
-	(( i < iterations - 1 )) && echo "$(addr tvt_jcc) $(addr tvt_loop) jcc"
-done >"$expected"
-nexp=$(wc -l <"$expected")
+	if [ ! -f "$TV_BUILD/linuxload.efi" ] || [ ! -f "$TV_BUILD/linux/linux.env" ]; then
+		tv_skip "net-export-linux" "the Linux fixture is not built (make linux-fixture)"
+		return
+	fi
+	# shellcheck source=/dev/null
+	. "$TV_BUILD/linux/linux.env"
+	mkdir -p "$lw"
+	if ! tv_record_start "$lw/cap" --machines 1 --idle 10; then
+		tv_fail "net-export-linux: receiver" "tracevisor record did not start"
+		return
+	fi
+	# pci=noacpi: linuxload's DSDT has no PCI root bridge (bochs/pci-hide.sh).
+	printf '%s\n' "$LINUX_CMDLINE tsc_early_khz=100000 pci=noacpi" >"$lw/cmdline.txt"
+	printf '%s\n' 'loader = \EFI\linux\linuxload.efi' 'console = off' \
+		'source = mtf' 'overflow = stop' 'trace_start = boot' "trace_stop_after = $limit" \
+		'nic = auto' 'net_ip = 10.0.2.15/24' 'net_gw = 10.0.2.2' 'heartbeat_s = 10' \
+		"receiver = 10.0.2.2:$TV_REC_PORT" 'machine = bochs-linux' >"$lw/tracevisor.conf"
+	TV_IMAGE_MIB=64 tv_image "$lw/disk.img" \
+		EFI/BOOT/BOOTX64.EFI="$TV_BUILD/tracevisor.efi" \
+		EFI/tracevisor/tracevisor.conf="$lw/tracevisor.conf" \
+		EFI/linux/linuxload.efi="$TV_BUILD/linuxload.efi" \
+		EFI/linux/vmlinuz="$LINUX_VMLINUZ" \
+		EFI/linux/initrd.img="$LINUX_INITRD" \
+		EFI/linux/cmdline.txt="$lw/cmdline.txt"
+	rc=$(TV_BOCHS_MEGS=1024 TV_BOCHS_EXTRA='e1000: enabled=1, mac=52:54:00:12:34:56, ethmod=slirp' \
+		tv_bochs "$llog" "${TV_LINUX_TIMEOUT:-600}" "$lw/disk.img" 2)
+	rm -f "$lw/disk.img"
+	tv_record_stop 20
+	if grep -q 'ACPI control: soft power off' "$llog.stdout" "$llog.bochs" 2>/dev/null; then
+		tv_ok "net-export-linux: Linux booted and powered off (ACPI)"
+	else
+		tv_fail "net-export-linux: Linux booted and powered off (ACPI)" "bochs status $rc (124 = timeout)"
+	fi
+	if [ "$TV_REC_RC" = 0 ]; then tv_ok "net-export-linux: receiver closed the session and exited by itself"; else tv_fail "net-export-linux: receiver closed the session and exited by itself" "status $TV_REC_RC"; fi
+	# (not 'vmx: all 2 CPUs run as guests': the copy's first poll may log into that line)
+	tv_expect "net-export-linux: the AP launched" "$llog" 'vmx: cpu 1 \(APIC [0-9]+\) now runs as a guest'
+	tv_expect "net-export-linux: network exporter in the copy" "$llog" 'hv: resident copy initialised, 2 CPUs, exporter network'
+	tv_reject "net-export-linux: no tracevisor errors" "$llog" '\[err\]'
+	tv_reject "net-export-linux: no kernel panic" "$llog" 'Kernel panic'
+	tv_expect "net-export-linux: Linux listed its PCI functions" "$llog" '^TVPCI: done'
+	tv_reject "net-export-linux: Linux does not see the export NIC (8086:100e)" "$llog" '^TVPCI: .* 0x8086:0x100e'
+	for cpu in 0 1; do
+		# The AP's window may close before the boot CPU launches and polls:
+		# then it is acknowledged later, which the capture shows below.
+		tv_expect "net-export-linux: cpu $cpu: window streamed, nothing lost" "$llog" \
+			"trace: cpu $cpu: window streamed: .* lost 0 \(overwritten\) \+ 0 \(ring dropped\)"
+	done
+	tv_expect "net-export-linux: exporter status in the heartbeat period" "$llog" 'net: export status: hello acked'
+	lsession=$(tr -d '\r' <"$llog" | sed -n 's/.*net: resident: .* session \([0-9a-f]\{16\}\), control.*/\1/p' | head -1)
+	lcap=$lw/cap/bochs-linux-${lsession:-none}
+	if [ ! -f "$lcap/trace.tvt" ]; then
+		tv_fail "net-export-linux: capture of the session" "session '${lsession:-none}': $(ls "$lw/cap" | tr '\n' ' ')"
+		tv_keep_log "$llog"
+		return
+	fi
+	for cpu in 0 1; do
+		"$TV_BUILD/tracevisor" dump -q --no-summary --cpu "$cpu" "$lcap/trace.tvt" >"$lw/cpu$cpu.dump" 2>&1
+		if [ "$(awk '$3 == "BRANCH"' "$lw/cpu$cpu.dump" | wc -l)" = "$limit" ] &&
+			[ "$(grep -c ' START .*trigger=boot' "$lw/cpu$cpu.dump")" = 1 ] &&
+			[ "$(grep -c ' STOP ' "$lw/cpu$cpu.dump")" = 1 ]; then
+			tv_ok "net-export-linux: cpu $cpu: one window from launch, $limit branches received"
+		else
+			tv_fail "net-export-linux: cpu $cpu: one window from launch, $limit branches received" \
+				"$(awk '$3 == "BRANCH"' "$lw/cpu$cpu.dump" | wc -l) branches; see $lw/cpu$cpu.dump"
+		fi
+	done
+	"$TV_BUILD/tracevisor" dump -q -s "$lcap/trace.tvt" >"$lw/summary.txt" 2>&1
+	if grep -q '^lost records: 0 ' "$lw/summary.txt" && grep -q '^malformed records: 0' "$lw/summary.txt"; then
+		tv_ok "net-export-linux: capture: no lost or malformed records"
+	else
+		tv_fail "net-export-linux: capture: no lost or malformed records" "$(grep -E '^(lost|malformed)' "$lw/summary.txt" | tr '\n' ' ')"
+	fi
+	tv_keep_log "$llog"
+}
 
-for cpu in 0 1; do
-	got=$work/cpu$cpu.txt
-	"$TV_BUILD/tracevisor" dump -q --no-summary --cpu "$cpu" "$tvt" >"$work/cpu$cpu.dump" 2>&1
-	awk '$3 == "BRANCH" { print $4, $6, $7 }' "$work/cpu$cpu.dump" >"$got"
-	if diff -u "$expected" "$got" >"$work/cpu$cpu.diff"; then
-		tv_ok "net-export: cpu $cpu: all $nexp branches received over the network, in order"
-	else
-		tv_fail "net-export: cpu $cpu: all $nexp branches received over the network, in order" \
-			"$(wc -l <"$got") received; first difference: $(grep -m2 '^[-+][^-+]' "$work/cpu$cpu.diff" | tr '\n' ' ')"
-	fi
-	if [ "$(grep -c ' START .*trigger=hypercall' "$work/cpu$cpu.dump")" = 1 ] &&
-		[ "$(grep -c ' STOP .*trigger=hypercall' "$work/cpu$cpu.dump")" = 1 ]; then
-		tv_ok "net-export: cpu $cpu: one window, START and STOP by hypercall"
-	else
-		tv_fail "net-export: cpu $cpu: one window, START and STOP by hypercall" "see $work/cpu$cpu.dump"
-	fi
-	tv_expect "net-export: cpu $cpu: the window's engine lost nothing" "$log" \
-		"trace: cpu $cpu: window 1 stopped .*: $nexp branches, 0 events, 0 filtered, 0 dropped, 0 undecodable, [0-9]+ steps; ring lost 0 records"
-done
-"$TV_BUILD/tracevisor" dump -q -s "$tvt" >"$work/summary.txt" 2>&1
-if grep -q '^lost records: 0 ' "$work/summary.txt" && grep -q '^malformed records: 0' "$work/summary.txt"; then
-	tv_ok "net-export: capture: no lost or malformed records"
-else
-	tv_fail "net-export: capture: no lost or malformed records" "$(grep -E '^(lost|malformed)' "$work/summary.txt" | tr '\n' ' ')"
-fi
-if python3 - "$cap" <<'PY'
-import json, sys
-d = sys.argv[1]
-meta = json.load(open(d + "/meta.json"))
-loss = json.load(open(d + "/losses.json"))
-assert meta["complete"] is True and meta["machine"] == "bochs", meta
-assert meta["cpu_count"] == 2 and meta["trace"]["source"] == "mtf", meta["trace"]
-assert meta["cpu"]["vendor"] == "GenuineIntel", meta["cpu"]
-assert len(loss["cpus"]) == 2, loss["cpus"]
-for c in loss["cpus"]:
-    assert c["first_seq"] == 0 and c["records_received"] == c["next_seq"] > 0, c
-    assert c["declared_lost"] == 0 and c["missing_at_close"] == 0 and c["lost_records_in_stream"] == 0, c
-PY
-then
-	tv_ok "net-export: meta.json (bochs, 2 CPUs, mtf, Intel) and losses.json: both streams complete from 0, 0 lost, 0 missing"
-else
-	tv_fail "net-export: meta.json and losses.json" "see $cap"
-fi
-tv_keep_log "$log"
+payload_case
+linux_case
