@@ -832,7 +832,8 @@ static int write_ring(struct cap *c, const struct cap_cpu *p)
 	tvh_put_le32(b + 16, c->have_hello ? c->hello.source : 0);
 	tvh_put_le32(b + 20, c->have_hello ? c->hello.overflow : 0);
 	tvh_put_le64(b + 24, c->have_hello ? c->hello.ring_bytes : 0);
-	tvh_put_le64(b + 56, p->hb.head_seq);                 /* next_seq */
+	/* Without a heartbeat yet, the ring got at least as far as we did. */
+	tvh_put_le64(b + 56, p->have_hb ? p->hb.head_seq : p->next_seq); /* next_seq */
 	tvh_put_le64(b + 64, p->hb.ring_dropped);             /* lost_records */
 	tvh_put_le64(b + 80, c->have_hello ? c->hello.tsc_hz : 0);
 	tvh_put_le64(b + 88, c->have_hello ? c->hello.boot_tsc : 0);
@@ -855,7 +856,9 @@ int cap_close(struct cap *c, uint64_t now_ns)
 		for (uint32_t i = 0; i < c->ncpus; i++) {
 			struct cap_cpu *p = c->cpus[i];
 
-			if (p && p->have_hb) {
+			/* Source and TSC rate reach the readers through the
+			 * snapshot: write one when either message came. */
+			if (p && (p->have_hb || (c->have_hello && p->have_seq))) {
 				err = write_ring(c, p);
 				if (err)
 					cap_fail(c, err);

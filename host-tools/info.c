@@ -88,6 +88,8 @@ int tvh_info_write(const struct tvh_info *in, const struct tvt_reader *r,
 	for (uint32_t i = 0; i < s->ncpus; i++) {
 		const struct tvh_cpu_stats *c = &s->cpus[i];
 		const struct tvh_info_cpu *ic = tvh_cputab_peek(&in->cpus, c->cpu);
+		/* TIME records first; else the ring snapshot's rate. */
+		uint64_t cpu_hz = c->tsc_hz ? c->tsc_hz : c->have_ring ? c->ring.tsc_hz : 0;
 
 		fprintf(out, "  cpu%u: source %s, %" PRIu64 " records, %" PRIu64
 			" branches, %" PRIu64 " trace windows, ", c->cpu,
@@ -96,14 +98,14 @@ int tvh_info_write(const struct tvh_info *in, const struct tvt_reader *r,
 		if (ic && ic->have_tsc) {
 			fprintf(out, "tsc %" PRIu64 "..%" PRIu64 " = ", ic->first_tsc,
 				ic->last_tsc);
-			span(out, ic->last_tsc - ic->first_tsc, c->tsc_hz);
+			span(out, ic->last_tsc - ic->first_tsc, cpu_hz);
 			any_tsc = true;
 			if (ic->first_tsc < lo)
 				lo = ic->first_tsc;
 			if (ic->last_tsc > hi)
 				hi = ic->last_tsc;
-			if (c->tsc_hz)
-				hz = c->tsc_hz;
+			if (cpu_hz)
+				hz = cpu_hz;
 		} else {
 			fputs("no TSC", out);
 		}
