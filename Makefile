@@ -109,6 +109,14 @@ $(BUILD)/payload.so: $(PAYLOAD_OBJS) linker.ld
 	@echo "  LD      $@"
 	$(Q)$(LD) $(EFI_LDFLAGS) $(EFI_CRT0) $(PAYLOAD_OBJS) $(EFI_LIBS) -o $@
 
+# --- guest program of the Bochs trace-hardware model test (docs/BOCHS-MODEL.md)
+LBRTEST_SRCS := tests/payload/lbrtest.c tests/payload/lbr_branches.S vmm/hw/hw_x86.c
+LBRTEST_OBJS := $(patsubst %.S,$(BUILD)/efi/%.o,$(patsubst %.c,$(BUILD)/efi/%.o,$(LBRTEST_SRCS)))
+$(BUILD)/lbrtest.so: $(LBRTEST_OBJS) linker.ld
+	@echo "  LD      $@"
+	$(Q)$(LD) $(EFI_LDFLAGS) $(EFI_CRT0) $(LBRTEST_OBJS) $(EFI_LIBS) -o $@
+all: $(BUILD)/lbrtest.efi
+
 .PHONY: all
 all: $(BUILD)/tracevisor.efi $(BUILD)/payload.efi tools
 
@@ -190,7 +198,7 @@ bench: all $(BUILD)/tracevisor-usb.img linux-fixture
 clean:
 	rm -rf $(BUILD)
 
--include $(TV_OBJS:.o=.d) $(PAYLOAD_OBJS:.o=.d)
+-include $(TV_OBJS:.o=.d) $(PAYLOAD_OBJS:.o=.d) $(LBRTEST_OBJS:.o=.d)
 
 # Fuzzing, longer than the fixed-iteration run in `make unit`:
 # FUZZ_SECONDS per target (default 60).  tests/build/fuzz.sh, tests/fuzz.

@@ -76,10 +76,14 @@ tv_qemu() {
 # tv_bochs LOG SECONDS DISK [CPUS] - boot OVMF under Bochs 3.0 (VMX, EPT,
 # MTF) with DISK as the first ATA disk, Skylake-X CPUs.  Echoes Bochs's
 # exit status.  A killed Bochs leaves DISK.lock behind: removed first.
+# TV_BOCHS_BIN runs another Bochs binary (e.g. the trace-hardware model,
+# deps.mk BOCHS_TRACE; docs/BOCHS-MODEL.md), TV_BOCHS_EXTRA adds bochsrc
+# lines (a second `cpu: lbr=1` line turns the model on), TV_BOCHS_ARGS adds
+# command-line arguments (e.g. `-rc FILE`: debugger commands).
 tv_bochs() {
 	local log=$1 secs=$2 disk=$3 cpus=${4:-2} rc=0 rc_file
 	local bochs
-	bochs=$(tv_dep BOCHS)
+	bochs=${TV_BOCHS_BIN:-$(tv_dep BOCHS)}
 	rc_file=$log.bochsrc
 	rm -f "$log" "$disk.lock"
 	cat >"$rc_file" <<RC
@@ -99,7 +103,7 @@ info: action=ignore
 debug: action=ignore
 ${TV_BOCHS_EXTRA:-}
 RC
-	(cd "$(dirname "$log")" && timeout --kill-after=5 "$secs" "$bochs" -q -f "$rc_file" \
+	(cd "$(dirname "$log")" && timeout --kill-after=5 "$secs" "$bochs" -q -f "$rc_file" ${TV_BOCHS_ARGS:-} \
 		</dev/null >"$log.stdout" 2>&1) || rc=$?
 	rm -f "$disk.lock"
 	echo "$rc"
