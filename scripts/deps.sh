@@ -8,7 +8,9 @@
 #   4. builds newlib 3.3.0 (freestanding, no SSE), liblwip.a and Bochs 3.0
 #      into the cache, each keyed on its inputs, so a re-run rebuilds nothing;
 #   5. writes OUT.mk with absolute paths (NEWLIB_DIR, LWIP_DIR, LWIP_INC,
-#      BOCHS, OVMF_FD, VGABIOS).
+#      BOCHS, BOCHS_TRACE, OVMF_FD, VGABIOS).  BOCHS_TRACE is Bochs with
+#      tracevisor's trace-hardware model (tests/bench/bochs-patches,
+#      docs/BOCHS-MODEL.md), a cache entry of its own.
 #
 # Environment:
 #   TRACEVISOR_CACHE       cache root (default $HOME/.cache/tracevisor)
@@ -519,6 +521,86 @@ step_bochs() {
 	progress "bochs $BOCHS_VERSION ... built ($BOCHS)"
 }
 
+# ---- 4d. Bochs with the trace-hardware model (BOCHS_TRACE) ----------------
+# Debian's Bochs 3.0 plus tracevisor's own patches (tests/bench/bochs-patches,
+# applied in the order of their series file): IA32_DEBUGCTL, LBR and BTF,
+# turned on per bochsrc with `cpu: lbr=1` (docs/BOCHS-MODEL.md).  A cache
+# entry of its own, keyed on the stock inputs plus every patch's hash, so the
+# stock BOCHS entry and its key stay as they are.
+
+BOCHS_TRACE_PATCH_DIR=$REPO/tests/bench/bochs-patches
+
+# The series, one absolute path a line; a listed patch that is missing fails.
+bochs_trace_patches() {
+	local p
+	[ -f "$BOCHS_TRACE_PATCH_DIR/series" ] || return 0
+	while read -r p; do
+		case $p in '' | '#'*) continue ;; esac
+		[ -f "$BOCHS_TRACE_PATCH_DIR/$p" ] || { echo "missing patch $BOCHS_TRACE_PATCH_DIR/$p" >&2; return 1; }
+		echo "$BOCHS_TRACE_PATCH_DIR/$p"
+	done <"$BOCHS_TRACE_PATCH_DIR/series"
+}
+
+build_bochs_trace() {
+	local tmp=$1 key_text=$2 patches=$3
+	local src=$tmp/src out=$tmp/out p
+	mkdir -p "$src" "$out/bin"
+	tar -xf "$CACHE/downloads/$BOCHS_ORIG" -C "$src" --strip-components=1
+	# Every hunk must apply exactly (no fuzz): a patch written against
+	# another source fails here, loudly, instead of building something else.
+	while read -r p; do
+		[ -n "$p" ] || continue
+		echo "applying $p"
+		patch -d "$src" -p1 --forward --batch --fuzz=0 --no-backup-if-mismatch -i "$p" ||
+			{ echo "patch does not apply to $BOCHS_ORIG: $p" >&2; return 1; }
+	done <<<"$patches"
+	if find "$src" -name '*.rej' | grep -q .; then
+		echo "rejected hunks left in $src" >&2
+		return 1
+	fi
+	cd "$src"
+	./configure "${BOCHS_CONFIGURE_ARGS[@]}"
+	make -j"$JOBS"
+	cp bochs "$out/bin/bochs"
+	grep -q 'Model IA32_DEBUGCTL, LBR and BTF' "$out/bin/bochs" ||
+		{ echo "built bochs has no cpu: lbr option" >&2; return 1; }
+	printf '%s\n' "$key_text" >"$out/.stamp"
+}
+
+step_bochs_trace() {
+	local key_text key final tmp p patches
+	CURRENT_STEP=bochs-trace
+	BOCHS_TRACE=""
+	if [ "$SKIP_BOCHS" = 1 ]; then
+		return
+	fi
+	patches=$(bochs_trace_patches) || die "bochs-trace: $BOCHS_TRACE_PATCH_DIR/series names a missing patch"
+	if [ -z "$patches" ]; then
+		quiet_progress "bochs $BOCHS_VERSION trace model ... no patches ($BOCHS_TRACE_PATCH_DIR/series)"
+		return
+	fi
+	key_text=$(
+		printf '%s\n' "bochs $BOCHS_VERSION trace rev $BOCHS_REV" "tarball $BOCHS_ORIG_SHA256" \
+			"configure ${BOCHS_CONFIGURE_ARGS[*]}" "$(g++ --version | sed -n 1p)"
+		while read -r p; do
+			echo "trace patch $(basename "$p") $(sha256_of "$p")"
+		done <<<"$patches"
+	)
+	key=$(key_of <<<"$key_text")
+	final=$CACHE/bochs-$BOCHS_VERSION-trace-$key
+	BOCHS_TRACE=$final/bin/bochs
+	if [ -f "$final/.stamp" ]; then
+		quiet_progress "bochs $BOCHS_VERSION trace model ... cached ($final)"
+		return
+	fi
+	progress "bochs $BOCHS_VERSION trace model ... building (~5 min on 2 cores; log $CACHE/logs/bochs-trace.log)"
+	new_tmp bochs-trace
+	tmp=$NEW_TMP
+	run_step bochs-trace "rm -rf $final; make deps" build_bochs_trace "$tmp" "$key_text" "$patches"
+	install_dir "$tmp/out" "$final"
+	progress "bochs $BOCHS_VERSION trace model ... built ($BOCHS_TRACE)"
+}
+
 # ---- 5. firmware images and the makefile fragment -------------------------
 
 find_firmware() {
@@ -551,6 +633,7 @@ NEWLIB_DIR := $NEWLIB_DIR
 LWIP_DIR := $LWIP_DIR
 LWIP_INC := $LWIP_DIR/src/include
 BOCHS :=${BOCHS:+ $BOCHS}
+BOCHS_TRACE :=${BOCHS_TRACE:+ $BOCHS_TRACE}
 OVMF_FD := $OVMF_FD
 VGABIOS := $VGABIOS
 EOF
@@ -574,5 +657,6 @@ fetch_orig lwip "$LWIP_ORIG" "$LWIP_ORIG_SHA256" lwip/bookworm "lwip=2.1.3+dfsg1
 step_newlib
 step_lwip
 step_bochs
+step_bochs_trace
 find_firmware
 write_fragment
