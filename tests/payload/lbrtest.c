@@ -19,8 +19,8 @@
 #include <stdint.h>
 
 #include "vmm/hw.h"
+#include "tests/payload/guest_out.h"
 
-#define COM1 0x3f8
 #define LBR_DEPTH 32
 #define MSR_LBR_SELECT 0x1c8
 #define MSR_LASTBRANCH_TOS 0x1c9
@@ -34,49 +34,6 @@ void lbrt_run(void);
 void btft_run(void);
 void btft_db(void);
 extern uint64_t btft_count, btft_rip[64], btft_from[64], btft_ctl[64];
-
-static void com1_puts(const char *s)
-{
-	for (; *s; s++) {
-		for (int i = 0; i < 100000 && !(hw_inb(COM1 + 5) & 0x20); i++)
-			hw_pause();
-		hw_outb(COM1, (uint8_t)*s);
-	}
-}
-
-static char *append(char *p, const char *s)
-{
-	while (*s)
-		*p++ = *s++;
-	*p = '\0';
-	return p;
-}
-
-static char *hex(char *p, uint64_t v)
-{
-	static const char digits[] = "0123456789abcdef";
-
-	*p++ = '0';
-	*p++ = 'x';
-	for (int sh = 60; sh >= 0; sh -= 4)
-		*p++ = digits[(v >> sh) & 0xf];
-	*p = '\0';
-	return p;
-}
-
-static char *dec(char *p, uint64_t v)
-{
-	char tmp[24];
-	int n = 0;
-
-	do
-		tmp[n++] = (char)('0' + v % 10);
-	while ((v /= 10) != 0);
-	while (n)
-		*p++ = tmp[--n];
-	*p = '\0';
-	return p;
-}
 
 static void say(const char *s)
 {

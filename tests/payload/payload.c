@@ -12,21 +12,11 @@
 
 #include "boot/mp_services.h"
 #include "vmm/hw.h"
+#include "tests/payload/guest_out.h"
 #include "vmm/hypercall.h"
-
-#define COM1 0x3f8
 
 static EFI_SYSTEM_TABLE *st;
 static int have_tracevisor;  /* tracevisor answered the probe hypercall */
-
-static void com1_puts(const char *s)
-{
-	for (; *s; s++) {
-		for (int i = 0; i < 100000 && !(hw_inb(COM1 + 5) & 0x20); i++)
-			hw_pause();
-		hw_outb(COM1, (uint8_t)*s);
-	}
-}
 
 static void say(const char *s)
 {
@@ -41,41 +31,6 @@ static void say(const char *s)
 	w[n++] = '\n';
 	w[n] = 0;
 	st->ConOut->OutputString(st->ConOut, w);
-}
-
-static char *hex(char *p, uint64_t v)
-{
-	static const char digits[] = "0123456789abcdef";
-
-	*p++ = '0';
-	*p++ = 'x';
-	for (int sh = 60; sh >= 0; sh -= 4)
-		*p++ = digits[(v >> sh) & 0xf];
-	*p = '\0';
-	return p;
-}
-
-static char *dec(char *p, uint64_t v)
-{
-	char tmp[24];
-	int n = 0;
-
-	do {
-		tmp[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	while (n)
-		*p++ = tmp[--n];
-	*p = '\0';
-	return p;
-}
-
-static char *append(char *p, const char *s)
-{
-	while (*s)
-		*p++ = *s++;
-	*p = '\0';
-	return p;
 }
 
 /*
@@ -132,7 +87,6 @@ uint64_t tv_traced(uint64_t iterations);
  * returns, and OVMF resets an AP that overruns its timeout.
  */
 #define AP_TIMEOUT_US 30000000
-
 
 /*
  * Timings for make bench (tests/bench/bench.sh), in TSC ticks: under Bochs
