@@ -158,6 +158,40 @@ payload_case() {
 	else
 		tv_fail "net-export: meta.json and losses.json" "see $cap"
 	fi
+
+	# Every perf-style command on the capture directory, each output
+	# checked for what it must hold (JSON parsed back, drcov header).
+	img=(--image "$(printf '%s@0x%x' "$TV_BUILD/payload.so" "$base")")
+	tvcli() { "$TV_BUILD/tracevisor" "$@" 2>"$work/cli.err"; }
+	if tvcli info "$cap" >"$work/info.txt" && grep -q '^cpus: 2' "$work/info.txt" &&
+		[ "$(grep -c 'source mtf, .* 319 branches, 1 trace windows, .* Hz); lost 0 records' "$work/info.txt")" = 2 ]; then
+		tv_ok "net-export: tracevisor info on the capture: 2 CPUs, mtf, 319 branches each, TSC rate known, 0 lost"
+	else
+		tv_fail "net-export: tracevisor info on the capture" "$(head -c 300 "$work/info.txt" "$work/cli.err" | tr '\n' ' ')"
+	fi
+	if tvcli script -q "${img[@]}" "$cap" >"$work/script.txt" &&
+		[ "$(grep -c 'tv_traced+0x\|tvt_' "$work/script.txt")" -ge "$((2 * nexp))" ]; then
+		tv_ok "net-export: tracevisor script: every branch of both CPUs symbolized against payload.so"
+	else
+		tv_fail "net-export: tracevisor script" "$(wc -l <"$work/script.txt") lines; $(head -c 200 "$work/cli.err")"
+	fi
+	if tvcli report -q --top 3 "${img[@]}" "$cap" >"$work/report.txt" && grep -q 'tv_traced' "$work/report.txt"; then
+		tv_ok "net-export: tracevisor report: tv_traced among the hottest functions"
+	else
+		tv_fail "net-export: tracevisor report" "$(head -c 300 "$work/report.txt" "$work/cli.err" | tr '\n' ' ')"
+	fi
+	if tvcli coverage -q "${img[@]}" "$cap" -o "$work/cov.drcov" && head -c 40 "$work/cov.drcov" | grep -q '^DRCOV VERSION: 2' &&
+		tvcli coverage -q --format modoff "${img[@]}" "$cap" -o "$work/cov.txt" && grep -q '^payload.so+[0-9a-f]' "$work/cov.txt"; then
+		tv_ok "net-export: tracevisor coverage: drcov header and payload.so+offset blocks"
+	else
+		tv_fail "net-export: tracevisor coverage" "$(head -c 200 "$work/cli.err")"
+	fi
+	if tvcli timeline -q "${img[@]}" "$cap" -o "$work/timeline.json" &&
+		python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); ev=d["traceEvents"] if isinstance(d,dict) else d; assert len(ev) > 0' "$work/timeline.json"; then
+		tv_ok "net-export: tracevisor timeline: valid trace-event JSON"
+	else
+		tv_fail "net-export: tracevisor timeline" "$(head -c 200 "$work/cli.err")"
+	fi
 	tv_keep_log "$log"
 }
 
