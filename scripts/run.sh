@@ -75,14 +75,10 @@ status=$(cat "$work/status")
 echo "run: emulator finished with status $status (0 or 1 = powered off; 124 = timeout)"
 [ "$emu" = bochs ] || exit 0
 
-# Symbolize against the payload where it was loaded: its "traced window at"
-# line minus tv_traced's offset in payload.so.
-at=$(tr -d '\r' <"$log" | sed -n 's/.*TRACEVISOR-PAYLOAD: cpu 0: traced window at \(0x[0-9a-f]*\),.*/\1/p' | head -1)
-off=$(nm "$TV_BUILD/payload.so" | awk '$3 == "tv_traced" { print "0x" $1 }')
+# Symbolize against the payload where it was loaded (tests/lib.sh).
+base=$(tv_payload_base "$log")
 img=()
-if [ -n "$at" ] && [ -n "$off" ]; then
-	img=(--image "$(printf '%s@0x%x' "$TV_BUILD/payload.so" $(( at - off )))")
-fi
+[ -z "$base" ] || img=(--image "$TV_BUILD/payload.so@$base")
 
 if [ "$transport" = net ]; then
 	tv_record_stop 10

@@ -161,3 +161,64 @@ tv_record_stop() {
 	fi
 	TV_REC_PID=
 }
+
+# --- the test payload's traced window (tests/payload/traced.S) ----------------
+
+# tv_payload_base LOG - print the payload's load base: its "cpu 0: traced
+# window at 0xADDR" line minus tv_traced's offset in payload.so; nothing
+# when the line is missing.
+tv_payload_base() {
+	local at off
+	at=$(tr -d '\r' <"$1" | sed -n 's/.*TRACEVISOR-PAYLOAD: cpu 0: traced window at \(0x[0-9a-f]*\),.*/\1/p' | head -1)
+	off=$(nm "$TV_BUILD/payload.so" | awk '$3 == "tv_traced" { print "0x" $1 }')
+	[ -n "$at" ] && [ -n "$off" ] && printf '0x%x\n' $(( at - off ))
+}
+
+# tv_payload_expected BASE ITERATIONS - print the branches the window must
+# take, "FROM TO KIND" per line, from traced.S's structure (its header
+# comment) and payload.so's symbols: the ground truth the scenarios diff
+# the recorded branches against.
+tv_payload_expected() {
+	local base=$1 n=$2 i value name
+	local -A symtab
+	while read -r value _ name; do symtab[$name]=0x$value; done < <(nm "$TV_BUILD/payload.so")
+	addr() { printf '0x%x' $(( base + ${symtab[$1]} )); }
+	for (( i = 0; i < n; i++ )); do
+		if (( i % 2 == 0 )); then
+			echo "$(addr tvt_jmp_ind) $(addr tvt_case0) jmp-ind"
+			echo "$(addr tvt_call_a) $(addr tvt_leaf_a) call"
+			echo "$(addr tvt_ret_a) $(addr tvt_after_a) ret"
+			echo "$(addr tvt_jmp_next) $(addr tvt_next) jmp"
+		else
+			echo "$(addr tvt_jmp_ind) $(addr tvt_case1) jmp-ind"
+			echo "$(addr tvt_call_b) $(addr tvt_leaf_b) call-ind"
+			echo "$(addr tvt_ret_b) $(addr tvt_next) ret"
+		fi
+		(( i & 2 )) && echo "$(addr tvt_jnz) $(addr tvt_skip) jcc"
+		(( i < n - 1 )) && echo "$(addr tvt_jcc) $(addr tvt_loop) jcc"
+	done
+	return 0
+}
+
+# tv_payload_check_cpu NAME TVT CPU EXPECTED WORK - CPU's branches in TVT
+# equal EXPECTED line for line, and it holds exactly one window opened and
+# closed by the payload's hypercalls.  Leaves WORK/cpuN.dump and .diff.
+tv_payload_check_cpu() {
+	local name=$1 tvt=$2 cpu=$3 expected=$4 work=$5 got nexp
+	got=$work/cpu$cpu.txt
+	nexp=$(wc -l <"$expected")
+	"$TV_BUILD/tracevisor" dump -q --no-summary --cpu "$cpu" "$tvt" >"$work/cpu$cpu.dump" 2>&1
+	awk '$3 == "BRANCH" { print $4, $6, $7 }' "$work/cpu$cpu.dump" >"$got"
+	if diff -u "$expected" "$got" >"$work/cpu$cpu.diff"; then
+		tv_ok "$name: cpu $cpu: all $nexp branches as expected, in order"
+	else
+		tv_fail "$name: cpu $cpu: all $nexp branches as expected, in order" \
+			"$(wc -l <"$got") recorded; first difference: $(grep -m2 '^[-+][^-+]' "$work/cpu$cpu.diff" | tr '\n' ' ')"
+	fi
+	if [ "$(grep -c ' START .*trigger=hypercall' "$work/cpu$cpu.dump")" = 1 ] &&
+		[ "$(grep -c ' STOP .*trigger=hypercall' "$work/cpu$cpu.dump")" = 1 ]; then
+		tv_ok "$name: cpu $cpu: one window, START and STOP by hypercall"
+	else
+		tv_fail "$name: cpu $cpu: one window, START and STOP by hypercall" "see $work/cpu$cpu.dump"
+	fi
+}

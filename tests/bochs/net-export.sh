@@ -86,51 +86,19 @@ payload_case() {
 		return
 	fi
 
-	# Where the payload ran: "cpu N: traced window at 0xADDR" minus tv_traced's
-	# offset in payload.so is the load base (as in bochs/trace-mtf.sh).
-	declare -A symtab
-	while read -r value _ name; do symtab[$name]=0x$value; done < <(nm "$TV_BUILD/payload.so")
-	at=$(tr -d '\r' <"$log" | sed -n 's/.*TRACEVISOR-PAYLOAD: cpu 0: traced window at \(0x[0-9a-f]*\),.*/\1/p' | head -1)
-	if [ -z "$at" ]; then
+	# Where the payload ran, and the branches its window must take.
+	base=$(tv_payload_base "$log")
+	if [ -z "$base" ]; then
 		tv_fail "net-export: payload reported its window" "no 'traced window at' line"
 		tv_keep_log "$log"
 		return
 	fi
-	base=$(( at - ${symtab[tv_traced]} ))
-	addr() { printf '0x%x' $(( base + ${symtab[$1]} )); }
 	expected=$work/expected.txt
-	for (( i = 0; i < iterations; i++ )); do
-		if (( i % 2 == 0 )); then
-			echo "$(addr tvt_jmp_ind) $(addr tvt_case0) jmp-ind"
-			echo "$(addr tvt_call_a) $(addr tvt_leaf_a) call"
-			echo "$(addr tvt_ret_a) $(addr tvt_after_a) ret"
-			echo "$(addr tvt_jmp_next) $(addr tvt_next) jmp"
-		else
-			echo "$(addr tvt_jmp_ind) $(addr tvt_case1) jmp-ind"
-			echo "$(addr tvt_call_b) $(addr tvt_leaf_b) call-ind"
-			echo "$(addr tvt_ret_b) $(addr tvt_next) ret"
-		fi
-		(( i & 2 )) && echo "$(addr tvt_jnz) $(addr tvt_skip) jcc"
-		(( i < iterations - 1 )) && echo "$(addr tvt_jcc) $(addr tvt_loop) jcc"
-	done >"$expected"
+	tv_payload_expected "$base" "$iterations" >"$expected"
 	nexp=$(wc -l <"$expected")
 
 	for cpu in 0 1; do
-		got=$work/cpu$cpu.txt
-		"$TV_BUILD/tracevisor" dump -q --no-summary --cpu "$cpu" "$tvt" >"$work/cpu$cpu.dump" 2>&1
-		awk '$3 == "BRANCH" { print $4, $6, $7 }' "$work/cpu$cpu.dump" >"$got"
-		if diff -u "$expected" "$got" >"$work/cpu$cpu.diff"; then
-			tv_ok "net-export: cpu $cpu: all $nexp branches received over the network, in order"
-		else
-			tv_fail "net-export: cpu $cpu: all $nexp branches received over the network, in order" \
-				"$(wc -l <"$got") received; first difference: $(grep -m2 '^[-+][^-+]' "$work/cpu$cpu.diff" | tr '\n' ' ')"
-		fi
-		if [ "$(grep -c ' START .*trigger=hypercall' "$work/cpu$cpu.dump")" = 1 ] &&
-			[ "$(grep -c ' STOP .*trigger=hypercall' "$work/cpu$cpu.dump")" = 1 ]; then
-			tv_ok "net-export: cpu $cpu: one window, START and STOP by hypercall"
-		else
-			tv_fail "net-export: cpu $cpu: one window, START and STOP by hypercall" "see $work/cpu$cpu.dump"
-		fi
+		tv_payload_check_cpu net-export "$tvt" "$cpu" "$expected" "$work"
 		tv_expect "net-export: cpu $cpu: the window's engine lost nothing" "$log" \
 			"trace: cpu $cpu: window 1 stopped .*: $nexp branches, 0 events, 0 filtered, 0 dropped, 0 undecodable, [0-9]+ steps; ring lost 0 records"
 	done

@@ -45,56 +45,19 @@ else
 	tv_fail "trace-mtf: from-serial: both CPUs, no bad or missing lines" "$(tr '\n' ' ' <"$work/from-serial.err")"
 fi
 
-# Where the payload ran: "cpu N: traced window at 0xADDR" minus tv_traced's
-# offset in payload.so is the load base.
-declare -A symtab
-while read -r value _ name; do symtab[$name]=0x$value; done < <(nm "$TV_BUILD/payload.so")
-sym() { echo "${symtab[$1]:-0}"; }
-at=$(tr -d '\r' <"$log" | sed -n 's/.*TRACEVISOR-PAYLOAD: cpu 0: traced window at \(0x[0-9a-f]*\),.*/\1/p' | head -1)
-if [ -z "$at" ]; then
+# Where the payload ran, and the branches its window must take.
+base=$(tv_payload_base "$log")
+if [ -z "$base" ]; then
 	tv_fail "trace-mtf: payload reported its window" "no 'traced window at' line"
 	tv_keep_log "$log"
 	exit 0
 fi
-base=$(( at - $(sym tv_traced) ))
-addr() { printf '0x%x' $(( base + ${symtab[$1]} )); }
-
-# The ground truth, from traced.S's structure (its header comment).
 expected=$work/expected.txt
-: >"$expected"
-for (( i = 0; i < iterations; i++ )); do
-	if (( i % 2 == 0 )); then
-		echo "$(addr tvt_jmp_ind) $(addr tvt_case0) jmp-ind"
-		echo "$(addr tvt_call_a) $(addr tvt_leaf_a) call"
-		echo "$(addr tvt_ret_a) $(addr tvt_after_a) ret"
-		echo "$(addr tvt_jmp_next) $(addr tvt_next) jmp"
-	else
-		echo "$(addr tvt_jmp_ind) $(addr tvt_case1) jmp-ind"
-		echo "$(addr tvt_call_b) $(addr tvt_leaf_b) call-ind"
-		echo "$(addr tvt_ret_b) $(addr tvt_next) ret"
-	fi
-	(( i & 2 )) && echo "$(addr tvt_jnz) $(addr tvt_skip) jcc"
-	(( i < iterations - 1 )) && echo "$(addr tvt_jcc) $(addr tvt_loop) jcc"
-done >>"$expected"
+tv_payload_expected "$base" "$iterations" >"$expected"
 nexp=$(wc -l <"$expected")
 
 for cpu in 0 1; do
-	got=$work/cpu$cpu.txt
-	"$TV_BUILD/tracevisor" dump -q --no-summary --cpu "$cpu" "$tvt" >"$work/cpu$cpu.dump" 2>&1
-	awk '$3 == "BRANCH" { print $4, $6, $7 }' "$work/cpu$cpu.dump" >"$got"
-	if diff -u "$expected" "$got" >"$work/cpu$cpu.diff"; then
-		tv_ok "trace-mtf: cpu $cpu: all $nexp branches as expected, in order"
-	else
-		tv_fail "trace-mtf: cpu $cpu: all $nexp branches as expected, in order" \
-			"$(wc -l <"$got") recorded; first difference: $(grep -m2 '^[-+][^-+]' "$work/cpu$cpu.diff" | tr '\n' ' ')"
-	fi
-	# Exactly one window, opened and closed by the payload's hypercalls.
-	if [ "$(grep -c ' START .*trigger=hypercall' "$work/cpu$cpu.dump")" = 1 ] &&
-		[ "$(grep -c ' STOP .*trigger=hypercall' "$work/cpu$cpu.dump")" = 1 ]; then
-		tv_ok "trace-mtf: cpu $cpu: one window, START and STOP by hypercall"
-	else
-		tv_fail "trace-mtf: cpu $cpu: one window, START and STOP by hypercall" "see $work/cpu$cpu.dump"
-	fi
+	tv_payload_check_cpu trace-mtf "$tvt" "$cpu" "$expected" "$work"
 	tv_expect "trace-mtf: cpu $cpu: nothing lost, nothing undecodable" "$log" \
 		"trace: cpu $cpu: window 1 stopped .*: $nexp branches, 0 events, 0 filtered, 0 dropped, 0 undecodable, [0-9]+ steps; ring lost 0 records"
 done
