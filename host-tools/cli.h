@@ -69,6 +69,10 @@ int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int parse_opts(int argc, char **argv, const char *shortopts,
 	       const struct option *longopts, struct common *c, opt_fn own,
 	       void *ctx);
+#define CMD_GO (-1)
+int parse_file_cmd(int argc, char **argv, const char *shortopts,
+		   const struct option *longopts, struct common *c, opt_fn own,
+		   void *ctx, void (*usage)(FILE *));
 
 /* --elf/--image modules into c->st (EXIT_USAGE/EXIT_ERR with a message). */
 int load_elfs(struct common *c);

@@ -52,6 +52,19 @@ static int setup_modules(struct common *c, struct tvt_reader *r, const char *pat
 	return ret;
 }
 
+/* open_with_modules - open_trace, then the modules; r is closed on failure. */
+static int open_with_modules(struct common *c, struct tvt_reader *r, const char *path)
+{
+	int ret = open_trace(path, r);
+
+	if (ret)
+		return ret;
+	ret = setup_modules(c, r, path);
+	if (ret)
+		tvt_reader_close(r);
+	return ret;
+}
+
 static int parse_threads(const char *arg, unsigned *threads)
 {
 	char *end;
@@ -110,18 +123,9 @@ int cmd_info(int argc, char **argv)
 	FILE *out;
 	int ret;
 
-	ret = parse_opts(argc, argv, "hqo:", lo, &c, NULL, NULL);
-	if (ret < 0) {
-		info_usage(stdout);
-		ret = EXIT_OK;
+	ret = parse_file_cmd(argc, argv, "hqo:", lo, &c, NULL, NULL, info_usage);
+	if (ret != CMD_GO)
 		goto out;
-	}
-	if (ret)
-		goto out;
-	if (argc - optind != 1) {
-		ret = usage_error(argc - optind ? "one FILE expected" : "missing FILE");
-		goto out;
-	}
 	ret = open_trace(argv[optind], &r);
 	if (ret)
 		goto out;
@@ -298,26 +302,12 @@ int cmd_script(int argc, char **argv)
 	const char *outp;
 	int ret;
 
-	ret = parse_opts(argc, argv, "hqo:j:", lo, &c, script_opt, &so);
-	if (ret < 0) {
-		script_usage(stdout);
-		ret = EXIT_OK;
+	ret = parse_file_cmd(argc, argv, "hqo:j:", lo, &c, script_opt, &so, script_usage);
+	if (ret != CMD_GO)
 		goto out;
-	}
+	ret = open_with_modules(&c, &r, argv[optind]);
 	if (ret)
 		goto out;
-	if (argc - optind != 1) {
-		ret = usage_error(argc - optind ? "one FILE expected" : "missing FILE");
-		goto out;
-	}
-	ret = open_trace(argv[optind], &r);
-	if (ret)
-		goto out;
-	ret = setup_modules(&c, &r, argv[optind]);
-	if (ret) {
-		tvt_reader_close(&r);
-		goto out;
-	}
 	outp = c.out ? c.out : "-";
 	run.out = open_out(outp, "w");
 	if (!run.out) {
@@ -483,26 +473,12 @@ int cmd_report(int argc, char **argv)
 	FILE *out;
 	int ret;
 
-	ret = parse_opts(argc, argv, "hqo:j:", lo, &c, report_opt, &ro);
-	if (ret < 0) {
-		report_usage(stdout);
-		ret = EXIT_OK;
+	ret = parse_file_cmd(argc, argv, "hqo:j:", lo, &c, report_opt, &ro, report_usage);
+	if (ret != CMD_GO)
 		goto out;
-	}
+	ret = open_with_modules(&c, &r, argv[optind]);
 	if (ret)
 		goto out;
-	if (argc - optind != 1) {
-		ret = usage_error(argc - optind ? "one FILE expected" : "missing FILE");
-		goto out;
-	}
-	ret = open_trace(argv[optind], &r);
-	if (ret)
-		goto out;
-	ret = setup_modules(&c, &r, argv[optind]);
-	if (ret) {
-		tvt_reader_close(&r);
-		goto out;
-	}
 	progress_init(&c, &r, "report");
 	wo = (struct tvh_walk_opts){ .cpu = c.cpu, .progress = &c.prog };
 	ret = tvh_pwalk(&r, &wo, ro.threads, &ops, &run, &s);
@@ -681,18 +657,9 @@ int cmd_coverage(int argc, char **argv)
 	FILE *out;
 	int ret;
 
-	ret = parse_opts(argc, argv, "hqo:j:", lo, &c, coverage_opt, &co);
-	if (ret < 0) {
-		coverage_usage(stdout);
-		ret = EXIT_OK;
+	ret = parse_file_cmd(argc, argv, "hqo:j:", lo, &c, coverage_opt, &co, coverage_usage);
+	if (ret != CMD_GO)
 		goto out;
-	}
-	if (ret)
-		goto out;
-	if (argc - optind != 1) {
-		ret = usage_error(argc - optind ? "one FILE expected" : "missing FILE");
-		goto out;
-	}
 	if (!c.out) {
 		ret = usage_error("missing -o OUT");
 		goto out;
@@ -810,30 +777,16 @@ int cmd_timeline(int argc, char **argv)
 	FILE *out;
 	int ret;
 
-	ret = parse_opts(argc, argv, "hqo:", lo, &c, seq_opt, &seq_time);
-	if (ret < 0) {
-		timeline_usage(stdout);
-		ret = EXIT_OK;
+	ret = parse_file_cmd(argc, argv, "hqo:", lo, &c, seq_opt, &seq_time, timeline_usage);
+	if (ret != CMD_GO)
 		goto out;
-	}
-	if (ret)
-		goto out;
-	if (argc - optind != 1) {
-		ret = usage_error(argc - optind ? "one FILE expected" : "missing FILE");
-		goto out;
-	}
 	if (!c.out) {
 		ret = usage_error("missing -o OUT.json");
 		goto out;
 	}
-	ret = open_trace(argv[optind], &r);
+	ret = open_with_modules(&c, &r, argv[optind]);
 	if (ret)
 		goto out;
-	ret = setup_modules(&c, &r, argv[optind]);
-	if (ret) {
-		tvt_reader_close(&r);
-		goto out;
-	}
 	out = open_out(c.out, "w");
 	if (!out) {
 		tvt_reader_close(&r);

@@ -293,6 +293,28 @@ int parse_opts(int argc, char **argv, const char *shortopts,
 	return 0;
 }
 
+/*
+ * parse_file_cmd - parse_opts, then --help (usage on stdout) and exactly
+ * one FILE operand, at argv[optind], for the commands that read one trace.
+ * Returns CMD_GO to go on, else the exit status the command returns.
+ */
+int parse_file_cmd(int argc, char **argv, const char *shortopts,
+		   const struct option *longopts, struct common *c, opt_fn own,
+		   void *ctx, void (*usage)(FILE *))
+{
+	int ret = parse_opts(argc, argv, shortopts, longopts, c, own, ctx);
+
+	if (ret < 0) {
+		usage(stdout);
+		return EXIT_OK;
+	}
+	if (ret)
+		return ret;
+	if (argc - optind != 1)
+		return usage_error(argc - optind ? "one FILE expected" : "missing FILE");
+	return CMD_GO;
+}
+
 /* ---- dump ---------------------------------------------------------------- */
 
 static void dump_usage(FILE *f)
@@ -354,18 +376,9 @@ static int cmd_dump(int argc, char **argv)
 	struct tvh_walk_opts wo;
 	int ret;
 
-	ret = parse_opts(argc, argv, "hqs", lo, &c, dump_opt, &d);
-	if (ret < 0) {
-		dump_usage(stdout);
-		ret = EXIT_OK;
+	ret = parse_file_cmd(argc, argv, "hqs", lo, &c, dump_opt, &d, dump_usage);
+	if (ret != CMD_GO)
 		goto out;
-	}
-	if (ret)
-		goto out;
-	if (argc - optind != 1) {
-		ret = usage_error(argc - optind ? "one FILE expected" : "missing FILE");
-		goto out;
-	}
 	ret = load_elfs(&c);
 	if (ret)
 		goto out;
@@ -530,18 +543,9 @@ static int cmd_pt(int argc, char **argv)
 	int64_t n;
 	int ret;
 
-	ret = parse_opts(argc, argv, "hqo:", lo, &c, NULL, NULL);
-	if (ret < 0) {
-		pt_usage(stdout);
-		ret = EXIT_OK;
+	ret = parse_file_cmd(argc, argv, "hqo:", lo, &c, NULL, NULL, pt_usage);
+	if (ret != CMD_GO)
 		goto out;
-	}
-	if (ret)
-		goto out;
-	if (argc - optind != 1) {
-		ret = usage_error(argc - optind ? "one FILE expected" : "missing FILE");
-		goto out;
-	}
 	if (c.cpu < 0 || !c.out) {
 		ret = usage_error(c.cpu < 0 ? "missing --cpu N" : "missing -o OUT.pt");
 		goto out;
@@ -800,18 +804,9 @@ static int cmd_pt_decode(int argc, char **argv)
 	bool damaged = false;
 	int ret;
 
-	ret = parse_opts(argc, argv, "hq", lo, &c, ptd_opt, &po);
-	if (ret < 0) {
-		pt_decode_usage(stdout);
-		ret = EXIT_OK;
+	ret = parse_file_cmd(argc, argv, "hq", lo, &c, ptd_opt, &po, pt_decode_usage);
+	if (ret != CMD_GO)
 		goto out;
-	}
-	if (ret)
-		goto out;
-	if (argc - optind != 1) {
-		ret = usage_error(argc - optind ? "one FILE expected" : "missing FILE");
-		goto out;
-	}
 	if (!po.raw && c.cpu < 0) {
 		ret = usage_error("missing --cpu N");
 		goto out;
