@@ -76,7 +76,7 @@ EFI_SECTIONS := -j .text -j .sdata -j .data -j .dynamic -j .dynsym \
 # assembly live in vmm/hw/.
 VMM_SRCS := $(sort $(wildcard vmm/*.c))
 TV_SRCS := $(sort $(wildcard boot/*.c)) $(VMM_SRCS) vmm/hw/hw_x86.c vmm/hw/vmx_entry.S \
-	$(sort $(wildcard drivers/*.c)) net/net.c net/lwip_port.c net/netif.c net/selftest.c
+	$(sort $(wildcard drivers/*.c)) net/net.c net/lwip_port.c net/netif.c net/selftest.c net/rawframe.c
 # The export protocol (docs/PROTOCOL.md): pure, also in the unit tests and host tools.
 NET_PROTO_SRCS := net/sha256.c net/proto.c net/export.c net/recv.c
 TV_SRCS += $(NET_PROTO_SRCS)
@@ -136,7 +136,7 @@ HOST_CFLAGS := -std=gnu11 -g -O1 $(WARN) -fsanitize=address,undefined \
 	-fno-sanitize-recover=all -fno-omit-frame-pointer -I. -Itests/fakes
 UNIT_LIB_SRCS := $(VMM_SRCS) boot/load_option.c drivers/serial.c tests/fakes/hw_fake.c
 UNIT_LIB_SRCS += $(NET_PROTO_SRCS)
-UNIT_LIB_SRCS += drivers/devio.c drivers/pci.c drivers/nic.c drivers/e1000.c drivers/virtio_net.c net/selftest.c
+UNIT_LIB_SRCS += drivers/devio.c drivers/pci.c drivers/nic.c drivers/e1000.c drivers/virtio_net.c net/selftest.c net/rawframe.c
 UNIT_LIB_SRCS += boot/acpi.c
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/host/%,$(wildcard tests/unit/test_*.c))
 

@@ -315,6 +315,14 @@ static void e1000_tx_reclaim(struct e1000_priv *p)
 	}
 }
 
+static unsigned e1000_tx_pending(struct nic *nic)
+{
+	struct e1000_priv *p = nic->priv;
+
+	e1000_tx_reclaim(p);
+	return (p->tx_tail + E1000_NTX - p->tx_clean) % E1000_NTX;
+}
+
 static int e1000_tx(struct nic *nic, const void *frame, size_t len)
 {
 	struct e1000_priv *p = nic->priv;
@@ -409,6 +417,7 @@ const struct nic_driver e1000_driver = {
 	.read_mac = e1000_read_mac,
 	.init = e1000_init,
 	.tx = e1000_tx,
+	.tx_pending = e1000_tx_pending,
 	.poll = e1000_poll,
 	.link_up = e1000_link_up,
 	.stop = e1000_stop,

@@ -138,6 +138,13 @@ int nic_poll(struct nic *nic, nic_rx_fn fn, void *ctx, unsigned budget)
 	return nic->drv->poll(nic, fn, ctx, budget);
 }
 
+unsigned nic_tx_pending(struct nic *nic)
+{
+	if (!nic->up)
+		return 0;
+	return nic->drv->tx_pending(nic);
+}
+
 bool nic_link_up(struct nic *nic)
 {
 	return nic->up && nic->drv->link_up(nic);

@@ -73,6 +73,8 @@ struct nic_driver {
 	/* Reset, read the MAC, set up rings in nic->dma, enable RX/TX. */
 	int (*init)(struct nic *nic);
 	int (*tx)(struct nic *nic, const void *frame, size_t len);
+	/* Frames handed to tx that the device has not finished sending. */
+	unsigned (*tx_pending)(struct nic *nic);
 	/* Deliver up to budget frames; returns how many, or an error. */
 	int (*poll)(struct nic *nic, nic_rx_fn fn, void *ctx, unsigned budget);
 	bool (*link_up)(struct nic *nic);
@@ -129,6 +131,12 @@ int nic_select(struct nic *nic, const struct pci_cfg *c, const struct nic_want *
  * driver's error.
  */
 int nic_init(struct nic *nic, void *dma, size_t len);
+
+/*
+ * nic_tx_pending - frames nic_tx accepted that the device has not yet
+ * reported sent (descriptors reclaimed on the way); 0 when down.
+ */
+unsigned nic_tx_pending(struct nic *nic);
 
 /* nic_tx - send one frame (copied). 0, NIC_E_DOWN, NIC_E_SIZE, NIC_E_FULL. */
 int nic_tx(struct nic *nic, const void *frame, size_t len);

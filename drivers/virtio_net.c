@@ -194,6 +194,17 @@ static void vnet_tx_reclaim(struct vnet_priv *p)
 	}
 }
 
+static unsigned vnet_tx_pending(struct nic *nic)
+{
+	struct vnet_priv *p = nic->priv;
+	unsigned n = 0;
+
+	vnet_tx_reclaim(p);
+	for (uint32_t k = 0; k < p->q[VIRTIO_NET_TXQ].slots; k++)
+		n += p->tx_busy[k];
+	return n;
+}
+
 static int vnet_tx(struct nic *nic, const void *frame, size_t len)
 {
 	struct vnet_priv *p = nic->priv;
@@ -280,6 +291,7 @@ const struct nic_driver virtio_net_driver = {
 	.read_mac = vnet_read_mac,
 	.init = vnet_init,
 	.tx = vnet_tx,
+	.tx_pending = vnet_tx_pending,
 	.poll = vnet_poll,
 	.link_up = vnet_link_up,
 	.stop = vnet_stop,

@@ -175,6 +175,15 @@ int net_poll(void)
 	return n < 0 ? 0 : n;
 }
 
+/* The neighbour a datagram to ip goes to: ip itself, or the gateway when off-link. */
+static const ip4_addr_t *next_hop(const ip4_addr_t *ip)
+{
+	if (!ip4_addr_netcmp(ip, netif_ip4_addr(&tv_netif), netif_ip4_netmask(&tv_netif)) &&
+	    !ip4_addr_isany_val(*netif_ip4_gw(&tv_netif)))
+		return netif_ip4_gw(&tv_netif);   /* etharp_output's rule */
+	return ip;
+}
+
 bool net_resolve(uint32_t host_ip)
 {
 	ip4_addr_t ip;
@@ -185,11 +194,7 @@ bool net_resolve(uint32_t host_ip)
 	if (!tv_up)
 		return false;
 	ip_to_lwip(&ip, host_ip);
-	hop = &ip;
-	/* Off-link destinations go through the gateway (etharp_output's rule). */
-	if (!ip4_addr_netcmp(&ip, netif_ip4_addr(&tv_netif), netif_ip4_netmask(&tv_netif)) &&
-	    !ip4_addr_isany_val(*netif_ip4_gw(&tv_netif)))
-		hop = netif_ip4_gw(&tv_netif);
+	hop = next_hop(&ip);
 	if (etharp_find_addr(&tv_netif, hop, &found_eth, &found_ip) >= 0)
 		return true;
 	if (arp_sent_ms == 0 || now - arp_sent_ms >= 1000) {
@@ -197,6 +202,21 @@ bool net_resolve(uint32_t host_ip)
 		etharp_request(&tv_netif, hop);
 	}
 	return false;
+}
+
+bool net_neighbor_mac(uint32_t host_ip, uint8_t mac[6])
+{
+	ip4_addr_t ip;
+	const ip4_addr_t *found_ip;
+	struct eth_addr *found_eth;
+
+	if (!tv_up)
+		return false;
+	ip_to_lwip(&ip, host_ip);
+	if (etharp_find_addr(&tv_netif, next_hop(&ip), &found_eth, &found_ip) < 0)
+		return false;
+	memcpy(mac, found_eth->addr, 6);
+	return true;
 }
 
 int net_udp_open(struct net_udp *u, uint32_t host_ip, uint16_t port)

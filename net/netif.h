@@ -64,6 +64,13 @@ int net_poll(void);
  */
 bool net_resolve(uint32_t ip);
 
+/*
+ * net_neighbor_mac - the Ethernet address frames to host_ip go to (host_ip
+ * itself on-link, else the gateway), from lwIP's ARP table: true and mac
+ * filled once net_resolve(host_ip) has answered true, false otherwise.
+ */
+bool net_neighbor_mac(uint32_t host_ip, uint8_t mac[6]);
+
 struct udp_pcb;
 
 /* A received datagram: valid only during the call. */

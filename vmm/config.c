@@ -35,6 +35,7 @@ void config_defaults(struct tv_config *cfg)
 	cfg->receiver_ip = 10u << 24 | 2u << 8 | 2u;
 	cfg->receiver_port = 6543;     /* TVP_PORT, tracevisor record's default */
 	cfg->net_selftest = 0;
+	cfg->net_bench = 0;
 	cfg->control_key_len = 0;
 	strcpy(cfg->machine, "tracevisor");
 	cfg->poll_us = PREEMPT_POLL_US_DEFAULT;
@@ -592,6 +593,23 @@ static int key_net_selftest(struct tv_config *cfg, const char *val, char *err, s
 	return 0;
 }
 
+static int key_net_bench(struct tv_config *cfg, const char *val, char *err, size_t errlen)
+{
+	uint64_t n;
+
+	if (!strcmp(val, "off")) {
+		cfg->net_bench = 0;
+		return 0;
+	}
+	if (parse_u64(val, &n) || n > CONFIG_NET_BENCH_MAX) {
+		snprintf(err, errlen, "net_bench must be off or a frame count 0..%u",
+			 CONFIG_NET_BENCH_MAX);
+		return -1;
+	}
+	cfg->net_bench = (uint32_t)n;
+	return 0;
+}
+
 static int hex_nibble(char c)
 {
 	if (c >= '0' && c <= '9')
@@ -728,6 +746,7 @@ static const struct config_key {
 	{ "net_gw", key_net_gw },
 	{ "receiver", key_receiver },
 	{ "net_selftest", key_net_selftest },
+	{ "net_bench", key_net_bench },
 	{ "control_key", key_control_key },
 	{ "machine", key_machine },
 	{ "poll_us", key_poll_us },
@@ -941,14 +960,14 @@ void config_log(const struct tv_config *cfg)
 			snprintf(ip, sizeof(ip), "%u.%u.%u.%u/%u", cfg->net_ip >> 24,
 				 (cfg->net_ip >> 16) & 255, (cfg->net_ip >> 8) & 255,
 				 cfg->net_ip & 255, cfg->net_prefix);
-		log_info("config: nic=%s net_ip=%s net_gw=%u.%u.%u.%u receiver=%u.%u.%u.%u:%u net_selftest=%u",
+		log_info("config: nic=%s net_ip=%s net_gw=%u.%u.%u.%u receiver=%u.%u.%u.%u:%u net_selftest=%u net_bench=%u",
 			 cfg->nic == CONFIG_NIC_AUTO ? "auto" : cfg->nic == CONFIG_NIC_OFF ? "off" :
 			 cfg->nic == CONFIG_NIC_PCI ? "pci" : "mac", ip,
 			 cfg->net_gw >> 24, (cfg->net_gw >> 16) & 255, (cfg->net_gw >> 8) & 255,
 			 cfg->net_gw & 255,
 			 cfg->receiver_ip >> 24, (cfg->receiver_ip >> 16) & 255,
 			 (cfg->receiver_ip >> 8) & 255, cfg->receiver_ip & 255, cfg->receiver_port,
-			 cfg->net_selftest);
+			 cfg->net_selftest, cfg->net_bench);
 	}
 	/* The key itself never goes to the log (the log travels with the trace). */
 	log_info("config: machine=%s control_key=%s", cfg->machine,

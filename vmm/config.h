@@ -64,6 +64,7 @@ struct tv_config {
 	uint16_t receiver_port;
 	bool receiver_set;             /* receiver= given: the trace goes over the network */
 	uint32_t net_selftest;         /* records of the boot-time link self-test, 0 = off */
+	uint32_t net_bench;            /* raw frames sent after the self-test, 0 = off */
 	uint8_t control_key[CONFIG_CONTROL_KEY_MAX]; /* HMAC key of CONTROL messages */
 	uint8_t control_key_len;       /* 0 = no control key: CONTROL refused */
 	char machine[CONFIG_MACHINE_MAX]; /* name in the HELLO and the capture's directory */
@@ -76,6 +77,7 @@ struct tv_config {
 
 enum { CONFIG_NIC_AUTO, CONFIG_NIC_OFF, CONFIG_NIC_PCI, CONFIG_NIC_MAC };
 #define CONFIG_NET_SELFTEST_MAX 1000000u
+#define CONFIG_NET_BENCH_MAX 1000000u
 
 struct config_error {
 	uint32_t line;                 /* 1-based */

@@ -882,12 +882,14 @@ static void test_net_defaults_and_good_values(void **state)
 	assert_int_equal(cfg.receiver_port, 6543);
 	assert_false(cfg.receiver_set);
 	assert_int_equal(cfg.net_selftest, 0);
+	assert_int_equal(cfg.net_bench, 0);
 
 	assert_int_equal(parse("nic = 00:1f.6\n"
 			       "net_ip = 192.168.1.77/24\n"
 			       "net_gw = 192.168.1.1\n"
 			       "receiver = 192.168.1.2:40000\n"
-			       "net_selftest = 5000\n"), 0);
+			       "net_selftest = 5000\n"
+			       "net_bench = 20000\n"), 0);
 	assert_int_equal(cfg.nic, CONFIG_NIC_PCI);
 	assert_int_equal(cfg.nic_pci[0], 0x00);
 	assert_int_equal(cfg.nic_pci[1], 0x1f);
@@ -900,6 +902,7 @@ static void test_net_defaults_and_good_values(void **state)
 	assert_int_equal(cfg.receiver_port, 40000);
 	assert_true(cfg.receiver_set);
 	assert_int_equal(cfg.net_selftest, 5000);
+	assert_int_equal(cfg.net_bench, 20000);
 
 	assert_int_equal(parse("nic = 0000:3A:00.1\n"), 0);
 	assert_int_equal(cfg.nic, CONFIG_NIC_PCI);
@@ -908,12 +911,13 @@ static void test_net_defaults_and_good_values(void **state)
 	assert_int_equal(cfg.nic_pci[2], 1);
 
 	assert_int_equal(parse("nic = 52:54:00:AB:cd:0f\nnet_ip = dhcp\nnet_gw = none\n"
-			       "net_selftest = off\n"), 0);
+			       "net_selftest = off\nnet_bench = off\n"), 0);
 	assert_int_equal(cfg.nic, CONFIG_NIC_MAC);
 	assert_memory_equal(cfg.nic_mac, ((uint8_t[]){ 0x52, 0x54, 0, 0xab, 0xcd, 0x0f }), 6);
 	assert_true(cfg.net_dhcp);
 	assert_int_equal(cfg.net_gw, 0);
 	assert_int_equal(cfg.net_selftest, 0);
+	assert_int_equal(cfg.net_bench, 0);
 
 	assert_int_equal(parse("nic = off\n"), 0);
 	assert_int_equal(cfg.nic, CONFIG_NIC_OFF);
@@ -947,6 +951,8 @@ static void test_net_bad_values(void **state)
 		{ "receiver = host:6543", "receiver must be" },
 		{ "net_selftest = 1000001", "net_selftest must be" },
 		{ "net_selftest = many", "net_selftest must be" },
+		{ "net_bench = 1000001", "net_bench must be" },
+		{ "net_bench = -1", "net_bench must be" },
 	};
 
 	(void)state;

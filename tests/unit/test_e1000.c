@@ -406,9 +406,11 @@ static void test_tx_ring_full_then_drains(void **state)
 	assert_int_equal(nic_tx(&nic, f, sizeof(f)), NIC_E_FULL);
 	assert_int_equal(nic.stats.tx_drops, 1);
 	assert_int_equal(m.nframes, 0);
+	assert_int_equal(nic_tx_pending(&nic), E1000_NTX - 1);
 	m.tx_stalled = false;
 	model_tx();
 	assert_int_equal(m.nframes, E1000_NTX - 1);
+	assert_int_equal(nic_tx_pending(&nic), 0);
 	/* DD written back: the ring is reclaimed and wraps. */
 	for (i = 0; i < 2 * E1000_NTX; i++) {
 		frame(f, sizeof(f), 1000u + (uint32_t)i);

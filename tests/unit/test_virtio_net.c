@@ -332,9 +332,11 @@ static void test_tx_with_header_then_ring_full(void **state)
 		assert_int_equal(nic_tx(&nic, f, 60), 0);
 	assert_int_equal(nic_tx(&nic, f, 60), NIC_E_FULL);
 	assert_int_equal(nic.stats.tx_drops, 1);
+	assert_int_equal(nic_tx_pending(&nic), 64);
 	m.tx_stalled = false;
 	model_tx();
 	assert_int_equal(m.nframes, 66);
+	assert_int_equal(nic_tx_pending(&nic), 0);
 	/* Used entries give the slots back; the avail index runs past 16 bits. */
 	for (i = 0; i < 70000; i++) {
 		frame(f, 64, (uint32_t)i);
