@@ -120,6 +120,23 @@ all: $(BUILD)/lbrtest.efi
 .PHONY: all
 all: $(BUILD)/tracevisor.efi $(BUILD)/payload.efi tools
 
+# --- Intel PT model test (tests/bochs/pt-model.sh, docs/BOCHS-MODEL.md): the
+# guest program and the host-side libipt decoder (built where libipt-dev is)
+PTTEST_SRCS := tests/payload/pttest.c tests/payload/pt_code.S vmm/hw/hw_x86.c
+PTTEST_OBJS := $(patsubst %.S,$(BUILD)/efi/%.o,$(patsubst %.c,$(BUILD)/efi/%.o,$(PTTEST_SRCS)))
+$(BUILD)/pttest.so: $(PTTEST_OBJS) linker.ld
+	@echo "  LD      $@"
+	$(Q)$(LD) $(EFI_LDFLAGS) $(EFI_CRT0) $(PTTEST_OBJS) $(EFI_LIBS) -o $@
+all: $(BUILD)/pttest.efi
+-include $(PTTEST_OBJS:.o=.d)
+$(BUILD)/pt-flow: tests/bochs/pt_flow.c
+	@mkdir -p $(dir $@)
+	@echo "  HOSTCC  $<"
+	$(Q)$(HOST_CC) -std=gnu11 -g -O1 $(WARN) $< $(shell pkg-config --libs libipt 2>/dev/null || echo -lipt) -o $@
+ifneq ($(wildcard /usr/include/intel-pt.h),)
+all: $(BUILD)/pt-flow
+endif
+
 # --- the Linux guest fixture (docs/LINUX-FIXTURE.md) ---------------------------
 include tests/linux/linux.mk
 

@@ -1,0 +1,333 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pttest.c - guest program for the Bochs Intel PT model test
+ * (tests/bochs/pt-model.sh, docs/BOCHS-MODEL.md).  A UEFI application
+ * started directly by OVMF (no tracevisor): it runs the known code of
+ * pt_code.S with Intel PT on, in ring 0 with interrupts off, under
+ * several configurations, and dumps what the modelled hardware wrote,
+ * for the host to decode with libipt (build/pt-flow):
+ *
+ *   PTTEST base ptt_run 0xADDR              where the image was loaded
+ *   PTTEST cpuid pt N max 0xM ebx 0xB ecx 0xC ranges N
+ *                                           CPUID.(7,0):EBX[25], (14H,0), (14H,1)
+ *   PTTEST cr3 0xCR3                        CR3 while tracing (PIP, CR3 filter)
+ *   PTTEST gp NAME N                        #GPs raised by one MSR access
+ *   PTTEST run NAME ctl 0xC status 0xS mask 0xM bytes N [pmi N lvt 0xL gstat 0xG]
+ *   PTTEST data NAME 0xOFFSET HEX...        the run's output, 32 bytes a line
+ *   PTTEST done
+ *
+ * Without PT (CPUID.(7,0):EBX[25] = 0) only the cpuid line and done.
+ */
+#include <efi.h>
+#include <stdint.h>
+
+#include "vmm/hw.h"
+#include "tests/payload/guest_out.h"
+
+#define MSR_PERF_GLOBAL_STATUS   0x38e
+#define MSR_PERF_GLOBAL_OVF_CTRL 0x390
+#define MSR_RTIT_OUTPUT_BASE     0x560
+#define MSR_RTIT_OUTPUT_MASK     0x561
+#define MSR_RTIT_CTL             0x570
+#define MSR_RTIT_STATUS          0x571
+#define MSR_RTIT_CR3_MATCH       0x572
+#define MSR_RTIT_ADDR0_A         0x580
+#define MSR_RTIT_ADDR0_B         0x581
+
+#define CTL_TRACEEN   (1ull << 0)
+#define CTL_OS        (1ull << 2)
+#define CTL_USER      (1ull << 3)
+#define CTL_CR3FILTER (1ull << 7)
+#define CTL_TOPA      (1ull << 8)
+#define CTL_TSCEN     (1ull << 10)
+#define CTL_DISRETC   (1ull << 11)
+#define CTL_BRANCHEN  (1ull << 13)
+#define CTL_ADDR0_CFG(v) ((uint64_t)(v) << 32)
+
+#define TOPA_END  (1ull << 0)
+#define TOPA_INT  (1ull << 2)
+#define TOPA_STOP (1ull << 4)
+
+#define LAPIC_LVT_PERFMON 0xfee00340ull
+#define PMI_VECTOR 0xee
+
+#define SR_SIZE   0x10000ull   /* single-range buffer: 64 KiB, aligned to its size */
+#define TOPA_REGION 0x1000ull  /* each ToPA region: 4 KiB (Size 0) */
+
+void ptt_run(void);
+void ptt_gp(void);
+void ptt_pmi(void);
+void ptt_leaf(void);
+void ptt_leaf_end(void);
+extern uint64_t ptt_ctl, ptt_gp_count, ptt_pmi_count;
+extern uint32_t ptt_iters;
+
+static void say(const char *s)
+{
+	com1_puts(s);
+	com1_puts("\r\n");
+}
+
+static volatile uint32_t *lapic_reg(uint64_t a)
+{
+	return (volatile uint32_t *)(uintptr_t)a;
+}
+
+/* An interrupt gate for vector v (SDM 3A 6.14.1); the old one in saved. */
+static void set_gate(unsigned v, void (*fn)(void), uint64_t saved[2])
+{
+	struct hw_dtr idtr;
+	uint64_t *gate, h = (uint64_t)(uintptr_t)fn;
+
+	hw_sidt(&idtr);
+	gate = (uint64_t *)(uintptr_t)(idtr.base + 16 * v);
+	saved[0] = gate[0];
+	saved[1] = gate[1];
+	gate[0] = (h & 0xffff) | ((uint64_t)hw_read_selector(HW_SEG_CS) << 16) |
+		  ((uint64_t)0x8e << 40) | (((h >> 16) & 0xffff) << 48);
+	gate[1] = h >> 32;
+}
+
+static void restore_gate(unsigned v, const uint64_t saved[2])
+{
+	struct hw_dtr idtr;
+	uint64_t *gate;
+
+	hw_sidt(&idtr);
+	gate = (uint64_t *)(uintptr_t)(idtr.base + 16 * v);
+	gate[0] = saved[0];
+	gate[1] = saved[1];
+}
+
+static void dump(const char *name, const uint8_t *buf, uint64_t n, uint64_t at)
+{
+	static const char digits[] = "0123456789abcdef";
+	char line[200], *p;
+
+	for (uint64_t off = 0; off < n; off += 32) {
+		p = append(line, "PTTEST data ");
+		p = append(p, name);
+		p = append(p, " ");
+		p = hex(p, at + off);
+		p = append(p, " ");
+		for (uint64_t k = off; k < n && k < off + 32; k++) {
+			*p++ = digits[buf[k] >> 4];
+			*p++ = digits[buf[k] & 15];
+		}
+		*p = '\0';
+		say(line);
+	}
+}
+
+static void report(const char *name, uint64_t ctl, uint64_t bytes, int pmi)
+{
+	char line[240], *p;
+
+	p = append(line, "PTTEST run ");
+	p = append(p, name);
+	p = append(p, " ctl ");
+	p = hex(p, ctl);
+	p = append(p, " status ");
+	p = hex(p, hw_rdmsr(MSR_RTIT_STATUS));
+	p = append(p, " mask ");
+	p = hex(p, hw_rdmsr(MSR_RTIT_OUTPUT_MASK));
+	p = append(p, " bytes ");
+	p = dec(p, bytes);
+	if (pmi) {
+		p = append(p, " pmi ");
+		p = dec(p, ptt_pmi_count);
+		p = append(p, " lvt ");
+		p = hex(p, *lapic_reg(LAPIC_LVT_PERFMON));
+		p = append(p, " gstat ");
+		p = hex(p, hw_rdmsr(MSR_PERF_GLOBAL_STATUS));
+	}
+	say(line);
+}
+
+/* One single-range run: the whole of ptt_run's output at buf. */
+static void run_single(const char *name, uint8_t *buf, uint64_t ctl, uint32_t iters)
+{
+	uint64_t bytes;
+
+	hw_wrmsr(MSR_RTIT_STATUS, 0);	/* PacketByteCnt 0: a PSB+ on enable */
+	hw_wrmsr(MSR_RTIT_OUTPUT_BASE, (uint64_t)(uintptr_t)buf);
+	hw_wrmsr(MSR_RTIT_OUTPUT_MASK, SR_SIZE - 1);	/* offset 0, size 64 KiB */
+	ptt_ctl = ctl | CTL_TRACEEN | CTL_BRANCHEN;
+	ptt_iters = iters;
+	ptt_run();
+	bytes = hw_rdmsr(MSR_RTIT_OUTPUT_MASK) >> 32;
+	report(name, ptt_ctl, bytes, 0);
+	dump(name, buf, bytes, 0);
+}
+
+/*
+ * ToPA: region 0 (4 KiB, INT), region 1 (4 KiB, STOP), END back to the
+ * table.  The run writes more than 8 KiB, so region 0 fills (one PMI,
+ * pending until interrupts are on again) and region 1 fills (Stopped).
+ */
+static void run_topa(const char *name, uint64_t *table, uint8_t *r0, uint8_t *r1,
+		     uint64_t ctl, uint32_t iters, int bad)
+{
+	uint64_t saved[2], mask, idx, off, bytes;
+
+	table[0] = (uint64_t)(uintptr_t)r0 | TOPA_INT | (bad ? 2 : 0);	/* bit 1 reserved */
+	table[1] = (uint64_t)(uintptr_t)r1 | TOPA_STOP;
+	table[2] = (uint64_t)(uintptr_t)table | TOPA_END;
+	hw_wrmsr(MSR_RTIT_STATUS, 0);
+	hw_wrmsr(MSR_RTIT_OUTPUT_BASE, (uint64_t)(uintptr_t)table);
+	hw_wrmsr(MSR_RTIT_OUTPUT_MASK, 0x7f);	/* entry 0, offset 0 */
+	set_gate(PMI_VECTOR, ptt_pmi, saved);
+	ptt_pmi_count = 0;
+	*lapic_reg(LAPIC_LVT_PERFMON) = PMI_VECTOR;	/* fixed, unmasked */
+	ptt_ctl = ctl | CTL_TRACEEN | CTL_BRANCHEN | CTL_TOPA;
+	ptt_iters = iters;
+	ptt_run();
+	/* the PMI was made pending with IF = 0: take it now */
+	__asm__ volatile("sti; nop; nop; cli" ::: "memory");
+	mask = hw_rdmsr(MSR_RTIT_OUTPUT_MASK);
+	idx = (mask & 0xffffffffu) >> 7;
+	off = mask >> 32;
+	bytes = idx * TOPA_REGION + off;
+	report(name, ptt_ctl, bytes, 1);
+	*lapic_reg(LAPIC_LVT_PERFMON) = 0x10000;	/* masked again */
+	restore_gate(PMI_VECTOR, saved);
+	dump(name, r0, idx ? TOPA_REGION : off, 0);
+	if (idx)
+		dump(name, r1, off, TOPA_REGION);
+	/* clear Trace_ToPA_PMI and show it cleared */
+	hw_wrmsr(MSR_PERF_GLOBAL_OVF_CTRL, 1ull << 55);
+	{
+		char line[80], *p = append(line, "PTTEST gstat-after-clear ");
+
+		p = append(p, name);
+		p = append(p, " ");
+		hex(p, hw_rdmsr(MSR_PERF_GLOBAL_STATUS));
+		say(line);
+	}
+}
+
+/* One MSR access expected to #GP or not: prints how many #GPs it raised. */
+static void gp_check(const char *name, int write, uint32_t msr, uint64_t v)
+{
+	char line[80], *p;
+
+	ptt_gp_count = 0;
+	if (write)
+		hw_wrmsr(msr, v);
+	else
+		(void)hw_rdmsr(msr);
+	p = append(line, "PTTEST gp ");
+	p = append(p, name);
+	p = append(p, " ");
+	dec(p, ptt_gp_count);
+	say(line);
+}
+
+static void msr_checks(uint8_t *buf)
+{
+	uint64_t saved[2];
+
+	set_gate(13, ptt_gp, saved);
+	gp_check("ctl-valid", 1, MSR_RTIT_CTL, CTL_OS | CTL_BRANCHEN);
+	gp_check("ctl-cycen", 1, MSR_RTIT_CTL, CTL_OS | CTL_BRANCHEN | (1ull << 1));
+	gp_check("ctl-mtcen", 1, MSR_RTIT_CTL, CTL_OS | CTL_BRANCHEN | (1ull << 9));
+	gp_check("ctl-psbfreq", 1, MSR_RTIT_CTL, CTL_OS | CTL_BRANCHEN | (1ull << 24));
+	gp_check("ctl-addr0-cfg3", 1, MSR_RTIT_CTL, CTL_OS | CTL_BRANCHEN | CTL_ADDR0_CFG(3));
+	gp_check("ctl-addr2-cfg1", 1, MSR_RTIT_CTL, CTL_OS | CTL_BRANCHEN | (1ull << 40));
+	gp_check("ctl-branchen0", 1, MSR_RTIT_CTL, CTL_OS | CTL_TRACEEN);
+	gp_check("status-reserved", 1, MSR_RTIT_STATUS, 1ull << 3);
+	gp_check("cr3-match-low", 1, MSR_RTIT_CR3_MATCH, 0x10);
+	gp_check("base-low", 1, MSR_RTIT_OUTPUT_BASE, 0x40);
+	gp_check("addr0-noncanonical", 1, MSR_RTIT_ADDR0_A, 0x0000800000000000ull);
+	gp_check("addr0-valid", 1, MSR_RTIT_ADDR0_A, 0xffff800000000000ull);
+	gp_check("global-status-write", 1, MSR_PERF_GLOBAL_STATUS, 0);
+	/* with TraceEn = 1 (PT on, output into buf): the locked MSRs */
+	hw_wrmsr(MSR_RTIT_STATUS, 0);
+	hw_wrmsr(MSR_RTIT_OUTPUT_BASE, (uint64_t)(uintptr_t)buf);
+	hw_wrmsr(MSR_RTIT_OUTPUT_MASK, SR_SIZE - 1);
+	hw_wrmsr(MSR_RTIT_CTL, CTL_TRACEEN | CTL_OS | CTL_BRANCHEN);
+	gp_check("on-ctl-same", 1, MSR_RTIT_CTL, CTL_TRACEEN | CTL_OS | CTL_BRANCHEN);
+	gp_check("on-ctl-change", 1, MSR_RTIT_CTL, CTL_TRACEEN | CTL_OS | CTL_USER | CTL_BRANCHEN);
+	gp_check("on-base", 1, MSR_RTIT_OUTPUT_BASE, (uint64_t)(uintptr_t)buf);
+	gp_check("on-mask", 1, MSR_RTIT_OUTPUT_MASK, SR_SIZE - 1);
+	gp_check("on-status", 1, MSR_RTIT_STATUS, 0);
+	gp_check("on-cr3-match", 1, MSR_RTIT_CR3_MATCH, 0);
+	gp_check("on-addr0", 1, MSR_RTIT_ADDR0_A, 0);
+	gp_check("on-read-ctl", 0, MSR_RTIT_CTL, 0);
+	gp_check("off-ctl", 1, MSR_RTIT_CTL, CTL_OS | CTL_BRANCHEN);	/* clears TraceEn */
+	gp_check("off-base", 1, MSR_RTIT_OUTPUT_BASE, (uint64_t)(uintptr_t)buf);
+	hw_wrmsr(MSR_RTIT_CTL, 0);
+	hw_wrmsr(MSR_RTIT_ADDR0_A, 0);
+	restore_gate(13, saved);
+}
+
+EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab);
+
+EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
+{
+	struct hw_cpuid_regs r7, r14, r14b;
+	EFI_PHYSICAL_ADDRESS mem = 0;
+	char line[200], *p;
+	int pt;
+
+	(void)image;
+	p = append(line, "PTTEST base ptt_run ");
+	hex(p, (uint64_t)(uintptr_t)ptt_run);
+	say(line);
+	hw_cpuid(7, 0, &r7);
+	hw_cpuid(0x14, 0, &r14);
+	hw_cpuid(0x14, 1, &r14b);
+	pt = (r7.ebx >> 25) & 1;
+	p = append(line, "PTTEST cpuid pt ");
+	p = dec(p, pt);
+	p = append(p, " max ");
+	p = hex(p, r14.eax);
+	p = append(p, " ebx ");
+	p = hex(p, r14.ebx);
+	p = append(p, " ecx ");
+	p = hex(p, r14.ecx);
+	p = append(p, " ranges ");
+	dec(p, r14b.eax & 7);
+	say(line);
+
+	/* 64 KiB single-range buffer aligned to its size, a ToPA table and two
+	 * 4 KiB regions: 36 pages of boot-services memory, physical = virtual
+	 * under OVMF's identity map */
+	if (pt && systab->BootServices->AllocatePages(AllocateAnyPages, EfiLoaderData, 48, &mem) == EFI_SUCCESS) {
+		uint8_t *sr = (uint8_t *)(uintptr_t)((mem + SR_SIZE - 1) & ~(SR_SIZE - 1));
+		uint8_t *after = sr + SR_SIZE;
+		uint64_t *table = (uint64_t *)(uintptr_t)after;
+		uint8_t *r0 = after + 0x1000, *r1 = after + 0x2000;
+		uint64_t cr3 = hw_read_cr3();
+
+		p = append(line, "PTTEST cr3 ");
+		hex(p, cr3);
+		say(line);
+		hw_cli();
+		msr_checks(sr);
+		/* the runs, in the order the debugger script counts them */
+		run_single("sr", sr, CTL_OS | CTL_TSCEN, 1500);		/* 1, traced */
+		run_single("noretc", sr, CTL_OS | CTL_DISRETC, 1500);	/* 2 */
+		run_topa("topa", table, r0, r1, CTL_OS | CTL_DISRETC, 1500, 0); /* 3 */
+		run_topa("topabad", table, r0, r1, CTL_OS | CTL_DISRETC, 8, 1);  /* 4 */
+		hw_wrmsr(MSR_RTIT_CR3_MATCH, cr3 & ~0xfffull);
+		run_single("cr3hit", sr, CTL_OS | CTL_CR3FILTER, 8);	/* 5 */
+		hw_wrmsr(MSR_RTIT_CR3_MATCH, (cr3 & ~0xfffull) ^ 0x1000);
+		run_single("cr3miss", sr, CTL_OS | CTL_CR3FILTER, 8);	/* 6 */
+		hw_wrmsr(MSR_RTIT_CR3_MATCH, 0);
+		run_single("user", sr, CTL_USER, 8);			/* 7 */
+		hw_wrmsr(MSR_RTIT_ADDR0_A, (uint64_t)(uintptr_t)ptt_leaf);
+		hw_wrmsr(MSR_RTIT_ADDR0_B, (uint64_t)(uintptr_t)ptt_leaf_end - 1);
+		run_single("ipf", sr, CTL_OS | CTL_ADDR0_CFG(1), 64);	/* 8, traced */
+		hw_wrmsr(MSR_RTIT_ADDR0_A, 0);
+		hw_wrmsr(MSR_RTIT_ADDR0_B, 0);
+		systab->BootServices->FreePages(mem, 48);
+	}
+	say("PTTEST done");
+
+	systab->RuntimeServices->ResetSystem(EfiResetShutdown, EFI_SUCCESS, 0, NULL);
+	for (const char *s = "Shutdown"; *s; s++)
+		hw_outb(0x8900, (uint8_t)*s);
+	for (;;)
+		hw_halt();
+}
