@@ -166,7 +166,7 @@ out:
 /* Backends the engine drives today (vmm/trace_engine.c). */
 static bool backend_wired(enum tv_source s)
 {
-	return s == TV_SOURCE_MTF;
+	return s == TV_SOURCE_MTF || s == TV_SOURCE_BTF || s == TV_SOURCE_LBR;
 }
 
 /*
@@ -196,14 +196,16 @@ static void trace_setup_from_config(struct vmx_boot_params *p, const struct tv_c
 		chosen = TV_SOURCE_NONE;
 	} else if (!backend_wired(chosen)) {
 		if (req != TV_SOURCE_NONE) {
-			log_err("trace: source=%s: the CPU has it but this build drives only mtf so far; tracing off",
+			log_err("trace: source=%s: the CPU has it but this build drives only mtf, btf and lbr so far; tracing off",
 				trace_caps_source_name(req));
 			chosen = TV_SOURCE_NONE;
+		} else if (trace_choose(&tc, TV_SOURCE_BTF, &chosen, why, sizeof(why)) == 0) {
+			log_warn("trace: auto: the CPU offers better sources, but this build drives only mtf, btf and lbr so far: btf");
 		} else if (trace_choose(&tc, TV_SOURCE_MTF, &chosen, why, sizeof(why))) {
 			log_err("trace: auto: no source this build can drive (%s); tracing off", why);
 			chosen = TV_SOURCE_NONE;
 		} else {
-			log_warn("trace: auto: the CPU offers better sources, but this build drives only mtf so far");
+			log_warn("trace: auto: the CPU offers better sources, but this build drives only mtf, btf and lbr so far: mtf");
 		}
 	}
 	if (chosen != TV_SOURCE_NONE)

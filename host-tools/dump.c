@@ -63,6 +63,8 @@ void tvh_dump_fields(FILE *out, const struct trace_event *r, struct tvh_symtab *
 			fputs(" in-tsx", out);
 		if (r->u.branch.flags & TV_BRF_TSX_ABORT)
 			fputs(" tsx-abort", out);
+		if (r->type == TV_REC_LBR && (r->u.branch.flags & TV_BRF_LBR_FULL))
+			fputs(" lbr-full", out);
 		if (r->u.branch.compact)
 			fputs(" compact", out);
 		break;

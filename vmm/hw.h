@@ -47,6 +47,12 @@ void hw_write_cr0(uint64_t value);
 void hw_write_cr2(uint64_t value);
 void hw_write_cr3(uint64_t value);
 void hw_write_cr4(uint64_t value);
+/*
+ * DR6: VMX does not switch it (SDM 3C 28.3.4: a #DB VM exit leaves it
+ * unchanged), so in VMX root it holds the guest's value.
+ */
+uint64_t hw_read_dr6(void);
+void hw_write_dr6(uint64_t value);
 uint64_t hw_read_dr7(void);
 void hw_write_dr7(uint64_t value);
 uint64_t hw_read_rflags(void);

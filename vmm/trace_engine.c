@@ -10,6 +10,8 @@
 #include "vmm/hw.h"
 #include "vmm/hypercall.h"
 #include "vmm/log.h"
+#include "vmm/msr.h"
+#include "vmm/trace_caps.h"
 #include "vmm/trace_engine.h"
 #include "vmm/trace_read.h"
 
@@ -161,6 +163,12 @@ static void gmem_from_vmcs(struct gmem_ctx *g)
 
 static void set_mtf(struct per_cpu *cpu, bool on);
 
+/* An MTF window is open on this CPU (the control stays on for it). */
+static bool mtf_window(const struct per_cpu *cpu)
+{
+	return cpu->trace.active && setup.source == TV_SOURCE_MTF;
+}
+
 /* --- the address trigger ------------------------------------------------- */
 
 /*
@@ -241,7 +249,7 @@ bool trace_trigger_fetch(struct per_cpu *cpu, uint64_t gpa)
 	}
 	/* Another instruction in the page: run it alone, then disarm again. */
 	cpu->trace.trigger_step = true;
-	if (!cpu->trace.active)
+	if (!mtf_window(cpu))
 		set_mtf(cpu, true);
 	return true;
 }
@@ -250,12 +258,139 @@ bool trace_trigger_fetch(struct per_cpu *cpu, uint64_t gpa)
 static void trigger_step_done(struct per_cpu *cpu)
 {
 	cpu->trace.trigger_step = false;
-	if (!cpu->trace.active)
+	if (!mtf_window(cpu))
 		set_mtf(cpu, false);
 	ept_edit_lock();
 	if (trig_armed && trig_set_rights(EPT_R | EPT_W, true))
 		log_err("trace: cpu %u: cannot re-arm the start address", cpu->index);
 	ept_edit_unlock();
+}
+
+/* --- btf and lbr: the hardware around them --------------------------------- */
+
+static bool hw_source(void)
+{
+	return setup.source == TV_SOURCE_BTF || setup.source == TV_SOURCE_LBR;
+}
+
+/*
+ * The IA32_DEBUGCTL bits the backend owns (docs/TRACE-MSR-POLICY.md, the
+ * same set as vmm/trace_msr.c's): never the guest's in the VMCS field.
+ */
+static uint64_t debugctl_owned(void)
+{
+	switch (setup.source) {
+	case TV_SOURCE_BTF:
+		return DEBUGCTL_LBR | DEBUGCTL_BTF | DEBUGCTL_FREEZE_LBRS_ON_PMI;
+	case TV_SOURCE_LBR:
+		return DEBUGCTL_LBR | DEBUGCTL_FREEZE_LBRS_ON_PMI;
+	default:
+		return 0;
+	}
+}
+
+/*
+ * The legacy LBR stack of this CPU, probed once (in VMX root: CPUID and
+ * IA32_PERF_CAPABILITIES), and the VMX controls that switch the guest's
+ * DEBUGCTL (SDM 3C 27.3.1, 28.3.1): without "load debug controls" the
+ * guest would run with the host's DEBUGCTL (0), without "save debug
+ * controls" its own writes would be lost at the next exit.
+ */
+static bool lbr_usable(struct per_cpu *cpu)
+{
+	struct trace_cpu *t = &cpu->trace;
+
+	if (!t->lbr_probed) {
+		t->lbr_probed = true;
+		lbr_probe(&t->lbr_caps);
+		if (!t->lbr_caps.supported)
+			log_err("trace: cpu %u: no usable LBR stack: %s", cpu->index,
+				t->lbr_caps.reason ? t->lbr_caps.reason : "?");
+		else if (t->lbr_caps.arch)
+			log_err("trace: cpu %u: architectural LBR is not driven yet (IA32_LBR_CTL, the VMX LBR_CTL controls): %s refused",
+				cpu->index, trace_caps_source_name((enum tv_source)setup.source));
+		else
+			log_info("trace: cpu %u: LBR %s, format %u, %u deep", cpu->index,
+				 t->lbr_caps.name ? t->lbr_caps.name : "?", t->lbr_caps.format,
+				 t->lbr_caps.depth);
+		if (!(cpu->entry_ctls & ENTRY_LOAD_DEBUG_CONTROLS) ||
+		    !(cpu->exit_ctls & EXIT_SAVE_DEBUG_CONTROLS))
+			log_err("trace: cpu %u: the VMCS does not load and save the guest's DEBUGCTL (entry %#x, exit %#x)",
+				cpu->index, cpu->entry_ctls, cpu->exit_ctls);
+	}
+	return t->lbr_caps.supported && !t->lbr_caps.arch &&
+	       (cpu->entry_ctls & ENTRY_LOAD_DEBUG_CONTROLS) &&
+	       (cpu->exit_ctls & EXIT_SAVE_DEBUG_CONTROLS);
+}
+
+/* Intercept #DB from now on (exception bitmap bit 1, SDM 3C 25.6.3). */
+static void intercept_db(struct per_cpu *cpu)
+{
+	if (cpu->trace.db_intercepted)
+		return;
+	vmcs_write(VMCS_EXCEPTION_BITMAP,
+		   vmcs_get(VMCS_EXCEPTION_BITMAP) | (1ull << BTF_DB_VECTOR));
+	cpu->trace.db_intercepted = true;
+}
+
+/*
+ * btf, before every entry: TF and DEBUGCTL from btf_prepare_entry, with
+ * the guest's own DEBUGCTL bits (what the field holds without ours) as
+ * the shadow it merges.  Nothing to do while no window was ever opened
+ * and the field holds nothing of ours.
+ */
+static void btf_before_entry(struct per_cpu *cpu)
+{
+	struct trace_cpu *t = &cpu->trace;
+	uint64_t dbg = vmcs_get(VMCS_GUEST_IA32_DEBUGCTL);
+	struct btf_entry e;
+	uint64_t rflags, pending;
+
+	if (!t->btf.tracing && !t->btf.tf_armed && !t->btf.reflect_pending &&
+	    !(dbg & debugctl_owned()))
+		return;
+	btf_debugctl_write(&t->btf, dbg & ~debugctl_owned());
+	memset(&e, 0, sizeof(e));
+	e.rflags = rflags = vmcs_get(VMCS_GUEST_RFLAGS);
+	e.pending_dbg = pending = vmcs_get(VMCS_GUEST_PENDING_DBG_EXCEPTIONS);
+	e.interruptibility = (uint32_t)vmcs_get(VMCS_GUEST_INTERRUPTIBILITY);
+	e.activity = (uint32_t)vmcs_get(VMCS_GUEST_ACTIVITY_STATE);
+	btf_prepare_entry(&t->btf, &e);
+	if (e.rflags != rflags)
+		vmcs_write(VMCS_GUEST_RFLAGS, e.rflags);
+	if (e.debugctl != dbg)
+		vmcs_write(VMCS_GUEST_IA32_DEBUGCTL, e.debugctl);
+	if (e.pending_dbg != pending)
+		vmcs_write(VMCS_GUEST_PENDING_DBG_EXCEPTIONS, e.pending_dbg);
+	if (btf_intercept_db(&t->btf))
+		intercept_db(cpu);
+}
+
+/* lbr, before every entry: DEBUGCTL.LBR while a window is open, else off. */
+static void lbr_set_debugctl(struct per_cpu *cpu)
+{
+	struct trace_cpu *t = &cpu->trace;
+	uint64_t dbg = vmcs_get(VMCS_GUEST_IA32_DEBUGCTL);
+	uint64_t want = dbg & ~debugctl_owned();
+
+	if (t->active)
+		want = lbr_guest_debugctl(&t->lbr, want);
+	if (want != dbg)
+		vmcs_write(VMCS_GUEST_IA32_DEBUGCTL, want);
+}
+
+/*
+ * lbr: move what the stack holds into the ring.  Returns true when the
+ * ring refused records (the caller closes the window, TV_TRIG_FULL).
+ */
+static bool lbr_drain(struct trace_cpu *t)
+{
+	uint64_t dropped = t->lbr.stats.dropped;
+	int n = lbr_read(&t->lbr, t->ring, &setup.filter);
+
+	if (n > 0)
+		t->window_branches += (uint64_t)n;
+	return t->lbr.stats.dropped != dropped;
 }
 
 /* --- windows --------------------------------------------------------------- */
@@ -279,69 +414,141 @@ static uint64_t guest_linear_ip(void)
 	return vmcs_get(VMCS_GUEST_CS_BASE) + vmcs_get(VMCS_GUEST_RIP);
 }
 
+/* Can this CPU open a window of the configured source?  0 or TV_HC_ENOSYS. */
+static int source_usable(struct per_cpu *cpu)
+{
+	switch (setup.source) {
+	case TV_SOURCE_MTF:
+		return mtf_offered(cpu) ? 0 : TV_HC_ENOSYS;
+	case TV_SOURCE_BTF:
+	case TV_SOURCE_LBR:
+		return lbr_usable(cpu) ? 0 : TV_HC_ENOSYS;
+	default:
+		return TV_HC_ENOSYS;
+	}
+}
+
 int trace_start(struct per_cpu *cpu, enum tv_trigger why)
 {
 	struct trace_cpu *t = &cpu->trace;
+	int rc;
 
-	if (!t->ring || setup.source != TV_SOURCE_MTF || !mtf_offered(cpu))
+	if (!t->ring || source_usable(cpu))
 		return TV_HC_ENOSYS;
 	if (t->active)
 		return TV_HC_EBUSY;
+	switch (setup.source) {
+	case TV_SOURCE_BTF:
+		/* The shadow btf_start checks: the guest's bits, ours stripped. */
+		btf_debugctl_write(&t->btf, vmcs_get(VMCS_GUEST_IA32_DEBUGCTL) & ~debugctl_owned());
+		rc = btf_start(&t->btf, vmcs_get(VMCS_GUEST_RFLAGS));
+		if (rc) {
+			log_warn("trace: cpu %u: btf window not opened: %s", cpu->index,
+				 btf_strerror(rc));
+			return TV_HC_EBUSY;
+		}
+		memset(&t->btf.stats, 0, sizeof(t->btf.stats));
+		/*
+		 * LBR_SELECT 0: the top of the stack must be the branch that
+		 * stepped, whatever it is; btf_on_db filters in software.
+		 */
+		lbr_start(&t->lbr, &t->lbr_caps, NULL, LBR_KINDS_ALL, 0);
+		break;
+	case TV_SOURCE_LBR:
+		/* Empties the stack: nothing older than the window is recorded. */
+		lbr_start(&t->lbr, &t->lbr_caps, &setup.filter, LBR_KINDS_ALL, 0);
+		break;
+	default:
+		mtf_reset(&t->mtf);
+		break;
+	}
 	t->active = true;
 	t->window_branches = 0;
 	t->windows++;
-	mtf_reset(&t->mtf);
 	trace_append_start(t->ring, hw_rdtsc(), why, guest_linear_ip());
-	set_mtf(cpu, true);
+	if (setup.source == TV_SOURCE_MTF)
+		set_mtf(cpu, true);
+	/* btf and lbr arm in trace_before_entry, before this exit's VM entry. */
 	log_info("trace: cpu %u: window %llu started (%s) at %#llx", cpu->index,
 		 (unsigned long long)t->windows, trace_trigger_name(why),
 		 (unsigned long long)guest_linear_ip());
 	return TV_HC_OK;
 }
 
+static void log_stop(struct per_cpu *cpu, enum tv_trigger why)
+{
+	struct trace_cpu *t = &cpu->trace;
+	const char *trig = trace_trigger_name(why);
+	unsigned long long w = t->windows, b = t->window_branches, lost = t->ring->lost_records;
+
+	switch (setup.source) {
+	case TV_SOURCE_BTF:
+		log_info("trace: cpu %u: window %llu stopped (%s): %llu branches, %llu filtered, %llu dropped, %llu undecodable, %llu from unknown, %llu #DB exits, %llu reflected, %llu stray; ring lost %llu records",
+			 cpu->index, w, trig, b, (unsigned long long)t->btf.stats.filtered,
+			 (unsigned long long)t->btf.stats.dropped,
+			 (unsigned long long)t->btf.stats.decode_errors,
+			 (unsigned long long)t->btf.stats.from_unknown,
+			 (unsigned long long)t->btf.stats.db_exits,
+			 (unsigned long long)t->btf.stats.reflected,
+			 (unsigned long long)t->btf.stats.stray, lost);
+		break;
+	case TV_SOURCE_LBR:
+		log_info("trace: cpu %u: window %llu stopped (%s): %llu branches, %llu filtered, %llu dropped, %llu reads, %llu full reads (older branches lost); ring lost %llu records",
+			 cpu->index, w, trig, b, (unsigned long long)t->lbr.stats.filtered,
+			 (unsigned long long)t->lbr.stats.dropped,
+			 (unsigned long long)t->lbr.stats.reads,
+			 (unsigned long long)t->lbr.stats.full_reads, lost);
+		break;
+	default:
+		log_info("trace: cpu %u: window %llu stopped (%s): %llu branches, %llu events, %llu filtered, %llu dropped, %llu undecodable, %llu steps; ring lost %llu records",
+			 cpu->index, w, trig, b, (unsigned long long)t->mtf.stats.events,
+			 (unsigned long long)t->mtf.stats.filtered,
+			 (unsigned long long)t->mtf.stats.dropped,
+			 (unsigned long long)t->mtf.stats.decode_errors,
+			 (unsigned long long)t->mtf.stats.observations, lost);
+		break;
+	}
+}
+
 int trace_stop(struct per_cpu *cpu, enum tv_trigger why)
 {
 	struct trace_cpu *t = &cpu->trace;
 
-	if (!t->ring || setup.source != TV_SOURCE_MTF)
+	if (!t->ring || (setup.source != TV_SOURCE_MTF && !hw_source()))
 		return TV_HC_ENOSYS;
 	if (!t->active)
 		return TV_HC_EBUSY;
 	t->active = false;
-	set_mtf(cpu, false);
+	switch (setup.source) {
+	case TV_SOURCE_BTF:
+		/* TF and DEBUGCTL come off in trace_before_entry (btf_prepare_entry). */
+		btf_stop(&t->btf);
+		lbr_stop(&t->lbr);
+		break;
+	case TV_SOURCE_LBR:
+		/* The branches since the last exit, before the STOP record. */
+		lbr_drain(t);
+		lbr_stop(&t->lbr);
+		break;
+	default:
+		set_mtf(cpu, false);
+		break;
+	}
 	trace_append_stop(t->ring, hw_rdtsc(), why, guest_linear_ip());
-	log_info("trace: cpu %u: window %llu stopped (%s): %llu branches, %llu events, %llu filtered, %llu dropped, %llu undecodable, %llu steps; ring lost %llu records",
-		 cpu->index, (unsigned long long)t->windows, trace_trigger_name(why),
-		 (unsigned long long)t->window_branches,
-		 (unsigned long long)t->mtf.stats.events,
-		 (unsigned long long)t->mtf.stats.filtered,
-		 (unsigned long long)t->mtf.stats.dropped,
-		 (unsigned long long)t->mtf.stats.decode_errors,
-		 (unsigned long long)t->mtf.stats.observations,
-		 (unsigned long long)t->ring->lost_records);
+	log_stop(cpu, why);
 	if (window_done)
 		window_done(cpu);
 	return TV_HC_OK;
 }
 
-void trace_before_entry(struct per_cpu *cpu)
+/* mtf: record the transfer since the last exit. */
+static void mtf_before_entry(struct per_cpu *cpu)
 {
 	struct trace_cpu *t = &cpu->trace;
 	struct gmem_ctx g;
 	struct mtf_guest mg;
 	int rc;
 
-	if (!t->ring)
-		return;
-	if (t->trigger_step && vmcs_get(VMCS_EXIT_REASON) != EXIT_REASON_EPT_VIOLATION)
-		trigger_step_done(cpu);
-	if (!t->boot_started) {
-		t->boot_started = true;
-		if (setup.start == TV_TRIG_BOOT && trace_start(cpu, TV_TRIG_BOOT) != TV_HC_OK)
-			log_warn("trace: cpu %u: could not start at boot", cpu->index);
-	}
-	if (!t->active)
-		return;
 	/* A CPU waiting for SIPI runs nothing: its next IP is the SIPI vector. */
 	if (cpu->sipi_state == VCPU_WAIT_FOR_SIPI) {
 		mtf_reset(&t->mtf);
@@ -358,8 +565,112 @@ void trace_before_entry(struct per_cpu *cpu)
 		trace_stop(cpu, TV_TRIG_LIMIT);
 }
 
+void trace_before_entry(struct per_cpu *cpu)
+{
+	struct trace_cpu *t = &cpu->trace;
+
+	if (!t->ring)
+		return;
+	if (t->trigger_step && vmcs_get(VMCS_EXIT_REASON) != EXIT_REASON_EPT_VIOLATION)
+		trigger_step_done(cpu);
+	if (!t->boot_started) {
+		t->boot_started = true;
+		if (setup.start == TV_TRIG_BOOT && trace_start(cpu, TV_TRIG_BOOT) != TV_HC_OK)
+			log_warn("trace: cpu %u: could not start at boot", cpu->index);
+	}
+	switch (setup.source) {
+	case TV_SOURCE_MTF:
+		if (t->active)
+			mtf_before_entry(cpu);
+		break;
+	case TV_SOURCE_BTF:
+		/* Also after a window: a TF we armed must come off. */
+		btf_before_entry(cpu);
+		break;
+	case TV_SOURCE_LBR:
+		/*
+		 * Every exit of a window drains: without a PMI these are the
+		 * only read points (the exit cleared DEBUGCTL, the stack is
+		 * as the guest left it).
+		 */
+		if (t->active && lbr_drain(t))
+			trace_stop(cpu, TV_TRIG_FULL);
+		else if (t->active && setup.stop_after && t->window_branches >= setup.stop_after)
+			trace_stop(cpu, TV_TRIG_LIMIT);
+		lbr_set_debugctl(cpu);
+		break;
+	default:
+		break;
+	}
+}
+
 enum exit_action exit_monitor_trap(struct exit_ctx *ctx)
 {
 	(void)ctx;
+	return EXIT_RESUME;
+}
+
+/* --- #DB exits (btf) ----------------------------------------------------------- */
+
+bool trace_owns_db(const struct per_cpu *cpu)
+{
+	return setup.source == TV_SOURCE_BTF && cpu->trace.ring && cpu->trace.db_intercepted;
+}
+
+enum exit_action exit_debug_exception(struct exit_ctx *ctx)
+{
+	struct per_cpu *cpu = ctx->cpu;
+	struct trace_cpu *t = &cpu->trace;
+	uint64_t info = vmcs_get(VMCS_EXIT_INTR_INFO);
+	uint32_t type = (uint32_t)(info >> INTR_INFO_TYPE_SHIFT) & 7u;
+	struct btf_db in;
+	struct btf_db_result out;
+	struct mtf_guest g;
+	struct gmem_ctx gm;
+	struct lbr_entry top;
+	uint64_t dropped = t->btf.stats.dropped;
+
+	if (type == INTR_TYPE_PRIV_SW_EXC) {
+		/*
+		 * INT1 (ICEBP) exits through bit 1 too; it is the guest's,
+		 * delivered as it was: type 5 with its length (SDM 3C 27.6.1.1).
+		 */
+		vmcs_write(VMCS_ENTRY_INSTRUCTION_LEN, vmcs_get(VMCS_EXIT_INSTRUCTION_LEN));
+		vmcs_write(VMCS_ENTRY_INTR_INFO, info & (INTR_INFO_VALID | 0x7ffu));
+		return EXIT_RESUME;
+	}
+	read_guest(&g);
+	memset(&in, 0, sizeof(in));
+	in.qual = ctx->qualification;
+	in.dr6 = hw_read_dr6();   /* VMX does not switch DR6: the guest's */
+	in.rip = g.ip;
+	in.cs_base = g.cs_base;
+	in.rflags = vmcs_get(VMCS_GUEST_RFLAGS);
+	in.cr3 = g.cr3;
+	in.cpl = g.cpl;
+	in.mode = g.mode;
+	/* The exit cleared DEBUGCTL, not the stack: its top is the branch. */
+	if (lbr_top(&t->lbr, &top)) {
+		in.lbr_valid = true;
+		in.lbr_from = top.from;
+		in.lbr_to = top.to;
+	}
+	gmem_from_vmcs(&gm);
+	btf_on_db(&t->btf, t->ring, &setup.filter, &in, fetch_guest, &gm, &out);
+	if (out.recorded)
+		t->window_branches++;
+	if (out.rflags != in.rflags)
+		vmcs_write(VMCS_GUEST_RFLAGS, out.rflags);
+	if (out.action == BTF_REFLECT) {
+		/* Delivery would have written DR6 (and cleared DR7.GD for BD). */
+		hw_write_dr6(out.dr6);
+		if (out.clear_dr7_gd)
+			vmcs_write(VMCS_GUEST_DR7, vmcs_get(VMCS_GUEST_DR7) & ~BTF_DR7_GD);
+		exit_inject_exception(ctx, VEC_DB, false, 0);
+	}
+	if (t->active && t->btf.stats.dropped != dropped)
+		trace_stop(cpu, TV_TRIG_FULL);
+	else if (t->active && setup.stop_after && t->window_branches >= setup.stop_after)
+		trace_stop(cpu, TV_TRIG_LIMIT);
 	return EXIT_RESUME;
 }

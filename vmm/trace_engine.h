@@ -5,14 +5,33 @@
  * and the backend's work on every VM exit.
  *
  * The engine is the glue between the VMX layer and the backends: it reads
- * guest state from the VMCS, sets the controls a backend needs (the
- * monitor trap flag for MTF), writes START/STOP/MARKER sideband records
- * and hands finished windows to the exporter.  Backends keep their logic
- * pure (vmm/trace_mtf.h, ...).
+ * guest state from the VMCS, sets the controls a backend needs, writes
+ * START/STOP/MARKER sideband records and hands finished windows to the
+ * exporter.  Backends keep their logic pure (vmm/trace_mtf.h,
+ * vmm/trace_btf.h, vmm/trace_lbr.h).
  *
- * Today the MTF backend is driven end to end; the hardware backends (BTF,
- * LBR, BTS, PT) have their logic and unit vectors in vmm/trace_<name>.c
- * and are refused here with TV_HC_ENOSYS until they are wired in.
+ * Backends driven end to end (docs/BACKENDS-MTF.md, docs/BACKENDS-LBR.md):
+ *  - mtf: the monitor trap flag while a window is open; every exit of the
+ *    window is one observed instruction (trace_before_entry).
+ *  - btf: RFLAGS.TF with IA32_DEBUGCTL.BTF|LBR in GUEST_IA32_DEBUGCTL,
+ *    armed by btf_prepare_entry before every VM entry; #DB intercepted
+ *    (exception bitmap bit 1, from the first window on, for good); each
+ *    #DB exit goes to exit_debug_exception: one TV_REC_BRANCH from the
+ *    LBR top (MSR_LASTBRANCH_TOS and its FROM/TO, which a VM exit does not
+ *    clear) to the guest's RIP, or a #DB reflected to the guest.
+ *  - lbr (legacy stack only): DEBUGCTL.LBR in GUEST_IA32_DEBUGCTL and the
+ *    filter in MSR_LBR_SELECT while a window is open; the stack is
+ *    drained (lbr_read, TV_REC_LBR) on every VM exit of the window and at
+ *    its stop.  No PMI is used: more than depth branches between two
+ *    exits lose the older ones, which the drain flags (TV_BRF_LBR_FULL on
+ *    the oldest record of a full read) and counts (the stop line's "full
+ *    reads").  Architectural LBR is refused (TV_HC_ENOSYS, logged).
+ * For btf and lbr the guest's IA32_DEBUGCTL bits the backend owns
+ * (LBR, FREEZE_LBRS_ON_PMI, and BTF for btf: docs/TRACE-MSR-POLICY.md)
+ * are the engine's in the VMCS on every entry, windows open or not; the
+ * guest's own bits in the field are kept (vmm/exit_msr.c merges them).
+ * BTS and PT have their logic and unit vectors in vmm/trace_<name>.c and
+ * are refused here with TV_HC_ENOSYS until they are wired in.
  *
  * Concurrency: each CPU only ever touches its own struct trace_cpu and
  * ring (in VMX root, on its own exits); the setup is written once at boot.
@@ -26,6 +45,8 @@
 
 #include "vmm/guest_mem.h"
 #include "vmm/trace.h"
+#include "vmm/trace_btf.h"
+#include "vmm/trace_lbr.h"
 #include "vmm/trace_mtf.h"
 
 struct per_cpu;
@@ -55,6 +76,12 @@ struct trace_cpu {
 	bool trigger_step;            /* stepping one instruction in the trigger page */
 	struct trace_cursor exported; /* the exporter's place in the ring */
 	struct mtf_state mtf;
+	/* btf and lbr */
+	bool lbr_probed;              /* lbr_probe ran on this CPU */
+	bool db_intercepted;          /* exception bitmap bit 1 set */
+	struct lbr_caps lbr_caps;
+	struct btf_state btf;         /* btf: TF/BTF arming, #DB policy */
+	struct lbr_state lbr;         /* lbr: the drains; btf: the stack's top */
 };
 
 /*
@@ -85,17 +112,21 @@ int trace_cpu_init(struct trace_cpu *t, void *mem, size_t bytes, uint32_t cpu_in
 
 /*
  * trace_start / trace_stop - open or close this CPU's window (VMX root,
- * current VMCS = the CPU's).  Return TV_HC_OK, TV_HC_ENOSYS (no ring, no
- * MTF control on this CPU, or a backend not wired in), TV_HC_EBUSY
- * (start while tracing, stop while not).
+ * current VMCS = the CPU's).  Return TV_HC_OK, TV_HC_ENOSYS (no ring; mtf
+ * without the MTF control; btf/lbr without a usable legacy LBR stack or
+ * without the load/save debug controls; a backend not wired in),
+ * TV_HC_EBUSY (start while tracing, stop while not; btf: start while the
+ * guest single-steps itself, RFLAGS.TF set).  A stop drains the LBR
+ * stack first (lbr) and logs the window's counts.
  */
 int trace_start(struct per_cpu *cpu, enum tv_trigger why);
 int trace_stop(struct per_cpu *cpu, enum tv_trigger why);
 
 /*
- * trace_before_entry - the last thing before VMRESUME: the backend's
- * per-exit work (MTF: record the transfer since the last exit) and the
- * boot trigger.
+ * trace_before_entry - the last thing before VMRESUME: the boot trigger,
+ * then the backend's per-exit work: mtf records the transfer since the
+ * last exit; btf arms (or disarms) TF and DEBUGCTL and keeps #DB
+ * intercepted; lbr drains the stack and sets DEBUGCTL.LBR.
  */
 void trace_before_entry(struct per_cpu *cpu);
 
@@ -117,5 +148,16 @@ bool trace_trigger_fetch(struct per_cpu *cpu, uint64_t gpa);
 
 /* Exit reason 37: the work happens in trace_before_entry. */
 enum exit_action exit_monitor_trap(struct exit_ctx *ctx);
+
+/*
+ * trace_owns_db - whether #DB exits of this CPU are the engine's (source
+ * btf, interception on).  exit_debug_exception - one exception exit with
+ * vector 1 (ctx->qualification read): a hardware #DB goes to btf_on_db
+ * (a branch record, a stray step swallowed, or a #DB reflected with the
+ * guest's DR6); an INT1 (privileged software exception) is re-injected
+ * as it was.
+ */
+bool trace_owns_db(const struct per_cpu *cpu);
+enum exit_action exit_debug_exception(struct exit_ctx *ctx);
 
 #endif /* TV_TRACE_ENGINE_H */

@@ -144,6 +144,12 @@ _Static_assert(sizeof(struct tv_rec) == 8, "tv_rec layout");
 #define TV_BRF_MISPRED    (1u << 1)   /* mispredicted (LBR_INFO, LBR sources) */
 #define TV_BRF_IN_TSX     (1u << 2)
 #define TV_BRF_TSX_ABORT  (1u << 3)
+/*
+ * LBR records: the stack was full when it was read, and this is the
+ * oldest record of that read: branches before it may have been lost (the
+ * stack holds only its depth; docs/BACKENDS-LBR.md).
+ */
+#define TV_BRF_LBR_FULL   (1u << 4)
 
 /* A branch: control went from `from` (the branch's IP) to `to`. */
 struct tv_rec_branch {

@@ -448,7 +448,7 @@ int lbr_read(struct lbr_state *s, struct tv_trace_ring *ring, const struct trace
 {
 	const struct lbr_caps *c;
 	uint64_t tos = 0;
-	uint32_t n = 0;
+	uint32_t n = 0, full = 0;
 	int written = 0;
 
 	if (!s || !ring || !s->started)
@@ -466,17 +466,22 @@ int lbr_read(struct lbr_state *s, struct tv_trace_ring *ring, const struct trace
 		n++;
 	}
 	s->stats.entries += n;
-	if (n == c->depth)
+	if (n == c->depth) {
 		s->stats.full_reads++;
+		full = TV_BRF_LBR_FULL;
+	}
 	for (uint32_t i = n; i-- > 0;) {
 		const struct lbr_entry *e = &s->scratch[i];
+		uint32_t flags = e->flags | full;
 
 		if (f && !trace_filter_ip(f, e->from, e->to)) {
 			s->stats.filtered++;
 			continue;
 		}
+		/* The gap, if any, is before the oldest record that goes out. */
+		full = 0;
 		if (trace_append_lbr(ring, e->from, e->to, (enum tv_branch_kind)e->kind,
-				     e->flags, e->info) == 0) {
+				     flags, e->info) == 0) {
 			s->stats.recorded++;
 			written++;
 		} else {

@@ -303,7 +303,8 @@ uint64_t lbr_guest_debugctl(const struct lbr_state *s, uint64_t guest_debugctl);
 
 /*
  * lbr_read - move the new records from the stack into ring, oldest first,
- * as TV_REC_LBR records (flags, kind, raw INFO), dropping those that fail
+ * as TV_REC_LBR records (flags, kind, raw INFO; TV_BRF_LBR_FULL on the
+ * oldest record written when every slot was new), dropping those that fail
  * the IP ranges of f (NULL: all; the CPL part of f is done in hardware by
  * lbr_select_bits / lbr_arch_ctl_bits; CR3 is not known per record and is
  * not applied), then empty the slots read.  A full ring (STOP) drops and

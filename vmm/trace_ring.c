@@ -419,7 +419,8 @@ int trace_append_lbr(struct tv_trace_ring *r, uint64_t from, uint64_t to,
 {
 	struct tv_rec_lbr l;
 
-	if (!is_ring(r) || (unsigned)kind >= TV_BR_KIND_MAX || (flags & ~BRF_ALL))
+	if (!is_ring(r) || (unsigned)kind >= TV_BR_KIND_MAX ||
+	    (flags & ~(BRF_ALL | TV_BRF_LBR_FULL)))
 		return TRACE_ERR_INVAL;
 	l.h = rec_hdr(TV_REC_LBR, (uint8_t)kind, sizeof(l), flags);
 	l.from = from;

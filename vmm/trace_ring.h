@@ -149,7 +149,7 @@ static inline enum tv_overflow trace_ring_policy(const struct tv_trace_ring *r)
 int trace_append_branch(struct tv_trace_ring *r, uint64_t from, uint64_t to,
 			enum tv_branch_kind kind, uint32_t flags, uint64_t tsc);
 
-/* trace_append_lbr - one LBR entry; kind < TV_BR_KIND_MAX, flags only TV_BRF_*. */
+/* trace_append_lbr - one LBR entry; kind < TV_BR_KIND_MAX, flags only TV_BRF_* (LBR_FULL included). */
 int trace_append_lbr(struct tv_trace_ring *r, uint64_t from, uint64_t to,
 		     enum tv_branch_kind kind, uint32_t flags, uint64_t lbr_info);
 

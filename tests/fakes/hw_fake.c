@@ -105,6 +105,7 @@ void hw_fake_reset(void)
 	memset(&fk, 0, sizeof(fk));
 	/* SDM 3A Table 10-1: register state after power-up. */
 	fk.regs.cr0 = 0x60000010;          /* CD, NW, ET */
+	fk.regs.dr6 = 0xffff0ff0;          /* SDM 3A Table 10-1 */
 	fk.regs.dr7 = 0x400;
 	fk.regs.rflags = 0x2;
 	fk.regs.xcr0 = 1;                  /* x87 */
@@ -317,6 +318,8 @@ void hw_write_cr4(uint64_t value)
 	fk.regs.cr4 = value;
 }
 
+uint64_t hw_read_dr6(void) { return fk.regs.dr6; }
+void hw_write_dr6(uint64_t value) { fk.regs.dr6 = value; }
 uint64_t hw_read_dr7(void) { return fk.regs.dr7; }
 void hw_write_dr7(uint64_t value) { fk.regs.dr7 = value; }
 uint64_t hw_read_rflags(void) { return fk.regs.rflags; }

@@ -116,7 +116,7 @@ extern uint32_t hw_fake_last_unknown_msr;
 
 struct hw_fake_regs {
 	uint64_t cr0, cr2, cr3, cr4;
-	uint64_t dr7;
+	uint64_t dr6, dr7;
 	uint64_t rflags;
 	uint64_t xcr0;
 	uint64_t xinuse;                 /* XGETBV(1) (XINUSE) */
@@ -127,7 +127,7 @@ struct hw_fake_regs {
 /*
  * hw_fake_regs - the live register file: read it to see what the code
  * under test wrote, write it to set up a state (no rule is checked on
- * this path).  Power-on values: CR0 0x60000010, DR7 0x400, RFLAGS 0x2,
+ * this path).  Power-on values: CR0 0x60000010, DR6 0xffff0ff0, DR7 0x400, RFLAGS 0x2,
  * XCR0 1, CS 0xf000, GDTR/IDTR limit 0xffff; the rest 0.
  */
 struct hw_fake_regs *hw_fake_regs(void);

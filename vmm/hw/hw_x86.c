@@ -60,6 +60,19 @@ HW_WRITE_CR(2)
 HW_WRITE_CR(3)
 HW_WRITE_CR(4)
 
+uint64_t hw_read_dr6(void)
+{
+	uint64_t v;
+
+	__asm__ volatile("mov %%dr6, %0" : "=r"(v));
+	return v;
+}
+
+void hw_write_dr6(uint64_t value)
+{
+	__asm__ volatile("mov %0, %%dr6" : : "r"(value));
+}
+
 uint64_t hw_read_dr7(void)
 {
 	uint64_t v;

@@ -1,0 +1,652 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_trace_engine_hw.c - the tracing engine (vmm/trace_engine.c) driving
+ * the BTF+LBR and LBR backends on the fake seam: what a window writes to
+ * the VMCS (RFLAGS.TF, GUEST_IA32_DEBUGCTL, exception bitmap bit 1, the
+ * pending-debug BS rule), #DB exits turned into branch records from the
+ * LBR top or reflected to the guest, the LBR stack drained at exits and at
+ * stop without duplicates, full stacks flagged and counted, the guest's
+ * DEBUGCTL accesses kept away from the engine's bits.
+ *
+ * The CPU is a Skylake-SP as Bochs's corei7_skylake_x reports it (family 6
+ * model 0x55, PDCM, IA32_PERF_CAPABILITIES format 5: a 32-entry stack at
+ * 0x680/0x6C0 with LBR_INFO at 0xDC0); the guest runs 32-bit, paging off.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "hw_fake.h"
+#include "vmm/exit.h"
+#include "vmm/hypercall.h"
+#include "vmm/log.h"
+#include "vmm/msr.h"
+#include "vmm/trace_engine.h"
+#include "vmm/trace_msr.h"
+#include "vmm/trace_read.h"
+
+#define TOS     0x1c9u
+#define SELECT  0x1c8u
+#define FROM(n) (0x680u + (n))
+#define TO(n)   (0x6c0u + (n))
+#define INFO(n) (0xdc0u + (n))
+
+#define DBG_LBR    (1ull << 0)
+#define DBG_BTF    (1ull << 1)
+#define DBG_GUEST  (1ull << 12)   /* FREEZE_PERFMON_ON_PMI: a bit the guest keeps */
+#define TF         (1ull << 8)
+#define QUAL_B0    0x1ull
+#define QUAL_BD    (1ull << 13)
+#define QUAL_BS    (1ull << 14)
+#define DB_HW_EXC  (INTR_INFO_VALID | (INTR_TYPE_HW_EXCEPTION << INTR_INFO_TYPE_SHIFT) | 1u)
+
+static struct per_cpu cpu;
+static struct guest_regs regs;
+static uint64_t ring_mem[(4096 + 16384) / 8];
+static uint8_t gmem[0x10000];
+static int windows_done;
+static char logbuf[8192];
+static size_t loglen;
+
+static int read_phys(void *opaque, uint64_t gpa, void *buf, size_t len)
+{
+	(void)opaque;
+	if (gpa >= sizeof(gmem) || len > sizeof(gmem) - gpa)
+		return -1;
+	memcpy(buf, gmem + gpa, len);
+	return 0;
+}
+
+static void on_window(struct per_cpu *c)
+{
+	assert_ptr_equal(c, &cpu);
+	windows_done++;
+}
+
+static void log_sink(void *ctx, const char *text, size_t len)
+{
+	(void)ctx;
+	if (len > sizeof(logbuf) - 1 - loglen)
+		len = sizeof(logbuf) - 1 - loglen;
+	memcpy(logbuf + loglen, text, len);
+	loglen += len;
+	logbuf[loglen] = '\0';
+}
+
+static void engine(uint8_t source, uint8_t start, uint64_t stop_after, uint32_t cpl)
+{
+	struct trace_setup s;
+
+	memset(&s, 0, sizeof(s));
+	s.source = source;
+	s.overflow = TV_OVERFLOW_STOP;
+	s.start = start;
+	s.ring_kb = 16;
+	s.stop_after = stop_after;
+	trace_filter_all(&s.filter);
+	s.filter.cpl = cpl;
+	trace_engine_init(&s, read_phys, NULL, on_window);
+	trace_msr_configure((enum tv_source)source);
+}
+
+/* Bochs corei7_skylake_x with the trace-hardware model (docs/BOCHS-MODEL.md). */
+static void skylake(void)
+{
+	hw_fake_set_cpuid(0, 0, 0x16, 0x756e6547, 0x6c65746e, 0x49656e69);  /* GenuineIntel */
+	hw_fake_set_cpuid(1, 0, 0x00050654, 0, 1u << 15, 0);                 /* PDCM */
+	hw_fake_set_cpuid(0xa, 0, 0x07300404, 0, 0, 0);
+	hw_fake_set_msr(0x345, 5);                                           /* format 5 */
+	hw_fake_set_msr(TOS, 0);
+	hw_fake_set_msr(SELECT, 0);
+	for (uint32_t i = 0; i < 32; i++) {
+		hw_fake_set_msr(FROM(i), 0);
+		hw_fake_set_msr(TO(i), 0);
+		hw_fake_set_msr(INFO(i), 0);
+	}
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	hw_fake_reset();
+	log_clear_sinks();
+	loglen = 0;
+	logbuf[0] = '\0';
+	log_add_sink(log_sink, NULL);
+	hypercall_set_hooks(NULL);
+	hw_write_cr4(CR4_VMXE);
+	assert_int_equal(hw_vmxon(0x20000), 0);
+	assert_int_equal(hw_vmptrld(0x10000), 0);
+	memset(&cpu, 0, sizeof(cpu));
+	memset(&regs, 0, sizeof(regs));
+	memset(gmem, 0x90, sizeof(gmem));
+	windows_done = 0;
+	skylake();
+	cpu.index = 1;
+	cpu.caps.proc = (uint64_t)(CPU_MONITOR_TRAP_FLAG | CPU_USE_MSR_BITMAPS |
+				   CPU_ACTIVATE_SECONDARY_CONTROLS) << 32;
+	cpu.proc = CPU_USE_MSR_BITMAPS | CPU_ACTIVATE_SECONDARY_CONTROLS;
+	cpu.entry_ctls = ENTRY_LOAD_DEBUG_CONTROLS;
+	cpu.exit_ctls = EXIT_SAVE_DEBUG_CONTROLS;
+	hw_fake_vmcs_set(VMCS_PROC_BASED_CTLS, cpu.proc);
+	hw_fake_vmcs_set(VMCS_ENTRY_CTLS, cpu.entry_ctls);
+	hw_fake_vmcs_set(VMCS_EXCEPTION_BITMAP, 0);
+	hw_fake_vmcs_set(VMCS_GUEST_CR0, 0x11);          /* PE, ET: no paging */
+	hw_fake_vmcs_set(VMCS_GUEST_CS_AR, 0xc09b);      /* 32-bit code, DPL 0 */
+	hw_fake_vmcs_set(VMCS_GUEST_SS_AR, 0xc093);
+	hw_fake_vmcs_set(VMCS_GUEST_CS_BASE, 0);
+	hw_fake_vmcs_set(VMCS_GUEST_RIP, 0x1000);
+	hw_fake_vmcs_set(VMCS_GUEST_RFLAGS, 0x2);
+	hw_fake_vmcs_set(VMCS_GUEST_IA32_DEBUGCTL, DBG_GUEST);
+	hw_fake_vmcs_set(VMCS_GUEST_DR7, 0x400);
+	assert_int_equal(trace_cpu_init(&cpu.trace, ring_mem, sizeof(ring_mem), 1, 7,
+					TV_SOURCE_BTF, TV_OVERFLOW_STOP, 100000000, 0), 0);
+	engine(TV_SOURCE_BTF, TV_TRIG_HYPERCALL, 0, TRACE_CPL_ALL);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	hypercall_set_hooks(NULL);
+	log_clear_sinks();
+	trace_msr_configure(TV_SOURCE_NONE);
+	return 0;
+}
+
+/* One VM exit as vmx.c handles it: dispatch, then trace_before_entry. */
+static enum exit_action exit_and_entry(uint32_t reason)
+{
+	enum exit_action a;
+
+	hw_fake_vmcs_set(VMCS_EXIT_REASON, reason);
+	hw_fake_vmcs_set(VMCS_ENTRY_INTR_INFO, 0);   /* the CPU clears it on entry */
+	a = vmx_exit_dispatch(&cpu, &regs);
+	if (a == EXIT_RESUME)
+		trace_before_entry(&cpu);
+	return a;
+}
+
+static int64_t vmcall(uint64_t fn)
+{
+	regs.rax = fn;
+	regs.rbx = 0;
+	hw_fake_vmcs_set(VMCS_EXIT_INSTRUCTION_LEN, 3);
+	assert_int_equal(exit_and_entry(EXIT_REASON_VMCALL), EXIT_RESUME);
+	return (int32_t)regs.rax;
+}
+
+/* A #DB exit with qualification qual, the guest at rip (TF as it is). */
+static void db_exit(uint64_t qual, uint64_t rip)
+{
+	hw_fake_vmcs_set(VMCS_GUEST_RIP, rip);
+	hw_fake_vmcs_set(VMCS_EXIT_INTR_INFO, DB_HW_EXC);
+	hw_fake_vmcs_set(VMCS_EXIT_QUALIFICATION, qual);
+	assert_int_equal(exit_and_entry(EXIT_REASON_EXCEPTION_NMI), EXIT_RESUME);
+}
+
+/* An exit that has nothing to do with tracing (CPUID at rip, emulated). */
+static void cpuid_exit(uint64_t rip)
+{
+	hw_fake_vmcs_set(VMCS_GUEST_RIP, rip);
+	hw_fake_vmcs_set(VMCS_EXIT_INSTRUCTION_LEN, 2);
+	regs.rax = 0;
+	assert_int_equal(exit_and_entry(EXIT_REASON_CPUID), EXIT_RESUME);
+}
+
+/* The hardware recorded a branch: it becomes the LBR top. */
+static void lbr_push(uint64_t from, uint64_t to)
+{
+	uint32_t tos = (uint32_t)((hw_fake_get_msr(TOS) + 1) % 32);
+
+	hw_fake_set_msr(TOS, tos);
+	hw_fake_set_msr(FROM(tos), from);
+	hw_fake_set_msr(TO(tos), to);
+	hw_fake_set_msr(INFO(tos), 3);   /* cycle count 3 */
+}
+
+static size_t events(struct trace_event *ev, size_t max)
+{
+	static uint8_t buf[16384];
+	struct trace_cursor c;
+	struct trace_reader rd;
+	size_t len = 0, n = 0;
+	uint64_t first;
+
+	assert_int_equal(trace_ring_cursor_tail(cpu.trace.ring, &c), 0);
+	first = c.seq;
+	assert_int_equal(trace_ring_peek(cpu.trace.ring, &c, buf, sizeof(buf), &len), 0);
+	trace_reader_init(&rd);
+	trace_reader_feed(&rd, buf, len, first, false);
+	while (n < max && trace_reader_next(&rd, &ev[n]) == 1)
+		n++;
+	return n;
+}
+
+static uint64_t vmcs(uint32_t field)
+{
+	return hw_fake_vmcs_get(field);
+}
+
+/* --- BTF ---------------------------------------------------------------------- */
+
+static void test_btf_window_vmcs(void **state)
+{
+	struct trace_event ev[4];
+
+	(void)state;
+	/* No window yet: nothing of the engine's in the guest. */
+	cpuid_exit(0x0ffe);
+	assert_int_equal(vmcs(VMCS_GUEST_RFLAGS), 0x2);
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_DEBUGCTL), DBG_GUEST);
+	assert_int_equal(vmcs(VMCS_EXCEPTION_BITMAP), 0);
+
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
+	assert_true(cpu.trace.active);
+	/* Armed for the entry that resumes the guest after the VMCALL. */
+	assert_int_equal(vmcs(VMCS_GUEST_RFLAGS), 0x2 | TF);
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_DEBUGCTL), DBG_GUEST | DBG_BTF | DBG_LBR);
+	assert_int_equal(vmcs(VMCS_EXCEPTION_BITMAP), 1u << 1);
+	/* LBR_SELECT 0 (every branch: the top must be the step's), stack emptied. */
+	assert_true(hw_fake_has_msr(SELECT));
+	assert_int_equal(hw_fake_get_msr(SELECT), 0);
+	/* MTF is not used. */
+	assert_false(vmcs(VMCS_PROC_BASED_CTLS) & CPU_MONITOR_TRAP_FLAG);
+
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_EBUSY);
+	assert_int_equal(vmcall(TV_HC_TRACE_STOP), TV_HC_OK);
+	assert_false(cpu.trace.active);
+	assert_int_equal(windows_done, 1);
+	/* Disarmed: our TF and our DEBUGCTL bits gone, the guest's bit kept. */
+	assert_int_equal(vmcs(VMCS_GUEST_RFLAGS), 0x2);
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_DEBUGCTL), DBG_GUEST);
+	/* #DB stays intercepted: TF may linger in frames the guest saved. */
+	assert_int_equal(vmcs(VMCS_EXCEPTION_BITMAP), 1u << 1);
+	assert_int_equal(vmcall(TV_HC_TRACE_STOP), TV_HC_EBUSY);
+
+	assert_int_equal(events(ev, 4), 2);
+	assert_int_equal(ev[0].type, TV_REC_START);
+	assert_int_equal(ev[1].type, TV_REC_STOP);
+	assert_non_null(strstr(logbuf, "window 1 stopped (hypercall): 0 branches, 0 filtered, 0 dropped, 0 undecodable, 0 from unknown, 0 #DB exits, 0 reflected, 0 stray; ring lost 0 records"));
+}
+
+/* SDM 3C 27.3.1.5: with STI/MOV-SS blocking or HLT, BS = TF && !BTF. */
+static void test_btf_pending_bs_rule(void **state)
+{
+	(void)state;
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
+	/*
+	 * TF and BTF on, STI blocking (an exit whose handler does not skip
+	 * an instruction, e.g. an EPT violation): a pending BS would fail
+	 * the entry.
+	 */
+	hw_fake_vmcs_set(VMCS_GUEST_INTERRUPTIBILITY, INTERRUPTIBILITY_STI);
+	hw_fake_vmcs_set(VMCS_GUEST_PENDING_DBG_EXCEPTIONS, PENDING_DBG_BS | 0x1);
+	trace_before_entry(&cpu);
+	assert_int_equal(vmcs(VMCS_GUEST_PENDING_DBG_EXCEPTIONS), 0x1);
+	assert_true(vmcs(VMCS_GUEST_RFLAGS) & TF);
+	/* The same in HLT. */
+	hw_fake_vmcs_set(VMCS_GUEST_INTERRUPTIBILITY, 0);
+	hw_fake_vmcs_set(VMCS_GUEST_ACTIVITY_STATE, ACTIVITY_HLT);
+	hw_fake_vmcs_set(VMCS_GUEST_PENDING_DBG_EXCEPTIONS, PENDING_DBG_BS);
+	trace_before_entry(&cpu);
+	assert_int_equal(vmcs(VMCS_GUEST_PENDING_DBG_EXCEPTIONS), 0);
+	/* No blocking, active: the field is left as the exit saved it. */
+	hw_fake_vmcs_set(VMCS_GUEST_ACTIVITY_STATE, ACTIVITY_ACTIVE);
+	hw_fake_vmcs_set(VMCS_GUEST_PENDING_DBG_EXCEPTIONS, 0x2);
+	trace_before_entry(&cpu);
+	assert_int_equal(vmcs(VMCS_GUEST_PENDING_DBG_EXCEPTIONS), 0x2);
+	/*
+	 * After the window, in a MOV-SS shadow: TF comes off, and with it
+	 * any BS (TF = 0 needs BS = 0).
+	 */
+	assert_int_equal(vmcall(TV_HC_TRACE_STOP), TV_HC_OK);
+	hw_fake_vmcs_set(VMCS_GUEST_RFLAGS, 0x2 | TF);
+	hw_fake_vmcs_set(VMCS_GUEST_IA32_DEBUGCTL, DBG_GUEST | DBG_BTF | DBG_LBR);
+	cpu.trace.btf.tf_armed = true;    /* as left by a window that just ended */
+	hw_fake_vmcs_set(VMCS_GUEST_INTERRUPTIBILITY, INTERRUPTIBILITY_MOV_SS);
+	hw_fake_vmcs_set(VMCS_GUEST_PENDING_DBG_EXCEPTIONS, PENDING_DBG_BS);
+	trace_before_entry(&cpu);
+	assert_int_equal(vmcs(VMCS_GUEST_RFLAGS), 0x2);
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_DEBUGCTL), DBG_GUEST);
+	assert_int_equal(vmcs(VMCS_GUEST_PENDING_DBG_EXCEPTIONS), 0);
+}
+
+static void test_btf_db_exit_records_lbr_top(void **state)
+{
+	struct trace_event ev[8];
+
+	(void)state;
+	gmem[0x1003] = 0xeb;              /* 0x1003: jmp 0x1010 */
+	gmem[0x1004] = 0x0b;
+	gmem[0x1010] = 0xe8;              /* 0x1010: call 0x1100 */
+	memcpy(&gmem[0x1011], "\xeb\x00\x00\x00", 4);
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
+	/* An older record below the top must not be taken. */
+	lbr_push(0x0f00, 0x0f10);
+	lbr_push(0x1003, 0x1010);
+	db_exit(QUAL_BS, 0x1010);
+	assert_int_equal(vmcs(VMCS_ENTRY_INTR_INFO), 0);          /* nothing injected */
+	assert_true(vmcs(VMCS_GUEST_RFLAGS) & TF);                 /* still armed */
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_DEBUGCTL), DBG_GUEST | DBG_BTF | DBG_LBR);
+	lbr_push(0x1010, 0x1100);
+	db_exit(QUAL_BS, 0x1100);
+	/* A step whose top does not end at RIP: from unknown (0). */
+	db_exit(QUAL_BS, 0x1200);
+	assert_int_equal(vmcall(TV_HC_TRACE_STOP), TV_HC_OK);
+
+	assert_int_equal(events(ev, 8), 5);
+	assert_int_equal(ev[1].type, TV_REC_BRANCH);
+	assert_int_equal(ev[1].u.branch.from, 0x1003);
+	assert_int_equal(ev[1].u.branch.to, 0x1010);
+	assert_int_equal(ev[1].u.branch.kind, TV_BR_JMP);
+	assert_int_equal(ev[2].u.branch.from, 0x1010);
+	assert_int_equal(ev[2].u.branch.to, 0x1100);
+	assert_int_equal(ev[2].u.branch.kind, TV_BR_CALL);
+	assert_int_equal(ev[3].u.branch.from, 0);
+	assert_int_equal(ev[3].u.branch.to, 0x1200);
+	assert_int_equal(ev[4].type, TV_REC_STOP);
+	assert_int_equal(cpu.trace.window_branches, 3);
+	/* The LBR stack is read, never emptied, by BTF. */
+	assert_int_equal(hw_fake_get_msr(FROM(3)), 0x1010);
+	assert_non_null(strstr(logbuf, ": 3 branches, 0 filtered, 0 dropped, 0 undecodable, 1 from unknown, 3 #DB exits, 0 reflected, 0 stray;"));
+}
+
+static void test_btf_guest_breakpoint_reflected(void **state)
+{
+	struct trace_event ev[4];
+
+	(void)state;
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
+	hw_write_dr6(0xffff0ff0);
+	/* A data breakpoint (B0) of the guest's, no single step. */
+	db_exit(QUAL_B0, 0x1008);
+	assert_int_equal(vmcs(VMCS_ENTRY_INTR_INFO), DB_HW_EXC);   /* #DB injected */
+	assert_int_equal(hw_read_dr6(), 0xffff0ff1);                /* B0, as delivery writes */
+	/* The handler's frame holds the guest's TF (0): not armed on this entry. */
+	assert_false(vmcs(VMCS_GUEST_RFLAGS) & TF);
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_DEBUGCTL), DBG_GUEST | DBG_BTF | DBG_LBR);
+	/* The next exit (in the guest's handler) arms again. */
+	cpuid_exit(0x3000);
+	assert_true(vmcs(VMCS_GUEST_RFLAGS) & TF);
+	/* General detect: DR7.GD cleared as delivery would. */
+	hw_fake_vmcs_set(VMCS_GUEST_DR7, 0x400 | (1u << 13));
+	db_exit(QUAL_BD, 0x3004);
+	assert_int_equal(vmcs(VMCS_ENTRY_INTR_INFO), DB_HW_EXC);
+	assert_int_equal(vmcs(VMCS_GUEST_DR7), 0x400);
+	assert_true(hw_read_dr6() & (1u << 13));
+	assert_int_equal(vmcall(TV_HC_TRACE_STOP), TV_HC_OK);
+	assert_int_equal(events(ev, 4), 2);                         /* no branch */
+	assert_int_equal(cpu.trace.btf.stats.reflected, 2);
+}
+
+/* INT1 (ICEBP) is the guest's: delivered as it came, with its length. */
+static void test_btf_int1_passed_through(void **state)
+{
+	uint32_t info = INTR_INFO_VALID | (INTR_TYPE_PRIV_SW_EXC << INTR_INFO_TYPE_SHIFT) | 1u;
+
+	(void)state;
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
+	hw_fake_vmcs_set(VMCS_GUEST_RIP, 0x1004);
+	hw_fake_vmcs_set(VMCS_EXIT_INTR_INFO, info);
+	hw_fake_vmcs_set(VMCS_EXIT_INSTRUCTION_LEN, 1);
+	hw_fake_vmcs_set(VMCS_EXIT_QUALIFICATION, 0);
+	assert_int_equal(exit_and_entry(EXIT_REASON_EXCEPTION_NMI), EXIT_RESUME);
+	assert_int_equal(vmcs(VMCS_ENTRY_INTR_INFO), info);
+	assert_int_equal(vmcs(VMCS_ENTRY_INSTRUCTION_LEN), 1);
+	assert_int_equal(cpu.trace.btf.stats.db_exits, 0);
+}
+
+/* After the window: a single step from a TF left in a guest frame is swallowed. */
+static void test_btf_stray_step_after_window(void **state)
+{
+	(void)state;
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
+	assert_int_equal(vmcall(TV_HC_TRACE_STOP), TV_HC_OK);
+	hw_fake_vmcs_set(VMCS_GUEST_RFLAGS, 0x2 | TF);   /* IRET restored our TF */
+	db_exit(QUAL_BS, 0x5000);
+	assert_int_equal(vmcs(VMCS_ENTRY_INTR_INFO), 0);
+	assert_false(vmcs(VMCS_GUEST_RFLAGS) & TF);
+	assert_int_equal(cpu.trace.btf.stats.stray, 1);
+}
+
+static void test_btf_limits_and_refusals(void **state)
+{
+	struct trace_event ev[8];
+
+	(void)state;
+	engine(TV_SOURCE_BTF, TV_TRIG_HYPERCALL, 2, TRACE_CPL_ALL);
+	/* The guest single-steps itself: no window. */
+	hw_fake_vmcs_set(VMCS_GUEST_RFLAGS, 0x2 | TF);
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_EBUSY);
+	assert_false(cpu.trace.active);
+	hw_fake_vmcs_set(VMCS_GUEST_RFLAGS, 0x2);
+	/* stop_after 2: the second recorded branch closes the window. */
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
+	lbr_push(0x1003, 0x1010);
+	db_exit(QUAL_BS, 0x1010);
+	assert_true(cpu.trace.active);
+	lbr_push(0x1012, 0x1020);
+	db_exit(QUAL_BS, 0x1020);
+	assert_false(cpu.trace.active);
+	assert_false(vmcs(VMCS_GUEST_RFLAGS) & TF);
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_DEBUGCTL), DBG_GUEST);
+	assert_int_equal(events(ev, 8), 4);
+	assert_int_equal(ev[3].type, TV_REC_STOP);
+	assert_int_equal(ev[3].u.startstop.trigger, TV_TRIG_LIMIT);
+
+	/* No PDCM: no LBR format, no btf. */
+	memset(&cpu.trace.lbr_caps, 0, sizeof(cpu.trace.lbr_caps));
+	cpu.trace.lbr_probed = false;
+	hw_fake_set_cpuid(1, 0, 0x00050654, 0, 0, 0);
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_ENOSYS);
+	assert_non_null(strstr(logbuf, "no usable LBR stack"));
+	/* LBR there, but the VMCS does not switch DEBUGCTL. */
+	hw_fake_set_cpuid(1, 0, 0x00050654, 0, 1u << 15, 0);
+	cpu.trace.lbr_probed = false;
+	cpu.entry_ctls = 0;
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_ENOSYS);
+	assert_false(cpu.trace.active);
+}
+
+/* The boot trigger opens a btf window at the first exit, armed on its entry. */
+static void test_btf_boot_trigger(void **state)
+{
+	(void)state;
+	engine(TV_SOURCE_BTF, TV_TRIG_BOOT, 0, TRACE_CPL_ALL);
+	cpuid_exit(0x1000);
+	assert_true(cpu.trace.active);
+	assert_true(vmcs(VMCS_GUEST_RFLAGS) & TF);
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_DEBUGCTL), DBG_GUEST | DBG_BTF | DBG_LBR);
+}
+
+/*
+ * The guest's RDMSR/WRMSR of IA32_DEBUGCTL during a window: it reads its
+ * own value, cannot switch BTF/LBR off, and its own bits reach the field.
+ */
+static void test_btf_guest_debugctl_access(void **state)
+{
+	(void)state;
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
+	regs.rcx = MSR_IA32_DEBUGCTL;
+	hw_fake_vmcs_set(VMCS_EXIT_INSTRUCTION_LEN, 2);
+	assert_int_equal(exit_and_entry(EXIT_REASON_RDMSR), EXIT_RESUME);
+	assert_int_equal(regs.rax, DBG_GUEST);
+	assert_int_equal(regs.rdx, 0);
+	/* The guest clears everything, then sets LBR itself. */
+	regs.rcx = MSR_IA32_DEBUGCTL;
+	regs.rax = 0;
+	regs.rdx = 0;
+	assert_int_equal(exit_and_entry(EXIT_REASON_WRMSR), EXIT_RESUME);
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_DEBUGCTL), DBG_BTF | DBG_LBR);
+	regs.rcx = MSR_IA32_DEBUGCTL;
+	regs.rax = DBG_LBR;
+	assert_int_equal(exit_and_entry(EXIT_REASON_WRMSR), EXIT_RESUME);
+	regs.rcx = MSR_IA32_DEBUGCTL;
+	assert_int_equal(exit_and_entry(EXIT_REASON_RDMSR), EXIT_RESUME);
+	assert_int_equal(regs.rax, DBG_LBR);                 /* what it wrote */
+	assert_int_equal(vmcall(TV_HC_TRACE_STOP), TV_HC_OK);
+	/* Its LBR bit is a shadow: never in the hardware, not even now. */
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_DEBUGCTL), 0);
+}
+
+/* --- LBR ------------------------------------------------------------------------ */
+
+static void lbr_engine(uint64_t stop_after, uint32_t cpl)
+{
+	engine(TV_SOURCE_LBR, TV_TRIG_HYPERCALL, stop_after, cpl);
+}
+
+static void test_lbr_window_vmcs(void **state)
+{
+	(void)state;
+	lbr_engine(0, TRACE_CPL_KERNEL);
+	hw_fake_set_msr(FROM(5), 0x777);       /* older than the window */
+	hw_fake_set_msr(TO(5), 0x888);
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_DEBUGCTL), DBG_GUEST | DBG_LBR);
+	assert_int_equal(vmcs(VMCS_GUEST_RFLAGS), 0x2);              /* no TF */
+	assert_int_equal(vmcs(VMCS_EXCEPTION_BITMAP), 0);             /* no #DB */
+	assert_int_equal(hw_fake_get_msr(SELECT), 1u << 1);           /* CPL_NEQ_0 suppressed */
+	assert_int_equal(hw_fake_get_msr(FROM(5)), 0);                /* emptied */
+	assert_int_equal(vmcall(TV_HC_TRACE_STOP), TV_HC_OK);
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_DEBUGCTL), DBG_GUEST);
+	assert_int_equal(windows_done, 1);
+}
+
+static void test_lbr_drains_at_exits_once(void **state)
+{
+	struct trace_event ev[16];
+
+	(void)state;
+	lbr_engine(0, TRACE_CPL_ALL);
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
+	lbr_push(0x1001, 0x1101);
+	lbr_push(0x1002, 0x1102);
+	lbr_push(0x1003, 0x1103);
+	cpuid_exit(0x1200);                   /* drains 3 */
+	assert_int_equal(hw_fake_get_msr(FROM(1)), 0);
+	cpuid_exit(0x1202);                   /* nothing new: nothing twice */
+	lbr_push(0x1004, 0x1104);
+	lbr_push(0x1005, 0x1105);
+	cpuid_exit(0x1204);                   /* drains 2 */
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_DEBUGCTL), DBG_GUEST | DBG_LBR);
+	lbr_push(0x1006, 0x1106);             /* between the last exit and STOP */
+	assert_int_equal(vmcall(TV_HC_TRACE_STOP), TV_HC_OK);
+
+	assert_int_equal(events(ev, 16), 8);
+	assert_int_equal(ev[0].type, TV_REC_START);
+	for (unsigned i = 1; i <= 6; i++) {
+		assert_int_equal(ev[i].type, TV_REC_LBR);
+		assert_int_equal(ev[i].u.branch.from, 0x1000 + i);
+		assert_int_equal(ev[i].u.branch.to, 0x1100 + i);
+		assert_int_equal(ev[i].u.branch.lbr_info, 3);
+		assert_false(ev[i].u.branch.flags & TV_BRF_LBR_FULL);
+	}
+	assert_int_equal(ev[7].type, TV_REC_STOP);
+	assert_int_equal(cpu.trace.window_branches, 6);
+	/* Reads: the VMCALL that started, three CPUID exits, the stop. */
+	assert_non_null(strstr(logbuf, "window 1 stopped (hypercall): 6 branches, 0 filtered, 0 dropped, 5 reads, 0 full reads (older branches lost); ring lost 0 records"));
+	/* Not drained outside a window. */
+	lbr_push(0x1007, 0x1107);
+	cpuid_exit(0x1300);
+	assert_int_equal(hw_fake_get_msr(FROM(7)), 0x1007);
+	assert_int_equal(events(ev, 16), 8);
+}
+
+/* More branches than the stack holds between two exits: flagged and counted. */
+static void test_lbr_full_stack(void **state)
+{
+	struct trace_event ev[48];
+	size_t n;
+
+	(void)state;
+	lbr_engine(0, TRACE_CPL_ALL);
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
+	for (unsigned i = 0; i < 40; i++)     /* 40 branches, 32 kept */
+		lbr_push(0x2000 + i, 0x3000 + i);
+	cpuid_exit(0x1200);
+	lbr_push(0x4000, 0x5000);
+	cpuid_exit(0x1202);
+	assert_int_equal(vmcall(TV_HC_TRACE_STOP), TV_HC_OK);
+	n = events(ev, 48);
+	assert_int_equal(n, 1 + 32 + 1 + 1);
+	for (unsigned k = 0; k < 32; k++) {
+		assert_int_equal(ev[1 + k].u.branch.from, 0x2000 + 8 + k);   /* the newest 32 */
+		assert_int_equal(!!(ev[1 + k].u.branch.flags & TV_BRF_LBR_FULL), k == 0);
+	}
+	assert_int_equal(ev[33].u.branch.from, 0x4000);
+	assert_false(ev[33].u.branch.flags & TV_BRF_LBR_FULL);
+	assert_int_equal(cpu.trace.lbr.stats.full_reads, 1);
+	assert_non_null(strstr(logbuf, ": 33 branches, 0 filtered, 0 dropped, 4 reads, 1 full reads (older branches lost);"));
+}
+
+static void test_lbr_stop_after_and_full_ring(void **state)
+{
+	struct trace_event ev[8];
+
+	(void)state;
+	lbr_engine(2, TRACE_CPL_ALL);
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
+	lbr_push(0x1001, 0x1101);
+	cpuid_exit(0x1200);
+	assert_true(cpu.trace.active);
+	lbr_push(0x1002, 0x1102);
+	lbr_push(0x1003, 0x1103);
+	cpuid_exit(0x1202);                   /* 3 >= 2: closed at this drain */
+	assert_false(cpu.trace.active);
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_DEBUGCTL), DBG_GUEST);
+	assert_int_equal(events(ev, 8), 5);
+	assert_int_equal(ev[4].u.startstop.trigger, TV_TRIG_LIMIT);
+}
+
+/* Architectural LBR is not driven: refused, said so. */
+static void test_lbr_arch_refused(void **state)
+{
+	(void)state;
+	lbr_engine(0, TRACE_CPL_ALL);
+	hw_fake_set_cpuid(0, 0, 0x1c, 0x756e6547, 0x6c65746e, 0x49656e69);
+	hw_fake_set_cpuid(7, 0, 0, 0, 0, 1u << 19);
+	hw_fake_set_cpuid(0x1c, 0, 0x7, 0x7, 0x7, 0);
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_ENOSYS);
+	assert_non_null(strstr(logbuf, "architectural LBR is not driven yet"));
+}
+
+/* A #DB exit the engine does not own (mtf source): unexpected, the CPU stops. */
+static void test_db_exit_not_ours_stops(void **state)
+{
+	(void)state;
+	engine(TV_SOURCE_MTF, TV_TRIG_HYPERCALL, 0, TRACE_CPL_ALL);
+	hw_fake_vmcs_set(VMCS_EXIT_INTR_INFO, DB_HW_EXC);
+	hw_fake_vmcs_set(VMCS_EXIT_REASON, EXIT_REASON_EXCEPTION_NMI);
+	assert_int_equal(vmx_exit_dispatch(&cpu, &regs), EXIT_STOP_CPU);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_btf_window_vmcs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_btf_pending_bs_rule, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_btf_db_exit_records_lbr_top, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_btf_guest_breakpoint_reflected, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_btf_int1_passed_through, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_btf_stray_step_after_window, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_btf_limits_and_refusals, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_btf_boot_trigger, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_btf_guest_debugctl_access, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lbr_window_vmcs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lbr_drains_at_exits_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lbr_full_stack, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lbr_stop_after_and_full_ring, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lbr_arch_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_db_exit_not_ours_stops, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
