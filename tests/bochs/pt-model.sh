@@ -156,7 +156,10 @@ window() {
 }
 window 1 >"$work/trace1.insn"
 window 2 >"$work/trace8.insn"	# the ipf run's window (the second traced one)
-cut -d' ' -f1 "$work/trace1.insn" >"$work/trace1.ips"
+# A faulting instruction does not complete: PT binds the #UD's FUP to it and
+# the decoder never reports it as executed; Bochs's trace shows it once.
+ud2_at=$(addr ptt_ud2)
+awk -v u="$ud2_at" '$1 != u { print $1 }' "$work/trace1.insn" >"$work/trace1.ips"
 ntr=$(wc -l <"$work/trace1.ips")
 
 # flow NAME: libipt's instruction flow of the run (IPs only)
@@ -183,10 +186,12 @@ check_flow sr "$work/trace1.ips" "single range, RET compression"
 check_flow noretc "$work/trace1.ips" "single range, DisRETC"
 ev_sr=$(grep -c "^# event async-disabled at $off_at" "$work/sr.flow")
 ev_en=$(grep -c "^# event enabled $on_next" "$work/sr.flow")
-if [ "$ev_sr" = 1 ] && [ "$ev_en" = 1 ]; then
-	tv_ok "pt-model: sr: libipt events: enabled at the WRMSR's next IP, async-disabled at the disabling WRMSR"
+ev_ud=$(grep -c "^# event async-branch $ud2_at -> $(addr ptt_ud)" "$work/sr.flow")
+ev_pg=$(grep -c "^# event paging cr3 $(printf '0x%016x' $((cr3 & ~0xfff)))" "$work/sr.flow")
+if [ "$ev_sr" = 1 ] && [ "$ev_en" = 1 ] && [ "$ev_ud" = 1 ] && [ "$ev_pg" -ge 1 ]; then
+	tv_ok "pt-model: sr: libipt events: enabled at the WRMSR's next IP, #UD as async branch UD2 -> handler, paging (PIP) with CR3, async-disabled at the disabling WRMSR"
 else
-	tv_fail "pt-model: sr: libipt events" "enabled $ev_en, async-disabled $ev_sr: $(grep -m3 '^# event' "$work/sr.flow" | tr '\n' ' ')"
+	tv_fail "pt-model: sr: libipt events" "enabled $ev_en, #UD $ev_ud, paging $ev_pg, async-disabled $ev_sr: $(grep -m6 '^# event' "$work/sr.flow" | tr '\n' ' ')"
 fi
 
 # Branch counts from Bochs's trace (intel syntax: jcc/loop, ret, indirect
@@ -194,6 +199,11 @@ fi
 ncond=$(awk '$2 ~ /^(j[a-z]+|loop[a-z]*|jrcxz)$/ && $2 != "jmp"' "$work/trace1.insn" | wc -l)
 nret=$(awk '$2 ~ /^ret/' "$work/trace1.insn" | wc -l)
 nind=$(awk '($2 == "jmp" || $2 == "call") && $3 !~ /^\.|^0x/' "$work/trace1.insn" | wc -l)
+# events (the #UD: FUP + TIP) and far returns (IRETQ: TIP)
+nev=$(awk -v u="$ud2_at" '$1 == u' "$work/trace1.insn" | wc -l)
+niret=$(awk '$2 ~ /^iret/' "$work/trace1.insn" | wc -l)
+ncr3=$(awk '$2 == "mov" && $3 ~ /^cr3,/' "$work/trace1.insn" | wc -l)
+nfar=$((nev + niret))
 nuncomp=$(awk -v a="$(addr ptt_odd_ret)" -v b="$(addr ptt_nest_ret)" '$1 == a || $1 == b' "$work/trace1.insn" | wc -l)
 pkt_ok() {	# NAME TNTBITS TIPS WHAT
 	local name=$1 wtnt=$2 wtip=$3 what=$4 gtnt gtip
@@ -205,7 +215,7 @@ pkt_ok() {	# NAME TNTBITS TIPS WHAT
 		tv_fail "pt-model: $name: $what" "TNT bits $gtnt (want $wtnt), TIPs $gtip (want $wtip)"
 	fi
 }
-pkt_ok noretc "$ncond" $((nind + nret)) "DisRETC: a TNT bit per Jcc/LOOP ($ncond), a TIP per indirect jmp/call ($nind) and RET ($nret)"
+pkt_ok noretc "$ncond" $((nind + nret + nfar)) "DisRETC: a TNT bit per Jcc/LOOP ($ncond), a TIP per indirect jmp/call ($nind), RET ($nret), event ($nev) and IRET ($niret)"
 # With RET compression every RET is one TNT bit or one TIP; the ones that do
 # not return to their call site (ptt_odd's) and the ones after such a RET
 # (ptt_nest's: the model empties its stack on an uncompressed RET) are
@@ -213,11 +223,11 @@ pkt_ok noretc "$ncond" $((nind + nret)) "DisRETC: a TNT bit per Jcc/LOOP ($ncond
 gtnt=$(tntbits sr)
 gtip=$(count sr ' tip ipc')
 npsb_sr=$(count sr ' psb$')
-extra=$((gtip - nind - nuncomp))
-if [ "$ncond" -gt 0 ] && [ $((gtnt + gtip)) = $((ncond + nret + nind)) ] && [ "$extra" -ge 0 ] && [ "$extra" -lt "$npsb_sr" ]; then
-	tv_ok "pt-model: sr: RET compression: $gtnt TNT bits + $gtip TIPs for $ncond Jcc/LOOP, $nret RETs ($nuncomp never compressible), $nind indirect; $extra RETs uncompressed across the $((npsb_sr - 1)) later PSB+"
+extra=$((gtip - nind - nuncomp - nfar))
+if [ "$ncond" -gt 0 ] && [ $((gtnt + gtip)) = $((ncond + nret + nind + nfar)) ] && [ "$extra" -ge 0 ] && [ "$extra" -lt "$npsb_sr" ]; then
+	tv_ok "pt-model: sr: RET compression: $gtnt TNT bits + $gtip TIPs for $ncond Jcc/LOOP, $nret RETs ($nuncomp never compressible), $nind indirect, $nfar far; $extra RETs uncompressed across the $((npsb_sr - 1)) later PSB+"
 else
-	tv_fail "pt-model: sr: RET compression" "TNT bits $gtnt + TIPs $gtip, want $((ncond + nret + nind)); $extra uncompressed beyond the $nuncomp expected, $npsb_sr PSBs"
+	tv_fail "pt-model: sr: RET compression" "TNT bits $gtnt + TIPs $gtip, want $((ncond + nret + nind + nfar)); $extra uncompressed beyond the $nuncomp expected, $npsb_sr PSBs"
 fi
 
 # Packet-level facts of sr: PSB first, PSB+ per 2 KiB, each later PSB+ with a
@@ -235,6 +245,10 @@ facts=""
 grep -q '^# first-sync 0x0$' "$work/sr.pkt" || facts="$facts psb-not-first"
 [ "$npsb" -ge $((srb / 2048)) ] && [ "$npsb" -le $((srb / 2048 + 1)) ] && [ "$npsb" = "$npsbe" ] || facts="$facts psb-count($npsb/$npsbe for $srb bytes)"
 [ "$psb_fups" = $((npsb - 1)) ] || facts="$facts psb-fups($psb_fups)"
+# FUPs outside PSB+: one per event and the disabling WRMSR's; a PIP per
+# PSB+ and per MOV to CR3
+[ "$(count sr ' fup ')" = $((psb_fups + nev + 1)) ] || facts="$facts fups($(count sr ' fup '))"
+[ "$nev" = 1 ] && [ "$ncr3" = 1 ] && [ "$(count sr ' pip ')" = $((npsb + ncr3)) ] || facts="$facts pips($(count sr ' pip '), $nev events, $ncr3 cr3)"
 [ "$(count sr ' tsc ')" = "$npsb" ] || facts="$facts tsc"
 [ "$(count sr ' cbr ratio=32')" = "$npsb" ] || facts="$facts cbr"
 [ "$(count sr ' mode leaf=0 csl=1 csd=0')" -ge "$npsb" ] || facts="$facts mode"
@@ -246,7 +260,7 @@ grep -q '^# first-sync 0x0$' "$work/sr.pkt" || facts="$facts psb-not-first"
 grep -q '^# end packets [0-9]* errors 0$' "$work/sr.pkt" || facts="$facts decode-errors"
 [ "$(count noretc ' tsc ')" = 0 ] || facts="$facts tsc-without-TSCEn"
 if [ -z "$facts" ]; then
-	tv_ok "pt-model: sr packets: PSB first, $npsb PSB+ in $srb bytes (FUP, TSC, CBR, MODE.Exec, PIP), TIP.PGE at start, FUP + TIP.PGD at end, short and long TNT, 16/32-bit IP compression, no decode error"
+	tv_ok "pt-model: sr packets: PSB first, $npsb PSB+ in $srb bytes (FUP, TSC, CBR, MODE.Exec, PIP), TIP.PGE at start, FUP + TIP for the #UD, PIP for MOV CR3, FUP + TIP.PGD at end, short and long TNT, 16/32-bit IP compression, no decode error"
 else
 	tv_fail "pt-model: sr packets" "$facts"
 fi

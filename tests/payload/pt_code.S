@@ -4,7 +4,10 @@
  * (tests/bochs/pt-model.sh, docs/BOCHS-MODEL.md).
  *
  * void ptt_run(void) turns PT on (WRMSR IA32_RTIT_CTL = ptt_ctl, which
- * includes TraceEn), runs ptt_iters iterations of a loop whose body picks
+ * includes TraceEn), raises one #UD (UD2 at ptt_ud2, handled by ptt_ud,
+ * which the caller installs as vector 6), reloads CR3, calls ptt_far (64
+ * KiB away) indirectly, runs ptt_iters
+ * iterations of a loop whose body picks
  * one of four paths through a jump table (indirect jmp), and turns PT off
  * (WRMSR IA32_RTIT_CTL = 0).  The paths: a direct call and ret; an
  * indirect call and ret; nested calls (a ret that does not go back to its
@@ -13,7 +16,8 @@
  * (the caller runs it with IF = 0).  Two magic breakpoints (xchg bx,bx)
  * bracket it for the Bochs debugger's own instruction trace.
  *
- * Labels the test reads with nm: ptt_on (the enabling WRMSR), ptt_off
+ * Labels the test reads with nm: ptt_on (the enabling WRMSR), ptt_ud2,
+ * ptt_ud, ptt_odd_ret, ptt_nest_ret, ptt_off
  * (the disabling WRMSR), ptt_leaf .. ptt_leaf_end (one function, the IP
  * filter's range).
  * Clobbers rax, rcx, rdx, r8, r9 (caller-saved).
@@ -29,6 +33,12 @@ ptt_run:
 	movl	ptt_ctl+4(%rip), %edx
 	.globl	ptt_on
 ptt_on:	wrmsr
+	.globl	ptt_ud2
+ptt_ud2: ud2			/* #UD: FUP + TIP to ptt_ud, whose IRETQ (TIP) comes back past it */
+	movq	%cr3, %rax
+	movq	%rax, %cr3		/* MOV to CR3: PIP */
+	leaq	ptt_far(%rip), %rax
+	call	*%rax			/* 64 KiB away: TIPs that need more than 16 IP bits */
 	movl	ptt_iters(%rip), %r8d
 .Lloop:
 	movl	%r8d, %eax
@@ -115,6 +125,16 @@ ptt_odd_ret:
 	ret
 	.size	ptt_odd, . - ptt_odd
 
+/* ptt_far: a function at least 64 KiB past the rest of the code, so that
+ * the TIPs into it and back differ from the last IP above bit 15. */
+	.balign	65536
+	.globl	ptt_far
+	.type	ptt_far, @function
+ptt_far:
+	nop
+	ret
+	.size	ptt_far, . - ptt_far
+
 /* #GP handler for the MSR checks: counts, skips the 2-byte RDMSR/WRMSR. */
 	.globl	ptt_gp
 	.type	ptt_gp, @function
@@ -124,6 +144,14 @@ ptt_gp:
 	addq	$2, (%rsp)		/* past the faulting RDMSR/WRMSR */
 	iretq
 	.size	ptt_gp, . - ptt_gp
+
+/* #UD handler: resumes past the 2-byte UD2 at ptt_ud2. */
+	.globl	ptt_ud
+	.type	ptt_ud, @function
+ptt_ud:
+	addq	$2, (%rsp)
+	iretq
+	.size	ptt_ud, . - ptt_ud
 
 /* PMI handler (LVT performance-counter vector): counts, EOI. */
 	.globl	ptt_pmi

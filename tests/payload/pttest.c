@@ -57,6 +57,7 @@
 void ptt_run(void);
 void ptt_gp(void);
 void ptt_pmi(void);
+void ptt_ud(void);
 void ptt_leaf(void);
 void ptt_leaf_end(void);
 extern uint64_t ptt_ctl, ptt_gp_count, ptt_pmi_count;
@@ -298,13 +299,14 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 		uint8_t *after = sr + SR_SIZE;
 		uint64_t *table = (uint64_t *)(uintptr_t)after;
 		uint8_t *r0 = after + 0x1000, *r1 = after + 0x2000;
-		uint64_t cr3 = hw_read_cr3();
+		uint64_t cr3 = hw_read_cr3(), ud_saved[2];
 
 		p = append(line, "PTTEST cr3 ");
 		hex(p, cr3);
 		say(line);
 		hw_cli();
 		msr_checks(sr);
+		set_gate(6, ptt_ud, ud_saved);	/* ptt_run's UD2 */
 		/* the runs, in the order the debugger script counts them */
 		run_single("sr", sr, CTL_OS | CTL_TSCEN, 1500);		/* 1, traced */
 		run_single("noretc", sr, CTL_OS | CTL_DISRETC, 1500);	/* 2 */
@@ -321,6 +323,7 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 		run_single("ipf", sr, CTL_OS | CTL_ADDR0_CFG(1), 64);	/* 8, traced */
 		hw_wrmsr(MSR_RTIT_ADDR0_A, 0);
 		hw_wrmsr(MSR_RTIT_ADDR0_B, 0);
+		restore_gate(6, ud_saved);
 		systab->BootServices->FreePages(mem, 48);
 	}
 	say("PTTEST done");
