@@ -50,7 +50,7 @@ tv_image "$work/disk.img" EFI/BOOT/BOOTX64.EFI="$TV_BUILD/pttest.efi"
 # One run under the debugger: Bochs's own instruction trace of runs 1 (sr)
 # and 8 (ipf), each between ptt_run's two magic breakpoints; the serial
 # output is the same as without the debugger (Bochs is deterministic).
-nruns=8
+nruns=9
 traced=" 1 8 "
 {
 	echo c
@@ -133,7 +133,7 @@ extract() {
 count() { grep -c "$2" "$work/$1.pkt"; }
 tntbits() { awk '$2 ~ /^tnt/ { split($3, a, "="); s += a[2] } END { print s + 0 }' "$work/$1.pkt"; }
 
-for r in sr noretc topa topabad cr3hit cr3miss user ipf; do
+for r in sr noretc topa topabad cr3hit cr3miss user ipf tstop; do
 	extract $r
 	want=$(runfield $r bytes)
 	got=$(stat -c %s "$work/$r.bin")
@@ -312,6 +312,22 @@ if [ "$nentry" -gt 0 ] && [ "$(count ipf 'tip.pge')" = "$nentry" ] && [ "$(count
 	tv_ok "pt-model: IP filter: a TIP.PGE and a TIP.PGD for each of the $nentry entries into the range"
 else
 	tv_fail "pt-model: IP filter" "$nentry entries, $(count ipf 'tip.pge') TIP.PGE, $(count ipf 'tip.pgd') TIP.PGD"
+fi
+# TraceStop: ADDR0_CFG = 2 around ptt_leaf; the first call into it (the
+# direct call of the loop's first iteration, path 0 for 8 iterations) ends
+# the trace: TIP.PGD with the call's target, TraceStop, Stopped; libipt's
+# flow ends with that call, its disabled event at ptt_leaf.
+flow tstop
+tlast2=$(grep -v '^#' "$work/tstop.pkt" | tail -2 | cut -d' ' -f2,3 | tr '\n' ' ')
+tcall=$(awk '$2 == "call" && $3 ~ /^\./ { print $1; exit }' "$work/trace1.insn")
+tstat=$(runfield tstop status)
+if [ -n "$tstat" ] && [ $(( tstat & 0x30 )) = $((0x20)) ] && [[ "$tlast2" =~ ^tip.pgd\ ipc=[1-6]\ stop\ $ ]] &&
+	[ "$(cat "$work/tstop.flow.rc")" = 0 ] && grep -q '^# event stop' "$work/tstop.flow" &&
+	grep -q "^# event disabled $(addr ptt_leaf)" "$work/tstop.flow" &&
+	[ "$(tail -n1 "$work/tstop.ips")" = "$tcall" ]; then
+	tv_ok "pt-model: TraceStop: the call into the ADDR0_CFG = 2 range ends the trace (TIP.PGD(target), TraceStop, Stopped; libipt disabled + stop events, flow ends at the call)"
+else
+	tv_fail "pt-model: TraceStop" "status ${tstat:-none}, last packets '$tlast2', flow rc $(cat "$work/tstop.flow.rc"), last IP $(tail -n1 "$work/tstop.ips") (want $tcall)"
 fi
 tv_keep_log "$log"
 

@@ -321,6 +321,7 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 		hw_wrmsr(MSR_RTIT_ADDR0_A, (uint64_t)(uintptr_t)ptt_leaf);
 		hw_wrmsr(MSR_RTIT_ADDR0_B, (uint64_t)(uintptr_t)ptt_leaf_end - 1);
 		run_single("ipf", sr, CTL_OS | CTL_ADDR0_CFG(1), 64);	/* 8, traced */
+		run_single("tstop", sr, CTL_OS | CTL_ADDR0_CFG(2), 8);	/* 9: TraceStop at ptt_leaf */
 		hw_wrmsr(MSR_RTIT_ADDR0_A, 0);
 		hw_wrmsr(MSR_RTIT_ADDR0_B, 0);
 		restore_gate(6, ud_saved);
