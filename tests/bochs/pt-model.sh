@@ -329,6 +329,14 @@ if [ -n "$tstat" ] && [ $(( tstat & 0x30 )) = $((0x20)) ] && [[ "$tlast2" =~ ^ti
 else
 	tv_fail "pt-model: TraceStop" "status ${tstat:-none}, last packets '$tlast2', flow rc $(cat "$work/tstop.flow.rc"), last IP $(tail -n1 "$work/tstop.ips") (want $tcall)"
 fi
+# VMX: IA32_VMX_MISC[14] = 0, so VMXON clears TraceEn, setting it in VMX
+# root raises #GP, and after VMXOFF it can be set again.
+if grep -qx 'PTTEST vmx misc14 0 vmxon 0 ctl-after-vmxon 0x0000000000002004' <<<"$out" &&
+	grep -qx 'PTTEST gp vmx-root-traceen 1' <<<"$out" && grep -qx 'PTTEST gp after-vmxoff-traceen 0' <<<"$out"; then
+	tv_ok "pt-model: VMX_MISC[14] = 0: VMXON clears TraceEn, WRMSR TraceEn in VMX root #GP, allowed again after VMXOFF"
+else
+	tv_fail "pt-model: VMX_MISC[14] = 0" "$(grep -E '^PTTEST (vmx|gp vmx|gp after)' <<<"$out" | tr '\n' ' ')"
+fi
 tv_keep_log "$log"
 
 # Stock behaviour: the same binary without the option: no PT in CPUID, no runs.

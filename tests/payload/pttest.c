@@ -14,6 +14,8 @@
  *   PTTEST gp NAME N                        #GPs raised by one MSR access
  *   PTTEST run NAME ctl 0xC status 0xS mask 0xM bytes N [pmi N lvt 0xL gstat 0xG]
  *   PTTEST data NAME 0xOFFSET HEX...        the run's output, 32 bytes a line
+ *   PTTEST vmx misc14 N vmxon RC ctl-after-vmxon 0xC
+ *                                           VMX_MISC[14], VMXON, RTIT_CTL after it
  *   PTTEST done
  *
  * Without PT (CPUID.(7,0):EBX[25] = 0) only the cpuid line and done.
@@ -262,6 +264,60 @@ static void msr_checks(uint8_t *buf)
 	restore_gate(13, saved);
 }
 
+/*
+ * IA32_VMX_MISC[14] = 0 (PT not usable in VMX operation): VMXON clears
+ * TraceEn, and WRMSR setting it in VMX root raises #GP; after VMXOFF it
+ * can be set again.  vmxon_page: a free 4 KiB page.
+ */
+static void vmx_check(uint8_t *buf, uint32_t *vmxon_page)
+{
+	struct hw_cpuid_regs r1;
+	uint64_t saved[2], cr0, cr4, fc, misc, ctl_after = 0;
+	char line[200], *p;
+	int rc = -1;
+
+	hw_cpuid(1, 0, &r1);
+	if (!(r1.ecx & (1u << 5))) {
+		say("PTTEST vmx absent");
+		return;
+	}
+	fc = hw_rdmsr(0x3a);			/* IA32_FEATURE_CONTROL */
+	if (!(fc & 1))
+		hw_wrmsr(0x3a, fc | 5);		/* lock, VMXON outside SMX */
+	misc = hw_rdmsr(0x485);			/* IA32_VMX_MISC */
+	cr0 = hw_read_cr0();
+	cr4 = hw_read_cr4();
+	hw_write_cr0((cr0 | hw_rdmsr(0x486)) & hw_rdmsr(0x487));
+	hw_write_cr4((cr4 | hw_rdmsr(0x488) | (1ull << 13)) & hw_rdmsr(0x489));
+	vmxon_page[0] = (uint32_t)hw_rdmsr(0x480) & 0x7fffffffu;	/* VMCS revision */
+
+	hw_wrmsr(MSR_RTIT_STATUS, 0);
+	hw_wrmsr(MSR_RTIT_OUTPUT_BASE, (uint64_t)(uintptr_t)buf);
+	hw_wrmsr(MSR_RTIT_OUTPUT_MASK, SR_SIZE - 1);
+	hw_wrmsr(MSR_RTIT_CTL, CTL_TRACEEN | CTL_OS | CTL_BRANCHEN);
+	rc = hw_vmxon((uint64_t)(uintptr_t)vmxon_page);
+	if (rc == 0) {
+		ctl_after = hw_rdmsr(MSR_RTIT_CTL);
+		set_gate(13, ptt_gp, saved);
+		gp_check("vmx-root-traceen", 1, MSR_RTIT_CTL, CTL_TRACEEN | CTL_OS | CTL_BRANCHEN);
+		restore_gate(13, saved);
+		hw_vmxoff();
+	}
+	hw_write_cr4(cr4);
+	hw_write_cr0(cr0);
+	set_gate(13, ptt_gp, saved);
+	gp_check("after-vmxoff-traceen", 1, MSR_RTIT_CTL, CTL_TRACEEN | CTL_OS | CTL_BRANCHEN);
+	restore_gate(13, saved);
+	hw_wrmsr(MSR_RTIT_CTL, 0);
+	p = append(line, "PTTEST vmx misc14 ");
+	p = dec(p, (misc >> 14) & 1);
+	p = append(p, " vmxon ");
+	p = dec(p, (uint64_t)rc);
+	p = append(p, " ctl-after-vmxon ");
+	hex(p, ctl_after);
+	say(line);
+}
+
 EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab);
 
 EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
@@ -325,6 +381,7 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 		hw_wrmsr(MSR_RTIT_ADDR0_A, 0);
 		hw_wrmsr(MSR_RTIT_ADDR0_B, 0);
 		restore_gate(6, ud_saved);
+		vmx_check(sr, (uint32_t *)(uintptr_t)(after + 0x3000));
 		systab->BootServices->FreePages(mem, 48);
 	}
 	say("PTTEST done");
