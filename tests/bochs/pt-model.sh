@@ -122,6 +122,8 @@ fi
 base=$((at - symtab[ptt_run]))
 addr() { printf '0x%016x' $((base + symtab[$1])); }
 cr3=$(sed -n 's/^PTTEST cr3 \(0x[0-9a-f]*\)$/\1/p' <<<"$out")
+alias=$(sed -n 's/^PTTEST alias \(0x[0-9a-f]*\)$/\1/p' <<<"$out")
+alias_base=$(printf '0x%x' $((base + ${alias:-0})))
 
 # runfield NAME FIELD: a field of the run's "PTTEST run" line
 runfield() { awk -v n="$1" -v f="$2" '$1 == "PTTEST" && $2 == "run" && $3 == n { for (i = 4; i < NF; i++) if ($i == f) print $(i + 1) }' <<<"$out"; }
@@ -144,7 +146,7 @@ done
 
 # Bochs's trace: "(0).[icount] [0xADDR] sel:off (...): insn ; bytes", windows
 # split at the magic breakpoints (xchg bx, bx ends a window).
-awk '/^\(0\)\.\[[0-9]+\] \[0x/ { a = $2; gsub(/[][]/, "", a); d = $0; sub(/^.*\): /, "", d); sub(/ *;.*$/, "", d);
+awk '/^\(0\)\.\[[0-9]+\] \[0x/ { a = $3; sub(/^[0-9a-f]*:/, "0x", a); d = $0; sub(/^.*\): /, "", d); sub(/ *;.*$/, "", d);
 	print w, a, d; if (d ~ /^xchg bx, bx/) w++ }' w=1 "$log.stdout" >"$work/bochs-trace.all"
 on_next=$(printf '0x%016x' $((base + symtab[ptt_on] + 2)))	# wrmsr is 2 bytes
 off_at=$(addr ptt_off)
@@ -164,7 +166,7 @@ ntr=$(wc -l <"$work/trace1.ips")
 
 # flow NAME: libipt's instruction flow of the run (IPs only)
 flow() {
-	"$flowbin" flow "$work/$1.bin" "$TV_BUILD/pttest.so" "$base" >"$work/$1.flow" 2>&1
+	"$flowbin" flow "$work/$1.bin" "$TV_BUILD/pttest.so" "$base" "$alias_base" >"$work/$1.flow" 2>&1
 	echo $? >"$work/$1.flow.rc"
 	grep '^0x' "$work/$1.flow" >"$work/$1.ips"
 }
@@ -256,11 +258,15 @@ grep -q '^# first-sync 0x0$' "$work/sr.pkt" || facts="$facts psb-not-first"
 [ "$first_ip" = "tip.pge ipc=2 ip=$(printf '0x%x' $((on_next)))" ] || facts="$facts first-ip($first_ip)"
 [ "$last2" = "fup ipc=1 tip.pgd ipc=0 " ] || facts="$facts last($last2)"
 [ "$(count sr 'tnt.8')" -gt 0 ] && [ "$(count sr 'tnt.64')" -gt 0 ] || facts="$facts tnt-kinds"
-[ "$(count sr 'ipc=1')" -gt 0 ] && [ "$(count sr 'ipc=2')" -gt 0 ] || facts="$facts ipc"
+# 16-bit updates (near code), 32-bit (the TIP.PGE after the PSB, the one
+# FUP after each later PSB), sign-extended 48 (payload bits 47:0) into
+# ptt_far's upper-half alias and for the first TIP back in the low half)
+[ "$(count sr 'ipc=1')" -gt 0 ] && [ "$(count sr 'ipc=2')" -gt 0 ] && [ "$(count sr ' tip ipc=3 ip=0x8000')" = 1 ] &&
+	[ "$(count sr ' tip ipc=3 ')" = 2 ] && [ "$(count noretc ' tip ipc=3 ')" = 2 ] && [ "${alias:-0}" = 0xffff800000000000 ] || facts="$facts ipc($alias)"
 grep -q '^# end packets [0-9]* errors 0$' "$work/sr.pkt" || facts="$facts decode-errors"
 [ "$(count noretc ' tsc ')" = 0 ] || facts="$facts tsc-without-TSCEn"
 if [ -z "$facts" ]; then
-	tv_ok "pt-model: sr packets: PSB first, $npsb PSB+ in $srb bytes (FUP, TSC, CBR, MODE.Exec, PIP), TIP.PGE at start, FUP + TIP for the #UD, PIP for MOV CR3, FUP + TIP.PGD at end, short and long TNT, 16/32-bit IP compression, no decode error"
+	tv_ok "pt-model: sr packets: PSB first, $npsb PSB+ in $srb bytes (FUP, TSC, CBR, MODE.Exec, PIP), TIP.PGE at start, FUP + TIP for the #UD, PIP for MOV CR3, FUP + TIP.PGD at end, short and long TNT, 16/32/sext-48-bit IP compression, no decode error"
 else
 	tv_fail "pt-model: sr packets" "$facts"
 fi

@@ -4,14 +4,15 @@
  * model test (tests/bochs/pt-model.sh, docs/BOCHS-MODEL.md).  Independent
  * of tracevisor: only libipt and the guest program's ELF.
  *
- *   pt-flow flow TRACE ELF BASE     instruction flow: one "0xIP" line per
+ *   pt-flow flow TRACE ELF BASE...  instruction flow: one "0xIP" line per
  *                                   executed instruction, events as
- *                                   "# event ..." lines
+ *                                   "# event ..." lines (the ELF mapped at
+ *                                   each BASE: a program and its aliases)
  *   pt-flow packets TRACE           one line per packet: its name and, for
  *                                   IP packets, "ipc=N"
  *
  * TRACE is the raw PT byte stream, ELF the guest program (build/pttest.so)
- * whose executable sections are mapped at BASE + their address.
+ * whose executable sections are mapped at each BASE + their address.
  * Exit status: 0 the stream decoded to its end without an error; 1 a
  * decode error (printed as "# error OFFSET MESSAGE"); 2 bad usage or input.
  */
@@ -123,7 +124,7 @@ static void print_event(const struct pt_event *ev)
 	}
 }
 
-static int flow(const uint8_t *buf, size_t size, const char *elf, uint64_t base)
+static int flow(const uint8_t *buf, size_t size, const char *elf, char **bases, int nbases)
 {
 	struct pt_config config;
 	struct pt_insn_decoder *dec;
@@ -138,10 +139,12 @@ static int flow(const uint8_t *buf, size_t size, const char *elf, uint64_t base)
 	if (!dec)
 		return 2;
 	image = pt_insn_get_image(dec);
-	if (map_elf(image, elf, base) < 0) {
-		fprintf(stderr, "pt-flow: cannot map %s\n", elf);
-		pt_insn_free_decoder(dec);
-		return 2;
+	for (int i = 0; i < nbases; i++) {
+		if (map_elf(image, elf, strtoull(bases[i], NULL, 0)) < 0) {
+			fprintf(stderr, "pt-flow: cannot map %s at %s\n", elf, bases[i]);
+			pt_insn_free_decoder(dec);
+			return 2;
+		}
 	}
 
 	for (;;) {
@@ -289,10 +292,10 @@ int main(int argc, char **argv)
 	uint8_t *buf;
 	int rc;
 
-	if (argc < 3 || (strcmp(argv[1], "flow") == 0 && argc != 5) ||
+	if (argc < 3 || (strcmp(argv[1], "flow") == 0 && argc < 5) ||
 	    (strcmp(argv[1], "packets") == 0 && argc != 3) ||
 	    (strcmp(argv[1], "flow") != 0 && strcmp(argv[1], "packets") != 0)) {
-		fprintf(stderr, "usage: pt-flow flow TRACE ELF BASE | pt-flow packets TRACE\n");
+		fprintf(stderr, "usage: pt-flow flow TRACE ELF BASE... | pt-flow packets TRACE\n");
 		return 2;
 	}
 	buf = read_all(argv[2], &size);
@@ -301,7 +304,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (strcmp(argv[1], "flow") == 0)
-		rc = flow(buf, size, argv[3], strtoull(argv[4], NULL, 0));
+		rc = flow(buf, size, argv[3], argv + 4, argc - 4);
 	else
 		rc = packets(buf, size);
 	free(buf);

@@ -5,8 +5,9 @@
  *
  * void ptt_run(void) turns PT on (WRMSR IA32_RTIT_CTL = ptt_ctl, which
  * includes TraceEn), raises one #UD (UD2 at ptt_ud2, handled by ptt_ud,
- * which the caller installs as vector 6), reloads CR3, calls ptt_far (64
- * KiB away) indirectly, runs ptt_iters
+ * which the caller installs as vector 6), reloads CR3, calls
+ * ptt_far_target indirectly (ptt_far, 64 KiB away, or an alias of it in
+ * the upper canonical half), runs ptt_iters
  * iterations of a loop whose body picks
  * one of four paths through a jump table (indirect jmp), and turns PT off
  * (WRMSR IA32_RTIT_CTL = 0).  The paths: a direct call and ret; an
@@ -37,8 +38,8 @@ ptt_on:	wrmsr
 ptt_ud2: ud2			/* #UD: FUP + TIP to ptt_ud, whose IRETQ (TIP) comes back past it */
 	movq	%cr3, %rax
 	movq	%rax, %cr3		/* MOV to CR3: PIP */
-	leaq	ptt_far(%rip), %rax
-	call	*%rax			/* 64 KiB away: TIPs that need more than 16 IP bits */
+	movq	ptt_far_target(%rip), %rax
+	call	*%rax			/* ptt_far, or its alias in the upper half: TIPs that need more than 16 IP bits */
 	movl	ptt_iters(%rip), %r8d
 .Lloop:
 	movl	%r8d, %eax
@@ -167,8 +168,9 @@ ptt_pmi:
 
 	.data
 	.balign	8
-	.globl	ptt_ctl, ptt_iters, ptt_gp_count, ptt_pmi_count
+	.globl	ptt_ctl, ptt_iters, ptt_gp_count, ptt_pmi_count, ptt_far_target
 ptt_ctl:	.quad	0
+ptt_far_target:	.quad	0
 ptt_iters:	.long	0
 	.long	0
 ptt_gp_count:	.quad	0

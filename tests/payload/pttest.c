@@ -11,6 +11,7 @@
  *   PTTEST cpuid pt N max 0xM ebx 0xB ecx 0xC ranges N
  *                                           CPUID.(7,0):EBX[25], (14H,0), (14H,1)
  *   PTTEST cr3 0xCR3                        CR3 while tracing (PIP, CR3 filter)
+ *   PTTEST alias 0xOFFSET                   where ptt_far is called (its alias)
  *   PTTEST gp NAME N                        #GPs raised by one MSR access
  *   PTTEST run NAME ctl 0xC status 0xS mask 0xM bytes N [pmi N lvt 0xL gstat 0xG]
  *   PTTEST data NAME 0xOFFSET HEX...        the run's output, 32 bytes a line
@@ -60,9 +61,10 @@ void ptt_run(void);
 void ptt_gp(void);
 void ptt_pmi(void);
 void ptt_ud(void);
+void ptt_far(void);
 void ptt_leaf(void);
 void ptt_leaf_end(void);
-extern uint64_t ptt_ctl, ptt_gp_count, ptt_pmi_count;
+extern uint64_t ptt_ctl, ptt_gp_count, ptt_pmi_count, ptt_far_target;
 extern uint32_t ptt_iters;
 
 static void say(const char *s)
@@ -207,6 +209,27 @@ static void run_topa(const char *name, uint64_t *table, uint8_t *r0, uint8_t *r1
 		hex(p, hw_rdmsr(MSR_PERF_GLOBAL_STATUS));
 		say(line);
 	}
+}
+
+/*
+ * An alias of the low 512 GiB (OVMF's identity map, PML4 entry 0) at
+ * 0xffff800000000000 (PML4 entry 256), so that code can run at an
+ * upper-half address and TIPs need the sign-extended 48-bit form.
+ * Returns the alias offset, 0 when entry 256 is in use.
+ */
+#define ALIAS_BASE 0xffff800000000000ull
+static uint64_t alias_map(int on)
+{
+	uint64_t *pml4 = (uint64_t *)(uintptr_t)(hw_read_cr3() & 0x000ffffffffff000ull);
+	uint64_t cr0 = hw_read_cr0();
+
+	if (on && pml4[256])
+		return 0;
+	hw_write_cr0(cr0 & ~(1ull << 16));	/* WP off: OVMF may map its page tables read-only */
+	pml4[256] = on ? pml4[0] : 0;
+	hw_write_cr0(cr0);
+	hw_write_cr3(hw_read_cr3());		/* flush */
+	return on ? ALIAS_BASE : 0;
 }
 
 /* One MSR access expected to #GP or not: prints how many #GPs it raised. */
@@ -355,7 +378,7 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 		uint8_t *after = sr + SR_SIZE;
 		uint64_t *table = (uint64_t *)(uintptr_t)after;
 		uint8_t *r0 = after + 0x1000, *r1 = after + 0x2000;
-		uint64_t cr3 = hw_read_cr3(), ud_saved[2];
+		uint64_t cr3 = hw_read_cr3(), ud_saved[2], alias;
 
 		p = append(line, "PTTEST cr3 ");
 		hex(p, cr3);
@@ -363,6 +386,11 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 		hw_cli();
 		msr_checks(sr);
 		set_gate(6, ptt_ud, ud_saved);	/* ptt_run's UD2 */
+		alias = alias_map(1);
+		ptt_far_target = (uint64_t)(uintptr_t)ptt_far + alias;
+		p = append(line, "PTTEST alias ");
+		hex(p, alias);
+		say(line);
 		/* the runs, in the order the debugger script counts them */
 		run_single("sr", sr, CTL_OS | CTL_TSCEN, 1500);		/* 1, traced */
 		run_single("noretc", sr, CTL_OS | CTL_DISRETC, 1500);	/* 2 */
@@ -381,6 +409,8 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 		hw_wrmsr(MSR_RTIT_ADDR0_A, 0);
 		hw_wrmsr(MSR_RTIT_ADDR0_B, 0);
 		restore_gate(6, ud_saved);
+		if (alias)
+			alias_map(0);
 		vmx_check(sr, (uint32_t *)(uintptr_t)(after + 0x3000));
 		systab->BootServices->FreePages(mem, 48);
 	}
