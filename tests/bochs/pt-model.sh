@@ -257,7 +257,9 @@ grep -q '^# first-sync 0x0$' "$work/sr.pkt" || facts="$facts psb-not-first"
 [ "$pip_cr3" = "cr3=$(printf '0x%x' $((cr3 & ~0xfff)))" ] || facts="$facts pip($pip_cr3 vs $cr3)"
 [ "$first_ip" = "tip.pge ipc=2 ip=$(printf '0x%x' $((on_next)))" ] || facts="$facts first-ip($first_ip)"
 [ "$last2" = "fup ipc=1 tip.pgd ipc=0 " ] || facts="$facts last($last2)"
-[ "$(count sr 'tnt.8')" -gt 0 ] && [ "$(count sr 'tnt.64')" -gt 0 ] || facts="$facts tnt-kinds"
+# short TNTs, and long ones carrying more than 32 bits (path 3's 44)
+[ "$(count sr 'tnt.8')" -gt 0 ] && [ "$(awk '$2 == "tnt.64" { split($3, a, "="); if (a[2] > 32) n++ } END { print n + 0 }' "$work/sr.pkt")" -gt 0 ] ||
+	facts="$facts tnt-kinds"
 # 16-bit updates (near code), 32-bit (the TIP.PGE after the PSB, the one
 # FUP after each later PSB), sign-extended 48 (payload bits 47:0) into
 # ptt_far's upper-half alias and for the first TIP back in the low half)

@@ -12,7 +12,7 @@
  * one of four paths through a jump table (indirect jmp), and turns PT off
  * (WRMSR IA32_RTIT_CTL = 0).  The paths: a direct call and ret; an
  * indirect call and ret; nested calls (a ret that does not go back to its
- * call site included: ptt_odd); an inner dec/jnz loop, a LOOP and a
+ * call site included: ptt_odd); an inner dec/jnz loop of 40, a LOOP and a
  * forward Jcc taken or not by the iteration's parity.  No interrupts
  * (the caller runs it with IF = 0).  Two magic breakpoints (xchg bx,bx)
  * bracket it for the Bochs debugger's own instruction trace.
@@ -59,7 +59,7 @@ ptt_ud2: ud2			/* #UD: FUP + TIP to ptt_ud, whose IRETQ (TIP) comes back past it
 	call	ptt_nest
 	jmp	.Ljoin
 .Lpath3:
-	movl	$3, %ecx
+	movl	$40, %ecx		/* 40 + 4 TNT bits before the next TIP: one long TNT */
 .Linner:
 	decl	%ecx
 	jnz	.Linner
