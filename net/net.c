@@ -137,7 +137,8 @@ int net_link_start(struct net_link *l, struct exporter *ex, const struct net_lin
 	ec.keylen = c->keylen;
 	ec.send = link_send;
 	ec.send_ctx = l;
-	ec.ops = NULL;   /* CONTROL ops: none applied yet (answered "unsupported") */
+	ec.ops = c->ops;
+	ec.ops_ctx = c->ops_ctx;
 	hello_cpu(&ec.hello);
 	ec.hello.cpu_count = (uint16_t)nrings;
 	ec.hello.source = c->source;
@@ -356,6 +357,80 @@ void net_resident_poll(void *ctx)
 	res_step(hw_rdtsc());
 }
 
+/*
+ * The receiver's CONTROL messages, from the link's CPU: each becomes a
+ * request the named CPUs apply themselves before their next VM entry
+ * (trace_request, vmm/trace_engine.h).  The reply's "applied" means
+ * queued for every named CPU; the START/STOP records (trigger receiver)
+ * and MARKER records in the streams say when each took effect.  A mask
+ * naming no CPU or one past the last, or a CPU that does not trace, is
+ * refused before anything is queued.  FILTERS is not offered: the filter
+ * is read by every CPU on every exit and has no safe replacement yet.
+ */
+static int ctl_cpus_check(const struct tvp_ctl_cpus *c)
+{
+	bool any = false;
+
+	for (uint32_t w = 0; w < TVP_CTL_CPU_WORDS; w++) {
+		for (uint32_t b = 0; b < 64; b++) {
+			uint32_t i = w * 64 + b;
+
+			if (!(c->mask[w] >> b & 1))
+				continue;
+			if (i >= res.ncpus || !res.cpus[i].trace.ring)
+				return -1;
+			any = true;
+		}
+	}
+	return any ? 0 : -1;
+}
+
+static int ctl_window(const struct tvp_ctl_cpus *c, uint32_t req)
+{
+	int rc = 0;
+
+	if (ctl_cpus_check(c))
+		return -1;
+	for (uint32_t i = 0; i < res.ncpus; i++)
+		if (c->mask[i / 64] >> (i % 64) & 1)
+			rc |= trace_request(&res.cpus[i], req, 0, NULL, 0);
+	return rc ? -1 : 0;
+}
+
+static int ctl_start(void *ctx, const struct tvp_ctl_cpus *c)
+{
+	(void)ctx;
+	return ctl_window(c, TRACE_REQ_START);
+}
+
+static int ctl_stop(void *ctx, const struct tvp_ctl_cpus *c)
+{
+	(void)ctx;
+	return ctl_window(c, TRACE_REQ_STOP);
+}
+
+/* Labels longer than a ring's MARKER label (16 bytes) are cut. */
+static int ctl_marker(void *ctx, const struct tvp_ctl_marker *m, const char *label)
+{
+	uint32_t first = m->cpu, last = m->cpu;
+	int rc = 0;
+
+	(void)ctx;
+	if (m->cpu == TVP_CPU_ALL) {
+		first = 0;
+		last = res.ncpus - 1;
+	} else if (m->cpu >= res.ncpus || !res.cpus[m->cpu].trace.ring) {
+		return -1;
+	}
+	for (uint32_t i = first; i <= last; i++)
+		if (res.cpus[i].trace.ring)
+			rc |= trace_request(&res.cpus[i], TRACE_REQ_MARKER, m->value, label,
+					    m->label_len);
+	return rc ? -1 : 0;
+}
+
+static const struct export_ops res_ctl_ops = { ctl_start, ctl_stop, NULL, ctl_marker };
+
 static int res_start(const struct hv_net *n, struct per_cpu *cpus, uint32_t ncpus)
 {
 	struct tv_trace_ring *rings[EXPORT_MAX_CPUS];
@@ -412,6 +487,7 @@ static int res_start(const struct hv_net *n, struct per_cpu *cpus, uint32_t ncpu
 	lc.source = ts->source;
 	lc.overflow = ts->overflow;
 	lc.tsc_hz = n->tsc_hz;
+	lc.ops = &res_ctl_ops;
 	rc = net_link_start(&res.link, n->ex, &lc, rings, ncpus, hw_rdtsc());
 	if (rc) {
 		log_err("net: resident: exporter not started: %s", proto_strerror(rc));

@@ -57,6 +57,9 @@ struct net_link_cfg {
 	uint32_t caps;                /* TVP_CAP_SOURCE bits (TVP_CAP_CONTROL added with a key) */
 	uint8_t source, overflow;     /* of the rings */
 	uint64_t tsc_hz;
+	const struct export_ops *ops; /* CONTROL handlers; NULL: every op but NOP
+				       * is answered "unsupported" */
+	void *ops_ctx;
 };
 
 /*

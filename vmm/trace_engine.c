@@ -17,6 +17,8 @@
 
 #define SEG_AR_DB (1u << 14)
 
+_Static_assert(TRACE_REQ_LABEL_MAX == TV_HC_LABEL_LEN, "marker labels: one length");
+
 static struct trace_setup setup;
 static gmem_read_phys_fn phys_reader;
 static void *phys_ctx;
@@ -565,12 +567,80 @@ static void mtf_before_entry(struct per_cpu *cpu)
 		trace_stop(cpu, TV_TRIG_LIMIT);
 }
 
+int trace_request(struct per_cpu *cpu, uint32_t req, uint64_t marker_id,
+		  const char *label, size_t len)
+{
+	struct trace_cpu *t = &cpu->trace;
+
+	if (!req || (req & (req - 1)) || (req & ~(TRACE_REQ_START | TRACE_REQ_STOP | TRACE_REQ_MARKER)))
+		return TRACE_REQ_EINVAL;
+	if (!t->ring || setup.source == TV_SOURCE_NONE)
+		return TRACE_REQ_ENOSYS;
+	switch (req) {
+	case TRACE_REQ_MARKER:
+		/* The label is ours to write only while no marker is pending. */
+		if (__atomic_load_n(&t->req_pending, __ATOMIC_ACQUIRE) & TRACE_REQ_MARKER)
+			return TRACE_REQ_EBUSY;
+		if (len > TRACE_REQ_LABEL_MAX)
+			len = TRACE_REQ_LABEL_MAX;
+		t->req_marker_id = marker_id;
+		t->req_label_len = (uint8_t)len;
+		if (len)
+			memcpy(t->req_label, label, len);
+		break;
+	case TRACE_REQ_START:
+		__atomic_fetch_and(&t->req_pending, ~TRACE_REQ_STOP, __ATOMIC_RELAXED);
+		break;
+	default:
+		__atomic_fetch_and(&t->req_pending, ~TRACE_REQ_START, __ATOMIC_RELAXED);
+		break;
+	}
+	__atomic_fetch_or(&t->req_pending, req, __ATOMIC_RELEASE);
+	return TRACE_REQ_OK;
+}
+
+/* The requests other CPUs queued for this one (trace_request). */
+static void apply_requests(struct per_cpu *cpu)
+{
+	struct trace_cpu *t = &cpu->trace;
+	uint32_t req = __atomic_load_n(&t->req_pending, __ATOMIC_ACQUIRE);
+
+	if (!req)
+		return;
+	if (req & TRACE_REQ_MARKER) {
+		/* Read the label before giving the slot back. */
+		uint64_t id = t->req_marker_id;
+		uint8_t len = t->req_label_len;
+		char label[TRACE_REQ_LABEL_MAX];
+
+		memcpy(label, t->req_label, len);
+		__atomic_fetch_and(&t->req_pending, ~TRACE_REQ_MARKER, __ATOMIC_RELEASE);
+		/* A dropped marker (STOP policy, ring full) is counted by the ring. */
+		trace_append_marker(t->ring, hw_rdtsc(), id, label, len);
+		t->req_applied++;
+	}
+	req = __atomic_fetch_and(&t->req_pending, ~(TRACE_REQ_START | TRACE_REQ_STOP),
+				 __ATOMIC_ACQ_REL) & (TRACE_REQ_START | TRACE_REQ_STOP);
+	if (req & TRACE_REQ_START) {
+		if (trace_start(cpu, TV_TRIG_RECEIVER) == TV_HC_OK)
+			t->req_applied++;
+		else
+			t->req_refused++;
+	} else if (req & TRACE_REQ_STOP) {
+		if (trace_stop(cpu, TV_TRIG_RECEIVER) == TV_HC_OK)
+			t->req_applied++;
+		else
+			t->req_refused++;
+	}
+}
+
 void trace_before_entry(struct per_cpu *cpu)
 {
 	struct trace_cpu *t = &cpu->trace;
 
 	if (!t->ring)
 		return;
+	apply_requests(cpu);
 	if (t->trigger_step && vmcs_get(VMCS_EXIT_REASON) != EXIT_REASON_EPT_VIOLATION)
 		trigger_step_done(cpu);
 	if (!t->boot_started) {

@@ -50,6 +50,8 @@
 #include "vmm/trace_mtf.h"
 
 struct per_cpu;
+
+#define TRACE_REQ_LABEL_MAX 16       /* = TV_HC_LABEL_LEN (vmm/hypercall.h) */
 struct exit_ctx;
 struct ept;
 struct page_pool;
@@ -82,7 +84,43 @@ struct trace_cpu {
 	struct lbr_caps lbr_caps;
 	struct btf_state btf;         /* btf: TF/BTF arming, #DB policy */
 	struct lbr_state lbr;         /* lbr: the drains; btf: the stack's top */
+	/* Requests from another CPU (trace_request), applied by this one. */
+	uint32_t req_pending;         /* TRACE_REQ_* bits, atomic */
+	uint64_t req_marker_id;       /* TRACE_REQ_MARKER: written before the bit */
+	uint8_t req_label_len;
+	char req_label[TRACE_REQ_LABEL_MAX];
+	uint64_t req_applied;         /* requests that did what they asked */
+	uint64_t req_refused;         /* START while open, STOP while closed, ... */
 };
+
+/*
+ * Requests one CPU makes of another: the receiver's CONTROL messages
+ * (docs/PROTOCOL.md) arrive on the network's CPU but open, close or mark
+ * any CPU's window.  trace_request only sets bits (and, for a marker, the
+ * label) in the target's struct trace_cpu; the target applies them itself
+ * in trace_before_entry, before its next VM entry, so every ring still
+ * has exactly one writer.  A CPU that does not exit applies them at its
+ * next timer exit (heartbeat_s, or poll_us on the network's CPU).  START
+ * cancels a STOP not yet applied and the other way round; windows opened
+ * or closed this way carry TV_TRIG_RECEIVER.
+ */
+#define TRACE_REQ_START   (1u << 0)
+#define TRACE_REQ_STOP    (1u << 1)
+#define TRACE_REQ_MARKER  (1u << 2)
+
+#define TRACE_REQ_OK      0
+#define TRACE_REQ_ENOSYS  (-1)   /* this CPU does not trace (no ring, no source) */
+#define TRACE_REQ_EBUSY   (-2)   /* a marker for this CPU is still pending */
+#define TRACE_REQ_EINVAL  (-3)   /* no request bit, or an unknown one */
+
+/*
+ * trace_request - ask cpu to do req (one TRACE_REQ_* bit) at its next
+ * entry; marker_id and label[0..len) for TRACE_REQ_MARKER (len is cut to
+ * TRACE_REQ_LABEL_MAX, the hypercall marker's TV_HC_LABEL_LEN).  Safe from any CPU.  Returns TRACE_REQ_OK (queued)
+ * or a TRACE_REQ_E* code.
+ */
+int trace_request(struct per_cpu *cpu, uint32_t req, uint64_t marker_id,
+		  const char *label, size_t len);
 
 /*
  * Called at the end of a window (STOP written) with the CPU's ring, from

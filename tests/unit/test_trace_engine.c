@@ -323,6 +323,72 @@ static void test_wait_for_sipi_records_nothing(void **state)
 	assert_int_equal(events(ev, 4), 1);       /* START only */
 }
 
+/*
+ * Requests from another CPU (the receiver's CONTROL ops via net/net.c):
+ * queued by trace_request, applied by the target at its next entry:
+ * START and STOP with trigger receiver, a marker with its label cut to
+ * 16 bytes, a second marker refused while the first is pending, START
+ * cancelling a STOP not yet applied, a START on an open window counted as
+ * refused, bad arguments and a CPU without a ring refused.
+ */
+static void test_requests_from_another_cpu(void **state)
+{
+	struct trace_event ev[16];
+	struct per_cpu idle;
+	size_t n;
+
+	(void)state;
+	gmem[0x1000] = 0xeb;                 /* jmp 0x1010 */
+	gmem[0x1001] = 0x0e;
+	assert_int_equal(trace_request(&cpu, TRACE_REQ_MARKER, 7, "from-the-receiver-label", 23),
+			 TRACE_REQ_OK);
+	assert_int_equal(trace_request(&cpu, TRACE_REQ_MARKER, 8, "x", 1), TRACE_REQ_EBUSY);
+	assert_int_equal(trace_request(&cpu, TRACE_REQ_STOP, 0, NULL, 0), TRACE_REQ_OK);
+	assert_int_equal(trace_request(&cpu, TRACE_REQ_START, 0, NULL, 0), TRACE_REQ_OK);
+	assert_int_equal(trace_request(&cpu, 0, 0, NULL, 0), TRACE_REQ_EINVAL);
+	assert_int_equal(trace_request(&cpu, TRACE_REQ_START | TRACE_REQ_STOP, 0, NULL, 0),
+			 TRACE_REQ_EINVAL);
+	assert_int_equal(trace_request(&cpu, 1u << 7, 0, NULL, 0), TRACE_REQ_EINVAL);
+	memset(&idle, 0, sizeof(idle));
+	assert_int_equal(trace_request(&idle, TRACE_REQ_START, 0, NULL, 0), TRACE_REQ_ENOSYS);
+	/* Nothing happens until the target's own next entry. */
+	assert_false(cpu.trace.active);
+	assert_false(mtf_in_vmcs());
+	trace_before_entry(&cpu);            /* marker, then the START (the STOP was cancelled) */
+	assert_true(cpu.trace.active);
+	assert_true(mtf_in_vmcs());
+	assert_int_equal(cpu.trace.req_pending, 0);
+	assert_int_equal(cpu.trace.req_applied, 2);
+	/* The marker slot is free again. */
+	assert_int_equal(trace_request(&cpu, TRACE_REQ_MARKER, 9, "m2", 2), TRACE_REQ_OK);
+	assert_int_equal(trace_request(&cpu, TRACE_REQ_START, 0, NULL, 0), TRACE_REQ_OK);
+	mtf_exit_at(0x1010);                 /* the jmp; the marker; START refused: open */
+	assert_int_equal(cpu.trace.req_refused, 1);
+	assert_int_equal(trace_request(&cpu, TRACE_REQ_STOP, 0, NULL, 0), TRACE_REQ_OK);
+	mtf_exit_at(0x1011);
+	assert_false(cpu.trace.active);
+	assert_false(mtf_in_vmcs());
+	assert_int_equal(windows_done, 1);
+	assert_int_equal(cpu.trace.req_applied, 4);
+
+	n = events(ev, 16);
+	assert_int_equal(n, 5);
+	assert_int_equal(ev[0].type, TV_REC_MARKER);
+	assert_int_equal(ev[0].u.marker.value, 7);
+	assert_int_equal(ev[0].u.marker.label_len, 16);
+	assert_memory_equal(ev[0].u.marker.label, "from-the-receiv", 15);
+	assert_int_equal(ev[1].type, TV_REC_START);
+	assert_int_equal(ev[1].u.startstop.trigger, TV_TRIG_RECEIVER);
+	assert_int_equal(ev[1].u.startstop.rip, 0x1000);
+	assert_int_equal(ev[2].type, TV_REC_MARKER);
+	assert_int_equal(ev[2].u.marker.value, 9);
+	assert_int_equal(ev[3].type, TV_REC_BRANCH);
+	assert_int_equal(ev[3].u.branch.from, 0x1000);
+	assert_int_equal(ev[3].u.branch.to, 0x1010);
+	assert_int_equal(ev[4].type, TV_REC_STOP);
+	assert_int_equal(ev[4].u.startstop.trigger, TV_TRIG_RECEIVER);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -333,6 +399,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_boot_trigger, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wait_for_sipi_records_nothing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_requests_from_another_cpu, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
