@@ -117,6 +117,15 @@ $(BUILD)/lbrtest.so: $(LBRTEST_OBJS) linker.ld
 	$(Q)$(LD) $(EFI_LDFLAGS) $(EFI_CRT0) $(LBRTEST_OBJS) $(EFI_LIBS) -o $@
 all: $(BUILD)/lbrtest.efi
 
+# --- guest program of the Bochs BTS model test (docs/BOCHS-MODEL.md) ----------
+BTSTEST_SRCS := tests/payload/btstest.c tests/payload/bts_branches.S vmm/hw/hw_x86.c
+BTSTEST_OBJS := $(patsubst %.S,$(BUILD)/efi/%.o,$(patsubst %.c,$(BUILD)/efi/%.o,$(BTSTEST_SRCS)))
+$(BUILD)/btstest.so: $(BTSTEST_OBJS) linker.ld
+	@echo "  LD      $@"
+	$(Q)$(LD) $(EFI_LDFLAGS) $(EFI_CRT0) $(BTSTEST_OBJS) $(EFI_LIBS) -o $@
+all: $(BUILD)/btstest.efi
+-include $(BTSTEST_OBJS:.o=.d)
+
 .PHONY: all
 all: $(BUILD)/tracevisor.efi $(BUILD)/payload.efi tools
 

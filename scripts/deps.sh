@@ -564,6 +564,10 @@ build_bochs_trace() {
 	cp bochs "$out/bin/bochs"
 	grep -q 'Model IA32_DEBUGCTL, LBR and BTF' "$out/bin/bochs" ||
 		{ echo "built bochs has no cpu: lbr option" >&2; return 1; }
+	if grep -q '^0002-bts-ds-model.patch$' "$BOCHS_TRACE_PATCH_DIR/series"; then
+		grep -q 'Model BTS and the DS save area' "$out/bin/bochs" ||
+			{ echo "built bochs has no cpu: bts option" >&2; return 1; }
+	fi
 	if grep -q '^0003-intel-pt-model.patch$' "$BOCHS_TRACE_PATCH_DIR/series"; then
 		grep -q 'Model a subset of Intel Processor Trace' "$out/bin/bochs" ||
 			{ echo "built bochs has no cpu: pt option" >&2; return 1; }
