@@ -166,7 +166,18 @@ out:
 /* Backends the engine drives today (vmm/trace_engine.c). */
 static bool backend_wired(enum tv_source s)
 {
-	return s == TV_SOURCE_MTF || s == TV_SOURCE_BTF || s == TV_SOURCE_LBR;
+	return s == TV_SOURCE_MTF || s == TV_SOURCE_BTF || s == TV_SOURCE_LBR ||
+	       s == TV_SOURCE_BTS;
+}
+
+/*
+ * What auto may take: not bts, whose buffer is stored through the guest's
+ * paging at its physical address, which holds only while the guest
+ * identity-maps it (docs/BACKENDS-BTS.md); bts must be asked for.
+ */
+static bool auto_takes(enum tv_source s)
+{
+	return backend_wired(s) && s != TV_SOURCE_BTS;
 }
 
 /*
@@ -194,18 +205,18 @@ static void trace_setup_from_config(struct vmx_boot_params *p, const struct tv_c
 		log_err("trace: source=%s not possible on this CPU: %s; tracing off",
 			trace_caps_source_name(req), why);
 		chosen = TV_SOURCE_NONE;
-	} else if (!backend_wired(chosen)) {
+	} else if (req != TV_SOURCE_NONE ? !backend_wired(chosen) : !auto_takes(chosen)) {
 		if (req != TV_SOURCE_NONE) {
-			log_err("trace: source=%s: the CPU has it but this build drives only mtf, btf and lbr so far; tracing off",
+			log_err("trace: source=%s: the CPU has it but this build drives only mtf, btf, lbr and bts so far; tracing off",
 				trace_caps_source_name(req));
 			chosen = TV_SOURCE_NONE;
 		} else if (trace_choose(&tc, TV_SOURCE_BTF, &chosen, why, sizeof(why)) == 0) {
-			log_warn("trace: auto: the CPU offers better sources, but this build drives only mtf, btf and lbr so far: btf");
+			log_warn("trace: auto: the CPU offers better sources, but auto takes only mtf, btf and lbr so far (bts on request): btf");
 		} else if (trace_choose(&tc, TV_SOURCE_MTF, &chosen, why, sizeof(why))) {
 			log_err("trace: auto: no source this build can drive (%s); tracing off", why);
 			chosen = TV_SOURCE_NONE;
 		} else {
-			log_warn("trace: auto: the CPU offers better sources, but this build drives only mtf, btf and lbr so far: mtf");
+			log_warn("trace: auto: the CPU offers better sources, but auto takes only mtf, btf and lbr so far (bts on request): mtf");
 		}
 	}
 	if (chosen != TV_SOURCE_NONE)

@@ -238,7 +238,7 @@ int vmx_boot(const struct vmx_boot_params *p)
 {
 	struct tv_mp_services *mp = find_mp();
 	UINTN ncpu = 1, nenabled = 1, bsp = 0;
-	uint64_t image_bytes, percpu_bytes, trace_bytes, cpus_bytes, info_bytes, total, region_pa, off;
+	uint64_t image_bytes, percpu_bytes, trace_bytes, bts_bytes, bts_off = 0, cpus_bytes, info_bytes, total, region_pa, off;
 	uint64_t net_bytes = 0, ex_bytes = 0;
 	struct hv_net net = p->net;
 	uint8_t *region, *copy;
@@ -293,9 +293,11 @@ int vmx_boot(const struct vmx_boot_params *p)
 		      sizeof(*pool) + sizeof(*ring) + 4095) & ~4095ull;
 	/* A header page, then ring_kb of record data (a power of two). */
 	trace_bytes = p->trace.source != TV_SOURCE_NONE ? ((uint64_t)p->trace.ring_kb << 10) + 4096 : 0;
+	/* source = bts: a DS save area page and the BTS buffer per CPU. */
+	bts_bytes = p->trace.source == TV_SOURCE_BTS ? TRACE_BTS_AREA_BYTES : 0;
 	total = image_bytes + ncpu * percpu_bytes + cpus_bytes + info_bytes +
 		2 * 4096 /* IDT, guest TSS */ + 3 * 4096 /* I/O bitmaps A, B, 0xFF page */ +
-		POOL_BYTES + ncpu * trace_bytes + net_bytes + ex_bytes;
+		POOL_BYTES + ncpu * trace_bytes + ncpu * bts_bytes + net_bytes + ex_bytes;
 	st = efi_bs->AllocatePages(AllocateAnyPages, EfiReservedMemoryType, total / 4096, &region_pa);
 	if (EFI_ERROR(st)) {
 		log_err("vmx: cannot reserve %llu KiB: %s", (unsigned long long)(total >> 10),
@@ -400,6 +402,24 @@ int vmx_boot(const struct vmx_boot_params *p)
 			return -1;
 		}
 	}
+	off += ncpu * trace_bytes;
+	/*
+	 * BTS areas after the rings.  The hardware stores into them through
+	 * the guest's paging and EPT, with the guest's linear addresses: under
+	 * the firmware's identity map those are the physical ones.  EPT gives
+	 * exactly these pages back to the guest, read/write (below).
+	 */
+	bts_off = off;
+	for (UINTN i = 0; bts_bytes && i < ncpu; i++) {
+		uint8_t *b = region + bts_off + i * bts_bytes;
+
+		if (cpus[i].trace.ring &&
+		    trace_cpu_bts_area(&cpus[i].trace, b, (uint64_t)(uintptr_t)b)) {
+			log_err("vmx: cpu %llu: BTS area setup failed", (unsigned long long)i);
+			return -1;
+		}
+	}
+	off += ncpu * bts_bytes;
 	if (trace_bytes) {
 		struct tv_trace_ring *rings[MAX_CPUS];
 
@@ -433,6 +453,33 @@ int vmx_boot(const struct vmx_boot_params *p)
 	if (rc) {
 		log_err("vmx: building EPT failed: %s", ept_strerror(rc));
 		return -1;
+	}
+	/*
+	 * The BTS areas stay hidden from the guest but for the one thing the
+	 * hardware needs: stores through EPT while the guest runs.  Read and
+	 * write, never execute; the guest can read and overwrite them (the
+	 * drain checks the DS fields it relies on, docs/BACKENDS-BTS.md).
+	 */
+	for (UINTN i = 0; bts_bytes && i < ncpu; i++) {
+		uint64_t pa = region_pa + bts_off + i * bts_bytes;
+		struct ept_leaf leaf;
+
+		if (!cpus[i].trace.ring)
+			continue;
+		for (uint64_t o = 0; o < bts_bytes; o += 4096) {
+			rc = ept_lookup(ept, pa + o, &leaf);
+			if (!rc)
+				rc = ept_map_4k(ept, pool, pa + o, pa + o, EPT_R | EPT_W, leaf.memtype);
+			if (rc) {
+				log_err("vmx: cpu %llu: cannot map the BTS area at %#llx for the guest: %s",
+					(unsigned long long)i, (unsigned long long)(pa + o),
+					ept_strerror(rc));
+				return -1;
+			}
+		}
+		log_info("vmx: cpu %llu: BTS area at %#llx (%u KiB), guest read/write in EPT",
+			 (unsigned long long)i, (unsigned long long)pa,
+			 (unsigned)(bts_bytes >> 10));
 	}
 	memset(&ecam, 0, sizeof(ecam));
 	if (hide_pci)

@@ -103,6 +103,15 @@ int trace_cpu_init(struct trace_cpu *t, void *mem, size_t bytes, uint32_t cpu_in
 	return 0;
 }
 
+int trace_cpu_bts_area(struct trace_cpu *t, void *mem, uint64_t lin)
+{
+	if (!t || !mem || ((uintptr_t)mem & 4095) || (lin & 4095))
+		return TRACE_ERR_INVAL;
+	t->bts_mem = mem;
+	t->bts_lin = lin;
+	return 0;
+}
+
 /* --- guest state ----------------------------------------------------------- */
 
 static void read_guest(struct mtf_guest *g)
@@ -272,7 +281,8 @@ static void trigger_step_done(struct per_cpu *cpu)
 
 static bool hw_source(void)
 {
-	return setup.source == TV_SOURCE_BTF || setup.source == TV_SOURCE_LBR;
+	return setup.source == TV_SOURCE_BTF || setup.source == TV_SOURCE_LBR ||
+	       setup.source == TV_SOURCE_BTS;
 }
 
 /*
@@ -286,6 +296,8 @@ static uint64_t debugctl_owned(void)
 		return DEBUGCTL_LBR | DEBUGCTL_BTF | DEBUGCTL_FREEZE_LBRS_ON_PMI;
 	case TV_SOURCE_LBR:
 		return DEBUGCTL_LBR | DEBUGCTL_FREEZE_LBRS_ON_PMI;
+	case TV_SOURCE_BTS:
+		return BTS_DEBUGCTL_MASK;
 	default:
 		return 0;
 	}
@@ -323,6 +335,136 @@ static bool lbr_usable(struct per_cpu *cpu)
 	return t->lbr_caps.supported && !t->lbr_caps.arch &&
 	       (cpu->entry_ctls & ENTRY_LOAD_DEBUG_CONTROLS) &&
 	       (cpu->exit_ctls & EXIT_SAVE_DEBUG_CONTROLS);
+}
+
+/*
+ * BTS on this CPU, probed once (CPUID, IA32_MISC_ENABLE), its memory
+ * (trace_cpu_bts_area) and the load/save debug controls.
+ */
+static bool bts_usable(struct per_cpu *cpu)
+{
+	struct trace_cpu *t = &cpu->trace;
+
+	if (!t->bts_probed) {
+		t->bts_probed = true;
+		bts_probe(&t->bts_caps);
+		if (!t->bts_caps.supported)
+			log_err("trace: cpu %u: no usable BTS: %s", cpu->index,
+				t->bts_caps.reason ? t->bts_caps.reason : "?");
+		else
+			log_info("trace: cpu %u: BTS, 64-bit DS area%s, %u-bit linear addresses, DS at %#llx, %u-byte buffer",
+				 cpu->index, t->bts_caps.ds_cpl ? ", DS-CPL" : "",
+				 t->bts_caps.linear_bits, (unsigned long long)t->bts_lin,
+				 TRACE_BTS_BUF_BYTES);
+		if (!t->bts_mem)
+			log_err("trace: cpu %u: no BTS buffer reserved", cpu->index);
+		if (!(cpu->entry_ctls & ENTRY_LOAD_DEBUG_CONTROLS) ||
+		    !(cpu->exit_ctls & EXIT_SAVE_DEBUG_CONTROLS))
+			log_err("trace: cpu %u: the VMCS does not load and save the guest's DEBUGCTL (entry %#x, exit %#x)",
+				cpu->index, cpu->entry_ctls, cpu->exit_ctls);
+	}
+	return t->bts_caps.supported && t->bts_mem &&
+	       (cpu->entry_ctls & ENTRY_LOAD_DEBUG_CONTROLS) &&
+	       (cpu->exit_ctls & EXIT_SAVE_DEBUG_CONTROLS);
+}
+
+/*
+ * bts: lay out the DS area and the buffer for a window and point
+ * IA32_DS_AREA at it (VMX root: the MSR is not switched by entries or
+ * exits, and the guest's own DS_AREA lives in vmm/trace_msr.c's shadow).
+ * Circular mode: BTINT 0, the threshold past the end, so no DS interrupt
+ * ever reaches the guest's LVT; a wrap is found and counted by the drain.
+ * 0, or TV_HC_ENOSYS with the reason logged.
+ */
+static int bts_window_setup(struct per_cpu *cpu)
+{
+	struct trace_cpu *t = &cpu->trace;
+	struct bts_mem ds, buf;
+	struct bts_setup out;
+	char why[120];
+	int rc;
+
+	ds.va = t->bts_mem;
+	ds.lin = t->bts_lin;
+	ds.size = 4096;
+	buf.va = t->bts_mem + 4096;
+	buf.lin = t->bts_lin + 4096;
+	buf.size = TRACE_BTS_BUF_BYTES;
+	rc = bts_area_init(&t->bts, &t->bts_caps, &setup.filter, &ds, &buf, BTS_MODE_CIRCULAR,
+			   0, &out, why, sizeof(why));
+	if (rc) {
+		log_err("trace: cpu %u: bts window not opened: %s%s%s", cpu->index,
+			bts_strerror(rc), why[0] ? ": " : "", why);
+		return TV_HC_ENOSYS;
+	}
+	hw_wrmsr(BTS_MSR_DS_AREA, out.ds_area);
+	return 0;
+}
+
+/*
+ * bts: does the guest's current paging map every page of the DS area and
+ * buffer at its own (identity) address, writable?  Walked again only when
+ * CR3 or CR0 changed since the last walk.  Page-table edits without a CR3
+ * load are not seen (docs/BACKENDS-BTS.md).
+ */
+static bool bts_mapped(struct per_cpu *cpu)
+{
+	struct trace_cpu *t = &cpu->trace;
+	uint64_t cr3 = vmcs_get(VMCS_GUEST_CR3), cr0 = vmcs_get(VMCS_GUEST_CR0);
+	struct gmem_ctx g;
+	struct gmem_walk w;
+
+	if (t->bts_map_known && t->bts_map_cr3 == cr3 && t->bts_map_cr0 == cr0)
+		return t->bts_map_ok;
+	gmem_from_vmcs(&g);
+	t->bts_map_ok = true;
+	for (uint64_t o = 0; o < TRACE_BTS_AREA_BYTES; o += 4096) {
+		uint64_t lin = t->bts_lin + o;
+
+		if (gmem_walk(&g, lin, &w) || w.gpa != lin ||
+		    (w.leaf && !(w.leaf & 2u /* R/W */))) {
+			t->bts_map_ok = false;
+			break;
+		}
+	}
+	t->bts_map_known = true;
+	t->bts_map_cr3 = cr3;
+	t->bts_map_cr0 = cr0;
+	return t->bts_map_ok;
+}
+
+/* bts, before every entry: TR|BTS while a window is open, else off. */
+static void bts_set_debugctl(struct per_cpu *cpu)
+{
+	struct trace_cpu *t = &cpu->trace;
+	uint64_t dbg = vmcs_get(VMCS_GUEST_IA32_DEBUGCTL);
+	bool on = t->active && bts_mapped(cpu);
+	uint64_t want = bts_guest_debugctl(&t->bts, dbg & ~debugctl_owned(), on);
+	static const char note[] = "bts: buffer not mapped writable at its address in the guest's paging: BTS off until it is (branches lost)";
+
+	if (t->active && !on) {
+		/* One note per stretch of unmapped entries. */
+		if (!t->bts_unmapped++ || (dbg & BTS_DEBUGCTL_BTS))
+			trace_append_log(t->ring, hw_rdtsc(), LOG_WARN, note, sizeof(note) - 1);
+	}
+
+	if (want != dbg)
+		vmcs_write(VMCS_GUEST_IA32_DEBUGCTL, want);
+}
+
+/*
+ * bts: move what the hardware stored since the last drain into the ring
+ * (with the guest stopped: DEBUGCTL is 0 in VMX root).  Returns true when
+ * the ring refused records (the caller closes the window, TV_TRIG_FULL).
+ */
+static bool bts_drain_now(struct trace_cpu *t)
+{
+	uint64_t dropped = t->bts.stats.dropped;
+	int n = bts_drain(&t->bts, t->ring, &setup.filter, vmcs_get(VMCS_GUEST_CR3), hw_rdtsc());
+
+	if (n > 0)
+		t->window_branches += (uint64_t)n;
+	return t->bts.stats.dropped != dropped;
 }
 
 /* Intercept #DB from now on (exception bitmap bit 1, SDM 3C 25.6.3). */
@@ -425,6 +567,8 @@ static int source_usable(struct per_cpu *cpu)
 	case TV_SOURCE_BTF:
 	case TV_SOURCE_LBR:
 		return lbr_usable(cpu) ? 0 : TV_HC_ENOSYS;
+	case TV_SOURCE_BTS:
+		return bts_usable(cpu) ? 0 : TV_HC_ENOSYS;
 	default:
 		return TV_HC_ENOSYS;
 	}
@@ -460,6 +604,13 @@ int trace_start(struct per_cpu *cpu, enum tv_trigger why)
 		/* Empties the stack: nothing older than the window is recorded. */
 		lbr_start(&t->lbr, &t->lbr_caps, &setup.filter, LBR_KINDS_ALL, 0);
 		break;
+	case TV_SOURCE_BTS:
+		/* An empty buffer: nothing older than the window is recorded. */
+		if (bts_window_setup(cpu))
+			return TV_HC_ENOSYS;
+		t->bts_map_known = false;
+		t->bts_unmapped = 0;
+		break;
 	default:
 		mtf_reset(&t->mtf);
 		break;
@@ -470,7 +621,7 @@ int trace_start(struct per_cpu *cpu, enum tv_trigger why)
 	trace_append_start(t->ring, hw_rdtsc(), why, guest_linear_ip());
 	if (setup.source == TV_SOURCE_MTF)
 		set_mtf(cpu, true);
-	/* btf and lbr arm in trace_before_entry, before this exit's VM entry. */
+	/* btf, lbr and bts arm in trace_before_entry, before this exit's VM entry. */
 	log_info("trace: cpu %u: window %llu started (%s) at %#llx", cpu->index,
 		 (unsigned long long)t->windows, trace_trigger_name(why),
 		 (unsigned long long)guest_linear_ip());
@@ -500,6 +651,18 @@ static void log_stop(struct per_cpu *cpu, enum tv_trigger why)
 			 (unsigned long long)t->lbr.stats.dropped,
 			 (unsigned long long)t->lbr.stats.reads,
 			 (unsigned long long)t->lbr.stats.full_reads, lost);
+		break;
+	case TV_SOURCE_BTS:
+		log_info("trace: cpu %u: window %llu stopped (%s): %llu branches, %llu filtered, %llu dropped, %llu drains, %llu wraps (at least %llu branches lost), %llu bad, %llu corrupt, %llu entries unmapped; ring lost %llu records",
+			 cpu->index, w, trig, b,
+			 (unsigned long long)(t->bts.stats.filtered + t->bts.stats.filtered_cr3),
+			 (unsigned long long)t->bts.stats.dropped,
+			 (unsigned long long)t->bts.stats.drains,
+			 (unsigned long long)t->bts.stats.wraps,
+			 (unsigned long long)t->bts.stats.lost_min,
+			 (unsigned long long)t->bts.stats.bad,
+			 (unsigned long long)t->bts.stats.corrupt,
+			 (unsigned long long)t->bts_unmapped, lost);
 		break;
 	default:
 		log_info("trace: cpu %u: window %llu stopped (%s): %llu branches, %llu events, %llu filtered, %llu dropped, %llu undecodable, %llu steps; ring lost %llu records",
@@ -531,6 +694,11 @@ int trace_stop(struct per_cpu *cpu, enum tv_trigger why)
 		/* The branches since the last exit, before the STOP record. */
 		lbr_drain(t);
 		lbr_stop(&t->lbr);
+		break;
+	case TV_SOURCE_BTS:
+		/* The branches since the last exit, before the STOP record. */
+		bts_drain_now(t);
+		bts_set_debugctl(cpu);   /* off now, whoever stopped the window */
 		break;
 	default:
 		set_mtf(cpu, false);
@@ -668,6 +836,14 @@ void trace_before_entry(struct per_cpu *cpu)
 		else if (t->active && setup.stop_after && t->window_branches >= setup.stop_after)
 			trace_stop(cpu, TV_TRIG_LIMIT);
 		lbr_set_debugctl(cpu);
+		break;
+	case TV_SOURCE_BTS:
+		/* The same read points as lbr: no PMI is used. */
+		if (t->active && bts_drain_now(t))
+			trace_stop(cpu, TV_TRIG_FULL);
+		else if (t->active && setup.stop_after && t->window_branches >= setup.stop_after)
+			trace_stop(cpu, TV_TRIG_LIMIT);
+		bts_set_debugctl(cpu);
 		break;
 	default:
 		break;

@@ -10,7 +10,8 @@
  * exporter.  Backends keep their logic pure (vmm/trace_mtf.h,
  * vmm/trace_btf.h, vmm/trace_lbr.h).
  *
- * Backends driven end to end (docs/BACKENDS-MTF.md, docs/BACKENDS-LBR.md):
+ * Backends driven end to end (docs/BACKENDS-MTF.md, docs/BACKENDS-LBR.md,
+ * docs/BACKENDS-BTS.md):
  *  - mtf: the monitor trap flag while a window is open; every exit of the
  *    window is one observed instruction (trace_before_entry).
  *  - btf: RFLAGS.TF with IA32_DEBUGCTL.BTF|LBR in GUEST_IA32_DEBUGCTL,
@@ -26,12 +27,31 @@
  *    exits lose the older ones, which the drain flags (TV_BRF_LBR_FULL on
  *    the oldest record of a full read) and counts (the stop line's "full
  *    reads").  Architectural LBR is refused (TV_HC_ENOSYS, logged).
- * For btf and lbr the guest's IA32_DEBUGCTL bits the backend owns
- * (LBR, FREEZE_LBRS_ON_PMI, and BTF for btf: docs/TRACE-MSR-POLICY.md)
- * are the engine's in the VMCS on every entry, windows open or not; the
- * guest's own bits in the field are kept (vmm/exit_msr.c merges them).
- * BTS and PT have their logic and unit vectors in vmm/trace_<name>.c and
- * are refused here with TV_HC_ENOSYS until they are wired in.
+ *  - bts (docs/BACKENDS-BTS.md): each CPU has a DS save area and a
+ *    TRACE_BTS_BUF_BYTES BTS buffer in reserved memory the guest's EPT
+ *    maps read/write (trace_cpu_bts_area; the guest can see them).  A
+ *    window lays them out (bts_area_init, circular mode: BTINT 0, no
+ *    PMI ever), writes IA32_DS_AREA with WRMSR in VMX root, and puts
+ *    TR|BTS (and BTS_OFF_OS/USR from the filter's CPLs) in
+ *    GUEST_IA32_DEBUGCTL; the buffer is drained (bts_drain) on every VM
+ *    exit of the window and at its stop.  More branches between two
+ *    exits than the buffer holds wrap it: the drain counts them
+ *    (lost_min) and writes a TV_REC_LOG note; the stop line reports it.
+ *    The buffer's linear address is its physical one: BTS works while
+ *    the guest's paging identity-maps that memory (UEFI firmware, the
+ *    payload), not yet under an OS with its own page tables.  Before an
+ *    entry with TR|BTS the guest's page tables are walked over the whole
+ *    area (again whenever CR3 or CR0 changed): where a page is not
+ *    mapped writable at its own address, BTS stays off for that entry
+ *    (a gap, with a TV_REC_LOG note and the stop line's count), never a
+ *    store through an unmapped address.
+ * For btf, lbr and bts the guest's IA32_DEBUGCTL bits the backend owns
+ * (LBR, FREEZE_LBRS_ON_PMI, and BTF for btf; TR, BTS, BTINT, BTS_OFF_OS,
+ * BTS_OFF_USR for bts: docs/TRACE-MSR-POLICY.md) are the engine's in the
+ * VMCS on every entry, windows open or not; the guest's own bits in the
+ * field are kept (vmm/exit_msr.c merges them).
+ * PT has its logic and unit vectors in vmm/trace_pt.c and is refused
+ * here with TV_HC_ENOSYS until it is wired in.
  *
  * Concurrency: each CPU only ever touches its own struct trace_cpu and
  * ring (in VMX root, on its own exits); the setup is written once at boot.
@@ -46,6 +66,7 @@
 #include "vmm/guest_mem.h"
 #include "vmm/trace.h"
 #include "vmm/trace_btf.h"
+#include "vmm/trace_bts.h"
 #include "vmm/trace_lbr.h"
 #include "vmm/trace_mtf.h"
 
@@ -84,6 +105,16 @@ struct trace_cpu {
 	struct lbr_caps lbr_caps;
 	struct btf_state btf;         /* btf: TF/BTF arming, #DB policy */
 	struct lbr_state lbr;         /* lbr: the drains; btf: the stack's top */
+	/* bts */
+	bool bts_probed;              /* bts_probe ran on this CPU */
+	struct bts_caps bts_caps;
+	struct bts_state bts;
+	uint8_t *bts_mem;             /* DS page + buffer (trace_cpu_bts_area); NULL: none */
+	uint64_t bts_lin;             /* the guest-linear address of bts_mem */
+	bool bts_map_known;           /* bts_map_ok holds for bts_map_cr3/_cr0 */
+	bool bts_map_ok;              /* the guest's paging maps bts_lin.. writable at bts_lin.. */
+	uint64_t bts_map_cr3, bts_map_cr0;
+	uint64_t bts_unmapped;        /* entries of a window with BTS held off: not mapped */
 	/* Requests from another CPU (trace_request), applied by this one. */
 	uint32_t req_pending;         /* TRACE_REQ_* bits, atomic */
 	uint64_t req_marker_id;       /* TRACE_REQ_MARKER: written before the bit */
@@ -149,13 +180,32 @@ int trace_cpu_init(struct trace_cpu *t, void *mem, size_t bytes, uint32_t cpu_in
 		   uint64_t tsc_hz, uint64_t now_tsc);
 
 /*
+ * bts: per CPU, one 4 KiB page for the DS save area followed by the BTS
+ * buffer (64 KiB: 2730 records of 24 bytes, the last the drain's
+ * sentinel).  TRACE_BTS_AREA_BYTES is what the boot code reserves per CPU.
+ */
+#define TRACE_BTS_BUF_BYTES  (64u * 1024u)
+#define TRACE_BTS_AREA_BYTES (4096u + TRACE_BTS_BUF_BYTES)
+
+/*
+ * trace_cpu_bts_area - give the CPU (after trace_cpu_init) its BTS memory:
+ * mem[0..TRACE_BTS_AREA_BYTES), page aligned, which the guest's current
+ * paging maps at linear address lin (and its EPT read/write: the caller's
+ * job).  Returns 0 or TRACE_ERR_INVAL (NULL, not page aligned).
+ */
+int trace_cpu_bts_area(struct trace_cpu *t, void *mem, uint64_t lin);
+
+/*
  * trace_start / trace_stop - open or close this CPU's window (VMX root,
  * current VMCS = the CPU's).  Return TV_HC_OK, TV_HC_ENOSYS (no ring; mtf
  * without the MTF control; btf/lbr without a usable legacy LBR stack or
  * without the load/save debug controls; a backend not wired in),
  * TV_HC_EBUSY (start while tracing, stop while not; btf: start while the
- * guest single-steps itself, RFLAGS.TF set).  A stop drains the LBR
- * stack first (lbr) and logs the window's counts.
+ * guest single-steps itself, RFLAGS.TF set); bts: TV_HC_ENOSYS also
+ * without BTS on the CPU, without its memory, or for a filter the
+ * hardware cannot apply (a CPL filter without DS-CPL).  A stop drains the
+ * LBR stack (lbr) or the BTS buffer (bts) first and logs the window's
+ * counts.
  */
 int trace_start(struct per_cpu *cpu, enum tv_trigger why);
 int trace_stop(struct per_cpu *cpu, enum tv_trigger why);
@@ -164,7 +214,8 @@ int trace_stop(struct per_cpu *cpu, enum tv_trigger why);
  * trace_before_entry - the last thing before VMRESUME: the boot trigger,
  * then the backend's per-exit work: mtf records the transfer since the
  * last exit; btf arms (or disarms) TF and DEBUGCTL and keeps #DB
- * intercepted; lbr drains the stack and sets DEBUGCTL.LBR.
+ * intercepted; lbr drains the stack and sets DEBUGCTL.LBR; bts drains
+ * the buffer and sets DEBUGCTL.TR|BTS.
  */
 void trace_before_entry(struct per_cpu *cpu);
 

@@ -6,7 +6,10 @@
  * pending-debug BS rule), #DB exits turned into branch records from the
  * LBR top or reflected to the guest, the LBR stack drained at exits and at
  * stop without duplicates, full stacks flagged and counted, the guest's
- * DEBUGCTL accesses kept away from the engine's bits.
+ * DEBUGCTL accesses kept away from the engine's bits; and the BTS backend:
+ * IA32_DS_AREA and TR|BTS in GUEST_IA32_DEBUGCTL for a window, the records
+ * the fake "hardware" stores in the buffer drained once each at exits and
+ * at stop, a wrapped buffer counted, DEBUGCTL cleared at stop.
  *
  * The CPU is a Skylake-SP as Bochs's corei7_skylake_x reports it (family 6
  * model 0x55, PDCM, IA32_PERF_CAPABILITIES format 5: a 32-entry stack at
@@ -27,6 +30,7 @@
 #include "vmm/hypercall.h"
 #include "vmm/log.h"
 #include "vmm/msr.h"
+#include "vmm/trace_caps.h"
 #include "vmm/trace_engine.h"
 #include "vmm/trace_msr.h"
 #include "vmm/trace_read.h"
@@ -213,7 +217,7 @@ static void lbr_push(uint64_t from, uint64_t to)
 
 static size_t events(struct trace_event *ev, size_t max)
 {
-	static uint8_t buf[16384];
+	static uint8_t buf[256 * 1024];
 	struct trace_cursor c;
 	struct trace_reader rd;
 	size_t len = 0, n = 0;
@@ -628,6 +632,294 @@ static void test_db_exit_not_ours_stops(void **state)
 	assert_int_equal(vmx_exit_dispatch(&cpu, &regs), EXIT_STOP_CPU);
 }
 
+/* --- BTS -------------------------------------------------------------------- */
+
+#define DS_AREA   0x600u
+#define MISC      0x1a0u
+#define DBG_TR    (1ull << 6)
+#define DBG_BTS   (1ull << 7)
+#define DBG_BTINT (1ull << 8)
+#define DBG_OFF_OS  (1ull << 9)
+#define DBG_OFF_USR (1ull << 10)
+#define BTS_SLOTS (TRACE_BTS_BUF_BYTES / 24)
+
+static uint8_t bts_mem[TRACE_BTS_AREA_BYTES] __attribute__((aligned(4096)));
+/* Where the guest (32-bit, paging off) sees bts_mem: linear = physical. */
+#define BTS_LIN   0x400000ull
+
+/* The host pointer behind a linear address in the BTS area. */
+static uint64_t *bts_host(uint64_t lin)
+{
+	assert_true(lin >= BTS_LIN && lin < BTS_LIN + TRACE_BTS_AREA_BYTES);
+	return (uint64_t *)(void *)(bts_mem + (lin - BTS_LIN));
+}
+static uint64_t big_ring[(4096 + 256 * 1024) / 8];
+
+/*
+ * source = bts on the Skylake with `cpu: bts=1` (DS, DTES64, DS-CPL,
+ * IA32_MISC_ENABLE with BTS available), the BTS memory at BTS_LIN.
+ */
+static void bts_engine(uint64_t stop_after, uint32_t cpl, bool big)
+{
+	hw_fake_set_cpuid(1, 0, 0x00050654, 0, (1u << 15) | (1u << 2) | (1u << 4), 1u << 21);
+	hw_fake_set_msr(MISC, 1ull << 12);            /* PEBS unavailable, BTS available */
+	hw_fake_set_msr(DS_AREA, 0);
+	if (big)
+		assert_int_equal(trace_cpu_init(&cpu.trace, big_ring, sizeof(big_ring), 1, 7,
+						TV_SOURCE_BTS, TV_OVERFLOW_STOP, 100000000, 0), 0);
+	else
+		assert_int_equal(trace_cpu_init(&cpu.trace, ring_mem, sizeof(ring_mem), 1, 7,
+						TV_SOURCE_BTS, TV_OVERFLOW_STOP, 100000000, 0), 0);
+	memset(bts_mem, 0xcc, sizeof(bts_mem));
+	assert_int_equal(trace_cpu_bts_area(&cpu.trace, bts_mem, BTS_LIN), 0);
+	engine(TV_SOURCE_BTS, TV_TRIG_HYPERCALL, stop_after, cpl);
+}
+
+static uint64_t *ds_field(unsigned i)
+{
+	return (uint64_t *)(void *)bts_mem + i;
+}
+
+/*
+ * The hardware stores one branch while the guest runs with TR|BTS: at the
+ * index the DS area (found through IA32_DS_AREA) holds, then the index
+ * advances; circular (BTINT 0): past the end it starts at the base again.
+ */
+static void bts_store(uint64_t from, uint64_t to)
+{
+	uint64_t *ds = bts_host(hw_fake_get_msr(DS_AREA));
+	uint64_t *rec;
+
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_DEBUGCTL) & (DBG_TR | DBG_BTS | DBG_BTINT),
+			 DBG_TR | DBG_BTS);
+	if (ds[1] + 24 > ds[2])
+		ds[1] = ds[0];
+	rec = bts_host(ds[1]);
+	rec[0] = from;
+	rec[1] = to;
+	rec[2] = 0;
+	ds[1] += 24;
+}
+
+static void test_bts_window_vmcs(void **state)
+{
+	uint64_t lin = BTS_LIN;
+
+	(void)state;
+	bts_engine(0, TRACE_CPL_ALL, false);
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_DEBUGCTL), DBG_GUEST | DBG_TR | DBG_BTS);
+	assert_int_equal(hw_fake_get_msr(DS_AREA), lin);
+	assert_int_equal(*ds_field(0), lin + 4096);                       /* base */
+	assert_int_equal(*ds_field(1), lin + 4096);                       /* index */
+	assert_int_equal(*ds_field(2), lin + 4096 + BTS_SLOTS * 24);      /* absolute maximum */
+	assert_true(*ds_field(3) > *ds_field(2));                         /* threshold never reached */
+	assert_int_equal(*ds_field(4), 0);                                /* no PEBS */
+	assert_int_equal(vmcs(VMCS_GUEST_RFLAGS), 0x2);                   /* no TF */
+	assert_int_equal(vmcs(VMCS_EXCEPTION_BITMAP), 0);                 /* no #DB */
+	cpuid_exit(0x1200);
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_DEBUGCTL), DBG_GUEST | DBG_TR | DBG_BTS);
+	assert_int_equal(vmcall(TV_HC_TRACE_STOP), TV_HC_OK);
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_DEBUGCTL), DBG_GUEST);
+	assert_int_equal(windows_done, 1);
+	/* Outside a window the bits stay off. */
+	cpuid_exit(0x1202);
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_DEBUGCTL), DBG_GUEST);
+	assert_non_null(strstr(logbuf, "trace: cpu 1: BTS, 64-bit DS area, DS-CPL"));
+}
+
+/* The filter's CPLs become BTS_OFF_OS / BTS_OFF_USR. */
+static void test_bts_cpl_filter(void **state)
+{
+	(void)state;
+	bts_engine(0, TRACE_CPL_KERNEL, false);
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_DEBUGCTL), DBG_GUEST | DBG_TR | DBG_BTS | DBG_OFF_USR);
+	assert_int_equal(vmcall(TV_HC_TRACE_STOP), TV_HC_OK);
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_DEBUGCTL), DBG_GUEST);
+}
+
+static void test_bts_drains_at_exits_once(void **state)
+{
+	struct trace_event ev[16];
+	uint64_t base;
+
+	(void)state;
+	bts_engine(0, TRACE_CPL_ALL, false);
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
+	base = *ds_field(0);
+	bts_store(0x1001, 0x1101);
+	bts_store(0x1002, 0x1102);
+	bts_store(0x1003, 0x1103);
+	cpuid_exit(0x1200);                   /* drains 3, rewinds */
+	assert_int_equal(*ds_field(1), base);
+	cpuid_exit(0x1202);                   /* nothing new: nothing twice */
+	bts_store(0x1004, 0x1104);
+	bts_store(0x1005, 0x1105);
+	cpuid_exit(0x1204);                   /* drains 2 */
+	bts_store(0x1006, 0x1106);            /* between the last exit and STOP */
+	assert_int_equal(vmcall(TV_HC_TRACE_STOP), TV_HC_OK);
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_DEBUGCTL), DBG_GUEST);
+
+	assert_int_equal(events(ev, 16), 8);
+	assert_int_equal(ev[0].type, TV_REC_START);
+	for (unsigned i = 1; i <= 6; i++) {
+		assert_true(ev[i].type == TV_REC_BRANCH || ev[i].type == TV_REC_BRANCH_COMPACT);
+		assert_int_equal(ev[i].u.branch.from, 0x1000 + i);
+		assert_int_equal(ev[i].u.branch.to, 0x1100 + i);
+	}
+	assert_int_equal(ev[7].type, TV_REC_STOP);
+	assert_int_equal(cpu.trace.window_branches, 6);
+	/* Drains: the VMCALL that started, three CPUID exits, the stop. */
+	assert_non_null(strstr(logbuf, "window 1 stopped (hypercall): 6 branches, 0 filtered, 0 dropped, 5 drains, 0 wraps (at least 0 branches lost), 0 bad, 0 corrupt, 0 entries unmapped; ring lost 0 records"));
+	/* Not drained outside a window (DEBUGCTL is off; whatever is there stays). */
+	cpuid_exit(0x1300);
+	assert_int_equal(events(ev, 16), 8);
+}
+
+/* More branches between two exits than the buffer holds: counted, noted. */
+static void test_bts_wrap_counted(void **state)
+{
+	static struct trace_event ev[BTS_SLOTS + 16];
+	size_t n, i, first;
+	const unsigned extra = 5, total = BTS_SLOTS + extra;
+	char note[160];
+
+	(void)state;
+	bts_engine(0, TRACE_CPL_ALL, true);
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
+	for (i = 0; i < total; i++)
+		bts_store(0x100000 + i, 0x200000 + i);
+	cpuid_exit(0x1200);
+	assert_int_equal(vmcall(TV_HC_TRACE_STOP), TV_HC_OK);
+	n = events(ev, BTS_SLOTS + 16);
+	/* START, the loss note, then the newest BTS_SLOTS branches, STOP. */
+	assert_int_equal(ev[0].type, TV_REC_START);
+	assert_int_equal(ev[1].type, TV_REC_LOG);
+	assert_true(ev[1].u.text.len < sizeof(note));
+	memcpy(note, ev[1].u.text.text, ev[1].u.text.len);
+	note[ev[1].u.text.len] = '\0';
+	assert_non_null(strstr(note, "at least 5 older records written over"));
+	first = 2;
+	assert_int_equal(n, first + BTS_SLOTS + 1);
+	for (i = 0; i < BTS_SLOTS; i++) {
+		assert_int_equal(ev[first + i].u.branch.from, 0x100000 + extra + i);
+		assert_int_equal(ev[first + i].u.branch.to, 0x200000 + extra + i);
+	}
+	assert_int_equal(ev[n - 1].type, TV_REC_STOP);
+	assert_int_equal(cpu.trace.bts.stats.wraps, 1);
+	assert_int_equal(cpu.trace.bts.stats.lost_min, extra);
+	assert_non_null(strstr(logbuf, ": 2730 branches, 0 filtered, 0 dropped, 3 drains, 1 wraps (at least 5 branches lost), 0 bad, 0 corrupt, 0 entries unmapped; ring lost 0 records"));
+}
+
+/* The ring fills: the window closes at that drain (full), stop_after too. */
+static void test_bts_stop_after_and_full_ring(void **state)
+{
+	struct trace_event ev[8];
+
+	(void)state;
+	bts_engine(2, TRACE_CPL_ALL, false);
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
+	bts_store(0x1001, 0x1101);
+	cpuid_exit(0x1200);
+	assert_true(cpu.trace.active);
+	bts_store(0x1002, 0x1102);
+	bts_store(0x1003, 0x1103);
+	cpuid_exit(0x1202);                   /* 3 >= 2: closed at this drain */
+	assert_false(cpu.trace.active);
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_DEBUGCTL), DBG_GUEST);
+	assert_int_equal(events(ev, 8), 5);
+	assert_int_equal(ev[4].u.startstop.trigger, TV_TRIG_LIMIT);
+
+	/* 16 KiB of ring cannot take a full buffer: refused records stop it. */
+	bts_engine(0, TRACE_CPL_ALL, false);
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
+	for (unsigned i = 0; i < 2000; i++)
+		bts_store(0x100000 + i * 0x1000, 0x900000 + i * 0x1000);
+	cpuid_exit(0x1200);
+	assert_false(cpu.trace.active);
+	assert_true(cpu.trace.bts.stats.dropped > 0);
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_DEBUGCTL), DBG_GUEST);
+}
+
+/* The guest's IA32_DS_AREA is its shadow, never the MSR. */
+static void test_bts_guest_ds_area_shadowed(void **state)
+{
+	uint64_t lin = BTS_LIN;
+
+	struct trace_caps tc;
+
+	(void)state;
+	bts_engine(0, TRACE_CPL_ALL, false);
+	/* This CPU's MSR slot as the hypervisor sets it up for this CPU and source. */
+	trace_caps_read(&tc, NULL);
+	assert_int_equal(trace_msr_init(trace_msr_state_of(&cpu), &tc, TV_SOURCE_BTS), 0);
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
+	regs.rcx = DS_AREA;
+	regs.rax = 0x5000;
+	regs.rdx = 0;
+	hw_fake_vmcs_set(VMCS_EXIT_INSTRUCTION_LEN, 2);
+	assert_int_equal(exit_and_entry(EXIT_REASON_WRMSR), EXIT_RESUME);
+	assert_int_equal(hw_fake_get_msr(DS_AREA), lin);
+	regs.rcx = DS_AREA;
+	regs.rax = regs.rdx = 0;
+	assert_int_equal(exit_and_entry(EXIT_REASON_RDMSR), EXIT_RESUME);
+	assert_int_equal(regs.rax, 0x5000);
+	/* The guest turning TR|BTS off does not stop our window. */
+	regs.rcx = 0x1d9;
+	regs.rax = DBG_GUEST;
+	regs.rdx = 0;
+	assert_int_equal(exit_and_entry(EXIT_REASON_WRMSR), EXIT_RESUME);
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_DEBUGCTL), DBG_GUEST | DBG_TR | DBG_BTS);
+}
+
+/*
+ * The guest's paging does not map the buffer at its address (here: 32-bit
+ * paging with a page directory of not-present entries): BTS stays off,
+ * the gap is noted in the ring and counted, never a store through it.
+ */
+static void test_bts_unmapped_held_off(void **state)
+{
+	struct trace_event ev[8];
+	char note[160];
+
+	(void)state;
+	bts_engine(0, TRACE_CPL_ALL, false);
+	hw_fake_vmcs_set(VMCS_GUEST_CR0, 0x80000011);   /* PG, PE, ET */
+	hw_fake_vmcs_set(VMCS_GUEST_CR4, 0);
+	hw_fake_vmcs_set(VMCS_GUEST_CR3, 0x2000);        /* gmem: 0x90 bytes, not present */
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_DEBUGCTL), DBG_GUEST);
+	cpuid_exit(0x1200);
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_DEBUGCTL), DBG_GUEST);
+	/* Paging off again: identity, BTS on. */
+	hw_fake_vmcs_set(VMCS_GUEST_CR0, 0x11);
+	cpuid_exit(0x1202);
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_DEBUGCTL), DBG_GUEST | DBG_TR | DBG_BTS);
+	bts_store(0x1001, 0x1101);
+	assert_int_equal(vmcall(TV_HC_TRACE_STOP), TV_HC_OK);
+	assert_int_equal(events(ev, 8), 4);
+	assert_int_equal(ev[1].type, TV_REC_LOG);
+	assert_true(ev[1].u.text.len < sizeof(note));
+	memcpy(note, ev[1].u.text.text, ev[1].u.text.len);
+	note[ev[1].u.text.len] = '\0';
+	assert_non_null(strstr(note, "bts: buffer not mapped writable"));
+	assert_int_equal(ev[2].u.branch.from, 0x1001);
+	assert_non_null(strstr(logbuf, ": 1 branches, 0 filtered, 0 dropped, 4 drains, 0 wraps (at least 0 branches lost), 0 bad, 0 corrupt, 2 entries unmapped; ring lost 0 records"));
+}
+
+/* No DS on the CPU (stock Bochs's MISC_ENABLE says BTS unavailable): refused. */
+static void test_bts_unsupported_refused(void **state)
+{
+	(void)state;
+	bts_engine(0, TRACE_CPL_ALL, false);
+	hw_fake_set_msr(MISC, (1ull << 11) | (1ull << 12));
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_ENOSYS);
+	assert_non_null(strstr(logbuf, "trace: cpu 1: no usable BTS: IA32_MISC_ENABLE[11] says BTS unavailable"));
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_DEBUGCTL), DBG_GUEST);
+	assert_int_equal(hw_fake_get_msr(DS_AREA), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -646,6 +938,14 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_lbr_stop_after_and_full_ring, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lbr_arch_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_db_exit_not_ours_stops, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bts_window_vmcs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bts_cpl_filter, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bts_drains_at_exits_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bts_wrap_counted, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bts_stop_after_and_full_ring, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bts_guest_ds_area_shadowed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bts_unsupported_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bts_unmapped_held_off, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

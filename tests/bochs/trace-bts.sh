@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# bochs/trace-bts.sh - the BTS backend in the running hypervisor, checked
+# against ground truth on Bochs with our trace-hardware model
+# (tests/bench/bochs-patches, docs/BOCHS-MODEL.md "BTS", `cpu: bts=1`).
+#
+# The payload window of bochs/trace-hw.sh (tests/payload/traced.S, 64
+# iterations, interrupts off, on both CPUs), its branches computed from
+# `nm` of build/payload.so and the load address the payload prints
+# (tests/lib.sh tv_payload_expected), never from what tracevisor says:
+#   - source = bts: the hardware stores every branch into the CPU's BTS
+#     buffer (reserved memory, mapped read/write for the guest in EPT,
+#     IA32_DS_AREA written by tracevisor), drained at every VM exit of the
+#     window and at its stop; every expected branch recorded, one for one
+#     and in order (from and to: a BTS record has no kind), on both CPUs,
+#     with no loss note, and the stop line's counts agree (no wrap, nothing
+#     filtered, dropped, bad or corrupt, no entry with the buffer unmapped);
+#   - stock Bochs (no model): source = bts is refused at boot with the
+#     missing feature named, and no window opens.
+# The model's binary: TV_BOCHS_BIN, else BOCHS_TRACE from build/deps.mk.
+set -uo pipefail
+. "$(dirname "$0")/../lib.sh"
+TV_FAILED=0
+model=${TV_BOCHS_BIN:-$(tv_dep BOCHS_TRACE)}
+if [ -z "$model" ] || [ ! -x "$model" ]; then
+	tv_skip "trace-bts" "no Bochs with the trace-hardware model (BOCHS_TRACE in $TV_BUILD/deps.mk; make deps)"
+	exit 0
+fi
+work=$TV_BUILD/test/bochs-trace-bts
+mkdir -p "$work"
+iterations=64   # TRACED_ITERATIONS in tests/payload/payload.c
+
+# run BOCHS EXTRA SECS NAME: boot tracevisor + payload with source=bts
+# under BOCHS; sets log to the serial log's path.
+run() {
+	local bin=$1 extra=$2 secs=$3 name=$4 rc dir=$work/$4
+	log=$TV_LOGS/bochs-trace-bts-$name.serial.log
+	mkdir -p "$dir"
+	printf '%s\n' 'loader = \EFI\tracevisor\payload.efi' 'console = off' \
+		'source = bts' 'overflow = stop' 'trace_start = hypercall' >"$dir/tracevisor.conf"
+	tv_image "$dir/disk.img" EFI/BOOT/BOOTX64.EFI="$TV_BUILD/tracevisor.efi" \
+		EFI/tracevisor/tracevisor.conf="$dir/tracevisor.conf" \
+		EFI/tracevisor/payload.efi="$TV_BUILD/payload.efi"
+	rc=$(TV_BOCHS_BIN=$bin TV_BOCHS_EXTRA="$extra" tv_bochs "$log" "$secs" "$dir/disk.img" 2)
+	if [ "$rc" != 124 ] && [ "$rc" != 137 ]; then
+		tv_ok "trace-bts: $name: finished by itself"
+	else
+		tv_fail "trace-bts: $name: finished by itself" "timed out"
+	fi
+}
+
+# --- bts on the model ----------------------------------------------------------
+name=bts
+run "$model" "cpu: bts=1" 180 $name
+tv_expect "trace-bts: source is bts" "$log" '\[info\] trace: source bts'
+tv_reject "trace-bts: no errors" "$log" '\[err\]'
+for cpu in 0 1; do
+	tv_expect "trace-bts: cpu $cpu: BTS found, its area mapped for the guest" "$log" \
+		"vmx: cpu $cpu: BTS area at 0x[0-9a-f]+ \\(68 KiB\\), guest read/write in EPT"
+	tv_expect "trace-bts: cpu $cpu: BTS probed (64-bit DS area, DS-CPL)" "$log" \
+		"trace: cpu $cpu: BTS, 64-bit DS area, DS-CPL"
+	tv_expect "trace-bts: cpu $cpu exported its window" "$log" \
+		"trace: cpu $cpu: exported [0-9]+ records over serial .*, 0 gone before export"
+done
+tvt=$work/$name/trace.tvt
+err=$work/$name/from-serial.err
+if "$TV_BUILD/tracevisor" from-serial "$log" -o "$tvt" 2>"$err" &&
+	grep -q ', 0 bad CRC, 0 malformed' "$err" &&
+	[ "$(grep -c 'missing: 0 lines, 0 records' "$err")" = 2 ]; then
+	tv_ok "trace-bts: from-serial: both CPUs, no bad or missing lines"
+else
+	tv_fail "trace-bts: from-serial: both CPUs, no bad or missing lines" "$(tr '\n' ' ' <"$err")"
+fi
+base=$(tv_payload_base "$log")
+if [ -z "$base" ]; then
+	tv_fail "trace-bts: payload reported its window" "no 'traced window at' line"
+	tv_keep_log "$log"
+	exit 0
+fi
+expected=$work/expected.txt
+tv_payload_expected "$base" "$iterations" | awk '{ print $1, $2 }' >"$expected"
+nexp=$(wc -l <"$expected")
+for cpu in 0 1; do
+	dump=$work/$name/cpu$cpu.dump
+	got=$work/$name/cpu$cpu.txt
+	"$TV_BUILD/tracevisor" dump -q --no-summary --cpu "$cpu" "$tvt" >"$dump" 2>&1
+	awk '$3 == "BRANCH" || $3 == "BRANCH_COMPACT" { print $4, $6 }' "$dump" >"$got"
+	n=$(wc -l <"$got")
+	if [ "$n" -gt 0 ] && diff -u "$expected" "$got" >"$work/$name/cpu$cpu.diff"; then
+		tv_ok "trace-bts: cpu $cpu: all $nexp branches as expected, in order, from and to"
+	else
+		tv_fail "trace-bts: cpu $cpu: all $nexp branches as expected, in order, from and to" \
+			"$n recorded; first difference: $(grep -m2 '^[-+][^-+]' "$work/$name/cpu$cpu.diff" | tr '\n' ' ')"
+	fi
+	if [ "$(grep -c ' START .*trigger=hypercall' "$dump")" = 1 ] &&
+		[ "$(grep -c ' STOP .*trigger=hypercall' "$dump")" = 1 ]; then
+		tv_ok "trace-bts: cpu $cpu: one window, START and STOP by hypercall"
+	else
+		tv_fail "trace-bts: cpu $cpu: one window, START and STOP by hypercall" "see $dump"
+	fi
+	if grep -q ' LOG .*bts:' "$dump"; then
+		tv_fail "trace-bts: cpu $cpu: no loss note in the trace" "$(grep -m1 ' LOG .*bts:' "$dump")"
+	else
+		tv_ok "trace-bts: cpu $cpu: no loss note in the trace"
+	fi
+	tv_expect "trace-bts: cpu $cpu: stop line: $nexp branches, no wrap, nothing filtered, dropped, bad or corrupt" "$log" \
+		"trace: cpu $cpu: window 1 stopped \\(hypercall\\): $nexp branches, 0 filtered, 0 dropped, [1-9][0-9]* drains, 0 wraps \\(at least 0 branches lost\\), 0 bad, 0 corrupt, 0 entries unmapped; ring lost 0 records"
+done
+tv_keep_log "$log"
+
+# --- stock Bochs: bts is impossible, and says so ---------------------------------
+stock=$(tv_dep BOCHS)
+if [ -z "$stock" ] || [ ! -x "$stock" ]; then
+	tv_skip "trace-bts: stock" "stock Bochs not built"
+	exit 0
+fi
+name=stock
+run "$stock" "" 180 $name
+# Stock Bochs reports DS and DTES64 (corei7_skylake_x) but drops DEBUGCTL writes.
+tv_expect "trace-bts: stock: source=bts refused at boot, the missing DEBUGCTL named" "$log" \
+	'\[err\] trace: source=bts not possible on this CPU: bts: missing .*IA32_DEBUGCTL that keeps what is written'
+tv_reject "trace-bts: stock: no window opened" "$log" 'trace: cpu [0-9]+: window [0-9]+ started'
+tv_reject "trace-bts: stock: no BTS area reserved" "$log" 'BTS area at'
+# TV_HC_ENOSYS (-38) as the payload prints it
+tv_expect "trace-bts: stock: the payload's start hypercall answered ENOSYS" "$log" \
+	'TRACEVISOR-PAYLOAD: cpu 0: traced window at 0x[0-9a-f]+, 64 iterations: status 0xffffffffffffffda'
+tv_keep_log "$log"
