@@ -531,9 +531,12 @@ step_bochs() {
 BOCHS_TRACE_PATCH_DIR=$REPO/tests/bench/bochs-patches
 
 # The series, one absolute path a line; a listed patch that is missing fails.
+# The stock build's fixes (tests/bench/patches, bochs_patches) come first:
+# the model runs on the same corrected Bochs.
 bochs_trace_patches() {
 	local p
 	[ -f "$BOCHS_TRACE_PATCH_DIR/series" ] || return 0
+	bochs_patches
 	while read -r p; do
 		case $p in '' | '#'*) continue ;; esac
 		[ -f "$BOCHS_TRACE_PATCH_DIR/$p" ] || { echo "missing patch $BOCHS_TRACE_PATCH_DIR/$p" >&2; return 1; }
