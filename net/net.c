@@ -364,8 +364,9 @@ void net_resident_poll(void *ctx)
  * queued for every named CPU; the START/STOP records (trigger receiver)
  * and MARKER records in the streams say when each took effect.  A mask
  * naming no CPU or one past the last, or a CPU that does not trace, is
- * refused before anything is queued.  FILTERS is not offered: the filter
- * is read by every CPU on every exit and has no safe replacement yet.
+ * refused before anything is queued.  FILTERS goes to every CPU that
+ * traces (each takes its own copy at its next entry); a malformed filter
+ * is refused whole.
  */
 static int ctl_cpus_check(const struct tvp_ctl_cpus *c)
 {
@@ -429,7 +430,30 @@ static int ctl_marker(void *ctx, const struct tvp_ctl_marker *m, const char *lab
 	return rc ? -1 : 0;
 }
 
-static const struct export_ops res_ctl_ops = { ctl_start, ctl_stop, NULL, ctl_marker };
+static int ctl_filters(void *ctx, const struct tvp_ctl_filter *in)
+{
+	struct trace_filter f;
+	int rc = 0;
+
+	(void)ctx;
+	_Static_assert(TVP_CTL_RANGES == TRACE_MAX_RANGES, "one range count");
+	if (in->nranges > TRACE_MAX_RANGES)
+		return -1;
+	memset(&f, 0, sizeof(f));
+	f.cpl = in->cpl;
+	f.cr3 = in->cr3;
+	f.nranges = in->nranges;
+	for (uint32_t i = 0; i < in->nranges; i++) {
+		f.ranges[i].lo = in->ranges[i].lo;
+		f.ranges[i].hi = in->ranges[i].hi;
+	}
+	for (uint32_t i = 0; i < res.ncpus; i++)
+		if (res.cpus[i].trace.ring)
+			rc |= trace_request_filter(&res.cpus[i], &f);
+	return rc ? -1 : 0;
+}
+
+static const struct export_ops res_ctl_ops = { ctl_start, ctl_stop, ctl_filters, ctl_marker };
 
 static int res_start(const struct hv_net *n, struct per_cpu *cpus, uint32_t ncpus)
 {

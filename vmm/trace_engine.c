@@ -20,6 +20,12 @@
 _Static_assert(TRACE_REQ_LABEL_MAX == TV_HC_LABEL_LEN, "marker labels: one length");
 
 static struct trace_setup setup;
+
+/* The filter this CPU applies: the setup's until a request replaced it. */
+static const struct trace_filter *cpu_filter(const struct trace_cpu *t)
+{
+	return t->filter_set ? &t->filter : &setup.filter;
+}
 static gmem_read_phys_fn phys_reader;
 static void *phys_ctx;
 static trace_window_fn window_done;
@@ -390,7 +396,7 @@ static int bts_window_setup(struct per_cpu *cpu)
 	buf.va = t->bts_mem + 4096;
 	buf.lin = t->bts_lin + 4096;
 	buf.size = TRACE_BTS_BUF_BYTES;
-	rc = bts_area_init(&t->bts, &t->bts_caps, &setup.filter, &ds, &buf, BTS_MODE_CIRCULAR,
+	rc = bts_area_init(&t->bts, &t->bts_caps, cpu_filter(t), &ds, &buf, BTS_MODE_CIRCULAR,
 			   0, &out, why, sizeof(why));
 	if (rc) {
 		log_err("trace: cpu %u: bts window not opened: %s%s%s", cpu->index,
@@ -460,7 +466,7 @@ static void bts_set_debugctl(struct per_cpu *cpu)
 static bool bts_drain_now(struct trace_cpu *t)
 {
 	uint64_t dropped = t->bts.stats.dropped;
-	int n = bts_drain(&t->bts, t->ring, &setup.filter, vmcs_get(VMCS_GUEST_CR3), hw_rdtsc());
+	int n = bts_drain(&t->bts, t->ring, cpu_filter(t), vmcs_get(VMCS_GUEST_CR3), hw_rdtsc());
 
 	if (n > 0)
 		t->window_branches += (uint64_t)n;
@@ -530,7 +536,7 @@ static void lbr_set_debugctl(struct per_cpu *cpu)
 static bool lbr_drain(struct trace_cpu *t)
 {
 	uint64_t dropped = t->lbr.stats.dropped;
-	int n = lbr_read(&t->lbr, t->ring, &setup.filter);
+	int n = lbr_read(&t->lbr, t->ring, cpu_filter(t));
 
 	if (n > 0)
 		t->window_branches += (uint64_t)n;
@@ -602,7 +608,7 @@ int trace_start(struct per_cpu *cpu, enum tv_trigger why)
 		break;
 	case TV_SOURCE_LBR:
 		/* Empties the stack: nothing older than the window is recorded. */
-		lbr_start(&t->lbr, &t->lbr_caps, &setup.filter, LBR_KINDS_ALL, 0);
+		lbr_start(&t->lbr, &t->lbr_caps, cpu_filter(t), LBR_KINDS_ALL, 0);
 		break;
 	case TV_SOURCE_BTS:
 		/* An empty buffer: nothing older than the window is recorded. */
@@ -726,13 +732,32 @@ static void mtf_before_entry(struct per_cpu *cpu)
 	}
 	read_guest(&mg);
 	gmem_from_vmcs(&g);
-	rc = mtf_observe(&t->mtf, t->ring, &setup.filter, &mg, fetch_guest, &g);
+	rc = mtf_observe(&t->mtf, t->ring, cpu_filter(t), &mg, fetch_guest, &g);
 	if (rc == 1)
 		t->window_branches++;
 	if (rc == TRACE_ERR_FULL)
 		trace_stop(cpu, TV_TRIG_FULL);
 	else if (setup.stop_after && t->window_branches >= setup.stop_after)
 		trace_stop(cpu, TV_TRIG_LIMIT);
+}
+
+int trace_request_filter(struct per_cpu *cpu, const struct trace_filter *f)
+{
+	struct trace_cpu *t = &cpu->trace;
+
+	if (!f || !f->cpl || (f->cpl & ~TRACE_CPL_ALL) || f->nranges > TRACE_MAX_RANGES)
+		return TRACE_REQ_EINVAL;
+	for (uint32_t i = 0; i < f->nranges; i++)
+		if (f->ranges[i].lo > f->ranges[i].hi)
+			return TRACE_REQ_EINVAL;
+	if (!t->ring || setup.source == TV_SOURCE_NONE)
+		return TRACE_REQ_ENOSYS;
+	/* The slot is ours to write only while no filter is pending. */
+	if (__atomic_load_n(&t->req_pending, __ATOMIC_ACQUIRE) & TRACE_REQ_FILTER)
+		return TRACE_REQ_EBUSY;
+	t->req_filter = *f;
+	__atomic_fetch_or(&t->req_pending, TRACE_REQ_FILTER, __ATOMIC_RELEASE);
+	return TRACE_REQ_OK;
 }
 
 int trace_request(struct per_cpu *cpu, uint32_t req, uint64_t marker_id,
@@ -775,6 +800,12 @@ static void apply_requests(struct per_cpu *cpu)
 
 	if (!req)
 		return;
+	if (req & TRACE_REQ_FILTER) {
+		t->filter = t->req_filter;
+		t->filter_set = true;
+		__atomic_fetch_and(&t->req_pending, ~TRACE_REQ_FILTER, __ATOMIC_RELEASE);
+		t->req_applied++;
+	}
 	if (req & TRACE_REQ_MARKER) {
 		/* Read the label before giving the slot back. */
 		uint64_t id = t->req_marker_id;
@@ -902,7 +933,7 @@ enum exit_action exit_debug_exception(struct exit_ctx *ctx)
 		in.lbr_to = top.to;
 	}
 	gmem_from_vmcs(&gm);
-	btf_on_db(&t->btf, t->ring, &setup.filter, &in, fetch_guest, &gm, &out);
+	btf_on_db(&t->btf, t->ring, cpu_filter(t), &in, fetch_guest, &gm, &out);
 	if (out.recorded)
 		t->window_branches++;
 	if (out.rflags != in.rflags)

@@ -120,6 +120,9 @@ struct trace_cpu {
 	uint64_t req_marker_id;       /* TRACE_REQ_MARKER: written before the bit */
 	uint8_t req_label_len;
 	char req_label[TRACE_REQ_LABEL_MAX];
+	struct trace_filter req_filter; /* TRACE_REQ_FILTER: written before the bit */
+	bool filter_set;              /* filter replaces the setup's (a request) */
+	struct trace_filter filter;   /* this CPU's filter once filter_set */
 	uint64_t req_applied;         /* requests that did what they asked */
 	uint64_t req_refused;         /* START while open, STOP while closed, ... */
 };
@@ -133,11 +136,16 @@ struct trace_cpu {
  * has exactly one writer.  A CPU that does not exit applies them at its
  * next timer exit (heartbeat_s, or poll_us on the network's CPU).  START
  * cancels a STOP not yet applied and the other way round; windows opened
- * or closed this way carry TV_TRIG_RECEIVER.
+ * or closed this way carry TV_TRIG_RECEIVER.  A new filter (CPL, CR3, IP
+ * ranges) replaces the setup's for that CPU from its next entry: the
+ * software filters (MTF, BTF, the LBR and BTS drains) use it at once, the
+ * hardware ones derived from it (LBR_SELECT, BTS_OFF_OS/USR) from the next
+ * window.
  */
 #define TRACE_REQ_START   (1u << 0)
 #define TRACE_REQ_STOP    (1u << 1)
 #define TRACE_REQ_MARKER  (1u << 2)
+#define TRACE_REQ_FILTER  (1u << 3)   /* trace_request_filter */
 
 #define TRACE_REQ_OK      0
 #define TRACE_REQ_ENOSYS  (-1)   /* this CPU does not trace (no ring, no source) */
@@ -152,6 +160,15 @@ struct trace_cpu {
  */
 int trace_request(struct per_cpu *cpu, uint32_t req, uint64_t marker_id,
 		  const char *label, size_t len);
+
+/*
+ * trace_request_filter - ask cpu to use f from its next entry.  Returns
+ * TRACE_REQ_OK, TRACE_REQ_ENOSYS, TRACE_REQ_EBUSY (a filter for this CPU
+ * is still pending) or TRACE_REQ_EINVAL (no CPL bit or a CPL bit other
+ * than TRACE_CPL_KERNEL/USER, more than TRACE_MAX_RANGES ranges, a range
+ * with lo > hi).
+ */
+int trace_request_filter(struct per_cpu *cpu, const struct trace_filter *f);
 
 /*
  * Called at the end of a window (STOP written) with the CPU's ring, from

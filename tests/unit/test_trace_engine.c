@@ -389,6 +389,57 @@ static void test_requests_from_another_cpu(void **state)
 	assert_int_equal(ev[4].u.startstop.trigger, TV_TRIG_RECEIVER);
 }
 
+/*
+ * A filter from another CPU (the receiver's FILTERS): refused when
+ * malformed or while one is pending, used by the target from its next
+ * entry on.  The guest runs at CPL 0: a user-only filter drops its jmp,
+ * the all filter that replaces it keeps the next one.
+ */
+static void test_filter_request(void **state)
+{
+	struct trace_filter f;
+	struct trace_event ev[8];
+
+	(void)state;
+	for (unsigned a = 0x1000; a < 0x1100; a += 0x10) {   /* jmp $+0x10 */
+		gmem[a] = 0xeb;
+		gmem[a + 1] = 0x0e;
+	}
+	trace_filter_all(&f);
+	f.cpl = 0;
+	assert_int_equal(trace_request_filter(&cpu, &f), TRACE_REQ_EINVAL);
+	f.cpl = 1u << 1;
+	assert_int_equal(trace_request_filter(&cpu, &f), TRACE_REQ_EINVAL);
+	trace_filter_all(&f);
+	f.nranges = 1;
+	f.ranges[0].lo = 0x2000;
+	f.ranges[0].hi = 0x1000;
+	assert_int_equal(trace_request_filter(&cpu, &f), TRACE_REQ_EINVAL);
+	f.nranges = TRACE_MAX_RANGES + 1;
+	assert_int_equal(trace_request_filter(&cpu, &f), TRACE_REQ_EINVAL);
+	assert_int_equal(trace_request(&cpu, TRACE_REQ_FILTER, 0, NULL, 0), TRACE_REQ_EINVAL);
+
+	trace_filter_all(&f);
+	f.cpl = TRACE_CPL_USER;                /* the guest runs at CPL 0 */
+	assert_int_equal(trace_request_filter(&cpu, &f), TRACE_REQ_OK);
+	assert_int_equal(trace_request_filter(&cpu, &f), TRACE_REQ_EBUSY);
+	assert_false(cpu.trace.filter_set);
+	assert_int_equal(trace_request(&cpu, TRACE_REQ_START, 0, NULL, 0), TRACE_REQ_OK);
+	trace_before_entry(&cpu);              /* filter, then START at 0x1000 */
+	assert_true(cpu.trace.filter_set);
+	assert_int_equal(cpu.trace.filter.cpl, TRACE_CPL_USER);
+	mtf_exit_at(0x1010);                   /* jmp at 0x1000: filtered */
+	trace_filter_all(&f);
+	assert_int_equal(trace_request_filter(&cpu, &f), TRACE_REQ_OK);
+	mtf_exit_at(0x1020);                   /* jmp at 0x1010: recorded */
+	assert_int_equal(cpu.trace.mtf.stats.filtered, 1);
+	assert_int_equal(events(ev, 8), 2);
+	assert_int_equal(ev[0].type, TV_REC_START);
+	assert_int_equal(ev[1].type, TV_REC_BRANCH);
+	assert_int_equal(ev[1].u.branch.from, 0x1010);
+	assert_int_equal(ev[1].u.branch.to, 0x1020);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -400,6 +451,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_boot_trigger, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wait_for_sipi_records_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_requests_from_another_cpu, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_filter_request, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
