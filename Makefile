@@ -210,7 +210,7 @@ test: all $(BUILD)/tracevisor-usb.img $(UNIT_TESTS) $(HOST_TOOL_TESTS) linux-fix
 	@BUILD=$(BUILD) bash tests/run-tests.sh unit qemu bochs
 
 .PHONY: run
-run: all $(BUILD)/tracevisor-usb.img
+run: all $(BUILD)/tracevisor-usb.img $(if $(filter payload,$(RUN_GUEST)),,linux-fixture)
 	bash scripts/run.sh $(EMU)
 
 # Benchmarks, never part of `make test`: Linux in Bochs with vmx off vs on,

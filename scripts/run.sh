@@ -3,15 +3,22 @@
 #
 # bochs (default): Bochs 3.0 + OVMF with 2 VT-x CPUs and an e1000 on
 #   Bochs's user-mode network boots the USB stick; tracevisor virtualizes
-#   both CPUs, takes the e1000 for itself (hidden from the guest), and
-#   chainloads the test payload, whose traced window (tests/payload/
-#   traced.S) it single-steps with MTF on each CPU.  The records stream
-#   from VMX root over the e1000 and lwIP to `tracevisor record`, started
-#   here on 127.0.0.1 (the guest's 10.0.2.2), which writes a capture
-#   directory.  Then: what the capture holds (tracevisor info) and the
-#   first branches, symbolized against the payload (tracevisor script).
-#   With RUN_TRANSPORT=serial the trace goes over COM1 as TVT1 lines
-#   instead and `tracevisor from-serial` rebuilds it.
+#   both CPUs, takes the e1000 for itself (hidden from the guest) and
+#   chainloads the guest.  The records stream from VMX root over the e1000
+#   and lwIP to `tracevisor record`, started here on 127.0.0.1 (the
+#   guest's 10.0.2.2), which writes a capture directory.  Then: what the
+#   capture holds (tracevisor info) and the first branches (tracevisor
+#   script).  With RUN_TRANSPORT=serial the trace goes over COM1 as TVT1
+#   lines instead and `tracevisor from-serial` rebuilds it.
+#   RUN_GUEST=linux (default, ~2.5 min): Debian's Linux (the bench's
+#   fixture, docs/LINUX-FIXTURE.md, through its EFI stub with nokaslr);
+#   the MTF window opens at the kernel's entry (startup_64, guest-physical
+#   0x1600000) and closes after 590 branches, at the far return into
+#   x86_64_start_kernel (tests/bochs/linux-window.sh checks the same
+#   window against vmlinux); Linux then boots on to power-off.
+#   RUN_GUEST=payload (~12 s): the test payload, whose traced window
+#   (tests/payload/traced.S) is single-stepped on each CPU, symbolized
+#   against payload.so.
 # qemu: QEMU TCG + OVMF, the stick as a USB mass-storage device and the
 #   payload on a second disk: no VT-x, so tracevisor says so and chainloads
 #   the next boot entry; nothing is traced.
@@ -29,6 +36,8 @@ tvt=$work/trace.tvt
 : >"$log"
 rm -rf "$tvt" "$work/dump.txt" "$work/script.txt" "$work/cap"
 transport=${RUN_TRANSPORT:-net}
+guest=${RUN_GUEST:-linux}
+case $guest in payload | linux) ;; *) echo "run: RUN_GUEST must be payload or linux" >&2; exit 2 ;; esac
 trap 'tv_record_stop' EXIT
 
 case "$emu" in
@@ -51,13 +60,29 @@ bochs)
 			"receiver = 10.0.2.2:$TV_REC_PORT" 'machine = bochs-run')
 		bochs_nic='e1000: enabled=1, mac=52:54:00:12:34:56, ethmod=slirp'
 	fi
-	printf '%s\n' 'loader = \EFI\tracevisor\payload.efi' 'console = off' \
-		'source = mtf' 'trace_start = hypercall' ${net[@]+"${net[@]}"} >"$work/tracevisor.conf"
-	tv_image "$work/disk.img" EFI/BOOT/BOOTX64.EFI="$TV_BUILD/tracevisor.efi" \
-		EFI/tracevisor/tracevisor.conf="$work/tracevisor.conf" \
-		EFI/tracevisor/payload.efi="$TV_BUILD/payload.efi"
-	echo "run: Bochs 3.0 + OVMF, 2 Skylake-X CPUs with VT-x, MTF tracing of the payload's window, export over ${transport/net/the e1000 + UDP}; serial log: $log"
-	TV_BOCHS_EXTRA=$bochs_nic tv_bochs "$log" 300 "$work/disk.img" 2 >"$work/status" &
+	if [ "$guest" = linux ]; then
+		[ -f "$TV_BUILD/linux/linux.env" ] && [ -f "$TV_BUILD/linuxload.efi" ] ||
+			{ echo "run: the Linux fixture is not built (make linux-fixture)" >&2; exit 1; }
+		. "$TV_BUILD/linux/linux.env"
+		printf '%s\n' "$LINUX_CMDLINE tsc_early_khz=100000 nokaslr" >"$work/cmdline.txt"
+		printf '%s\n' 'loader = \EFI\linux\linuxload.efi' 'console = off' 'source = mtf' \
+			'trace_start = address:0x1600000' 'trace_stop_after = 590' 'trace_buffer_kb = 64' \
+			${net[@]+"${net[@]}"} >"$work/tracevisor.conf"
+		TV_IMAGE_MIB=64 tv_image "$work/disk.img" EFI/BOOT/BOOTX64.EFI="$TV_BUILD/tracevisor.efi" \
+			EFI/tracevisor/tracevisor.conf="$work/tracevisor.conf" \
+			EFI/linux/linuxload.efi="$TV_BUILD/linuxload.efi" EFI/linux/vmlinuz="$LINUX_VMLINUZ" \
+			EFI/linux/initrd.img="$LINUX_INITRD" EFI/linux/cmdline.txt="$work/cmdline.txt"
+		echo "run: Bochs 3.0 + OVMF, 2 Skylake-X CPUs with VT-x, Linux $LINUX_VERSION: MTF tracing of its first 590 branches from the kernel's entry, export over ${transport/net/the e1000 + UDP}; serial log: $log"
+		TV_BOCHS_MEGS=1024 TV_BOCHS_EXTRA=$bochs_nic tv_bochs "$log" 600 "$work/disk.img" 2 >"$work/status" &
+	else
+		printf '%s\n' 'loader = \EFI\tracevisor\payload.efi' 'console = off' \
+			'source = mtf' 'trace_start = hypercall' ${net[@]+"${net[@]}"} >"$work/tracevisor.conf"
+		tv_image "$work/disk.img" EFI/BOOT/BOOTX64.EFI="$TV_BUILD/tracevisor.efi" \
+			EFI/tracevisor/tracevisor.conf="$work/tracevisor.conf" \
+			EFI/tracevisor/payload.efi="$TV_BUILD/payload.efi"
+		echo "run: Bochs 3.0 + OVMF, 2 Skylake-X CPUs with VT-x, MTF tracing of the payload's window, export over ${transport/net/the e1000 + UDP}; serial log: $log"
+		TV_BOCHS_EXTRA=$bochs_nic tv_bochs "$log" 300 "$work/disk.img" 2 >"$work/status" &
+	fi
 	;;
 *)
 	echo "run: unknown emulator '$emu' (bochs or qemu)" >&2
@@ -76,9 +101,11 @@ echo "run: emulator finished with status $status (0 or 1 = powered off; 124 = ti
 [ "$emu" = bochs ] || exit 0
 
 # Symbolize against the payload where it was loaded (tests/lib.sh).
-base=$(tv_payload_base "$log")
 img=()
-[ -z "$base" ] || img=(--image "$TV_BUILD/payload.so@$base")
+if [ "$guest" = payload ]; then
+	base=$(tv_payload_base "$log")
+	[ -z "$base" ] || img=(--image "$TV_BUILD/payload.so@$base")
+fi
 
 if [ "$transport" = net ]; then
 	tv_record_stop 10
