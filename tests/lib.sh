@@ -222,3 +222,62 @@ tv_payload_check_cpu() {
 		tv_fail "$name: cpu $cpu: one window, START and STOP by hypercall" "see $work/cpu$cpu.dump"
 	fi
 }
+
+# tv_model_bochs TEST - the Bochs with the trace-hardware model
+# (TV_BOCHS_BIN, else BOCHS_TRACE from deps.mk) in TV_MODEL; prints TEST's
+# skip line and returns 1 when there is none.
+tv_model_bochs() {
+	TV_MODEL=${TV_BOCHS_BIN:-$(tv_dep BOCHS_TRACE)}
+	if [ -z "$TV_MODEL" ] || [ ! -x "$TV_MODEL" ]; then
+		tv_skip "$1" "no Bochs with the trace-hardware model (BOCHS_TRACE in $TV_BUILD/deps.mk; make deps)"
+		return 1
+	fi
+}
+
+# tv_payload_run TEST SOURCE BOCHS EXTRA SECS DIR LOG - boot tracevisor
+# (source = SOURCE, windows by the payload's hypercalls, overflow stop,
+# serial export) with the payload on 2 CPUs under BOCHS with bochsrc line
+# EXTRA; checks that it finished by itself.
+tv_payload_run() {
+	local test=$1 src=$2 bin=$3 extra=$4 secs=$5 dir=$6 log=$7 rc
+	mkdir -p "$dir"
+	printf '%s\n' 'loader = \EFI\tracevisor\payload.efi' 'console = off' \
+		"source = $src" 'overflow = stop' 'trace_start = hypercall' >"$dir/tracevisor.conf"
+	tv_image "$dir/disk.img" EFI/BOOT/BOOTX64.EFI="$TV_BUILD/tracevisor.efi" \
+		EFI/tracevisor/tracevisor.conf="$dir/tracevisor.conf" \
+		EFI/tracevisor/payload.efi="$TV_BUILD/payload.efi"
+	rc=$(TV_BOCHS_BIN=$bin TV_BOCHS_EXTRA="$extra" tv_bochs "$log" "$secs" "$dir/disk.img" 2)
+	if [ "$rc" != 124 ] && [ "$rc" != 137 ]; then
+		tv_ok "$test: finished by itself"
+	else
+		tv_fail "$test: finished by itself" "timed out"
+	fi
+}
+
+# tv_from_serial_2cpu TEST LOG TVT - the trace file from the serial log
+# alone: both CPUs' streams, no bad CRC, nothing malformed or missing.
+tv_from_serial_2cpu() {
+	local test=$1 log=$2 tvt=$3 err=$3.from-serial.err
+	if "$TV_BUILD/tracevisor" from-serial "$log" -o "$tvt" 2>"$err" &&
+		grep -q ', 0 bad CRC, 0 malformed' "$err" &&
+		[ "$(grep -c 'missing: 0 lines, 0 records' "$err")" = 2 ]; then
+		tv_ok "$test: from-serial: both CPUs, no bad or missing lines"
+	else
+		tv_fail "$test: from-serial: both CPUs, no bad or missing lines" "$(tr '\n' ' ' <"$err")"
+	fi
+}
+
+# tv_bochs_trace_branches STDOUT OUT - the taken branches in a Bochs
+# debugger `trace on` log (CPU 0's lines "(0).[icount] [0xLINEAR] sel:off
+# (...): insn ; bytes", up to the closing magic breakpoint `xchg bx, bx`)
+# as "0xFROM 0xTO" lines in OUT: an instruction whose successor is not at
+# its address + length took a branch.
+tv_bochs_trace_branches() {
+	local prev="" next_a="" lin bytes a
+	: >"$2"
+	while read -r lin bytes; do
+		a=$((lin))
+		[ -n "$prev" ] && [ "$a" != "$next_a" ] && printf '0x%016x 0x%016x\n' "$prev" "$a" >>"$2"
+		prev=$a next_a=$((a + ${#bytes} / 2))
+	done < <(awk '/^\(0\)\.\[[0-9]+\] \[0x/ { a = $2; gsub(/[][]/, "", a); print a, $NF; if (/xchg bx, bx/) exit }' "$1")
+}

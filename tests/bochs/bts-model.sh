@@ -33,11 +33,8 @@
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
 TV_FAILED=0
-model=${TV_BOCHS_BIN:-$(tv_dep BOCHS_TRACE)}
-if [ -z "$model" ] || [ ! -x "$model" ]; then
-	tv_skip "bts-model" "no Bochs with the trace-hardware model (BOCHS_TRACE in $TV_BUILD/deps.mk; make deps)"
-	exit 0
-fi
+tv_model_bochs bts-model || exit 0
+model=$TV_MODEL
 if ! grep -q 'Model BTS and the DS save area' "$model"; then
 	tv_skip "bts-model" "$model has no cpu: bts option (patch 0002 not in its series)"
 	exit 0
@@ -160,13 +157,7 @@ dlog=$TV_LOGS/bochs-bts-model-dbg.serial.log
 printf '%s\n' c 'trace on' c 'trace off' c c c c c c c c c c c c c c quit >"$work/dbg.cmds"
 rc=$(TV_BOCHS_BIN=$model TV_BOCHS_ARGS="-dbg -rc $work/dbg.cmds" TV_BOCHS_EXTRA="cpu: bts=1
 magic_break: enabled=1" tv_bochs "$dlog" 180 "$work/disk.img" 1)
-prev="" next_a=""
-: >"$work/bochs-trace.branches"
-while read -r lin bytes; do
-	a=$((lin))
-	[ -n "$prev" ] && [ "$a" != "$next_a" ] && printf '0x%016x 0x%016x\n' "$prev" "$a" >>"$work/bochs-trace.branches"
-	prev=$a next_a=$((a + ${#bytes} / 2))
-done < <(awk '/^\(0\)\.\[[0-9]+\] \[0x/ { a = $2; gsub(/[][]/, "", a); print a, $NF; if (/xchg bx, bx/) exit }' "$dlog.stdout")
+tv_bochs_trace_branches "$dlog.stdout" "$work/bochs-trace.branches"
 grep -v "^$FILL" "$work/all.got" | cut -d' ' -f1,2 >"$work/all.got.addrs"
 ntr=$(wc -l <"$work/bochs-trace.branches")
 if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then

@@ -23,11 +23,8 @@
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
 TV_FAILED=0
-model=${TV_BOCHS_BIN:-$(tv_dep BOCHS_TRACE)}
-if [ -z "$model" ] || [ ! -x "$model" ]; then
-	tv_skip "lbr-model" "no Bochs with the trace-hardware model (BOCHS_TRACE in $TV_BUILD/deps.mk; make deps)"
-	exit 0
-fi
+tv_model_bochs lbr-model || exit 0
+model=$TV_MODEL
 work=$TV_BUILD/test/bochs-lbr-model
 mkdir -p "$work"
 log=$TV_LOGS/bochs-lbr-model.serial.log
@@ -125,16 +122,7 @@ dlog=$TV_LOGS/bochs-lbr-model-dbg.serial.log
 printf '%s\n' c 'trace on' c 'trace off' c c c c c c c c c c quit >"$work/dbg.cmds"
 rc=$(TV_BOCHS_BIN=$model TV_BOCHS_ARGS="-dbg -rc $work/dbg.cmds" TV_BOCHS_EXTRA="cpu: lbr=1
 magic_break: enabled=1" tv_bochs "$dlog" 180 "$work/disk.img" 1)
-# "(0).[icount] [0xLINEAR] sel:off (...): insn ; bytes", up to the closing
-# magic breakpoint: a taken branch is an instruction whose successor is not
-# at its address + length.
-prev="" next_a=""
-: >"$work/bochs-trace.branches"
-while read -r lin bytes; do
-	a=$((lin))
-	[ -n "$prev" ] && [ "$a" != "$next_a" ] && printf '0x%016x 0x%016x\n' "$prev" "$a" >>"$work/bochs-trace.branches"
-	prev=$a next_a=$((a + ${#bytes} / 2))
-done < <(awk '/^\(0\)\.\[[0-9]+\] \[0x/ { a = $2; gsub(/[][]/, "", a); print a, $NF; if (/xchg bx, bx/) exit }' "$dlog.stdout")
+tv_bochs_trace_branches "$dlog.stdout" "$work/bochs-trace.branches"
 cut -d' ' -f1,2 "$work/all.got" >"$work/all.got.addrs"
 ntr=$(wc -l <"$work/bochs-trace.branches")
 if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then

@@ -27,11 +27,8 @@
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
 TV_FAILED=0
-model=${TV_BOCHS_BIN:-$(tv_dep BOCHS_TRACE)}
-if [ -z "$model" ] || [ ! -x "$model" ]; then
-	tv_skip "pt-model" "no Bochs with the trace-hardware model (BOCHS_TRACE in $TV_BUILD/deps.mk; make deps)"
-	exit 0
-fi
+tv_model_bochs pt-model || exit 0
+model=$TV_MODEL
 flowbin=$TV_BUILD/pt-flow
 if [ ! -x "$flowbin" ] || [ ! -f "$TV_BUILD/pttest.efi" ]; then
 	tv_skip "pt-model" "no $flowbin or pttest.efi (make all; pt-flow needs libipt-dev)"

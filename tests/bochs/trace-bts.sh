@@ -20,11 +20,8 @@
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
 TV_FAILED=0
-model=${TV_BOCHS_BIN:-$(tv_dep BOCHS_TRACE)}
-if [ -z "$model" ] || [ ! -x "$model" ]; then
-	tv_skip "trace-bts" "no Bochs with the trace-hardware model (BOCHS_TRACE in $TV_BUILD/deps.mk; make deps)"
-	exit 0
-fi
+tv_model_bochs trace-bts || exit 0
+model=$TV_MODEL
 work=$TV_BUILD/test/bochs-trace-bts
 mkdir -p "$work"
 iterations=64   # TRACED_ITERATIONS in tests/payload/payload.c
@@ -32,20 +29,8 @@ iterations=64   # TRACED_ITERATIONS in tests/payload/payload.c
 # run BOCHS EXTRA SECS NAME: boot tracevisor + payload with source=bts
 # under BOCHS; sets log to the serial log's path.
 run() {
-	local bin=$1 extra=$2 secs=$3 name=$4 rc dir=$work/$4
-	log=$TV_LOGS/bochs-trace-bts-$name.serial.log
-	mkdir -p "$dir"
-	printf '%s\n' 'loader = \EFI\tracevisor\payload.efi' 'console = off' \
-		'source = bts' 'overflow = stop' 'trace_start = hypercall' >"$dir/tracevisor.conf"
-	tv_image "$dir/disk.img" EFI/BOOT/BOOTX64.EFI="$TV_BUILD/tracevisor.efi" \
-		EFI/tracevisor/tracevisor.conf="$dir/tracevisor.conf" \
-		EFI/tracevisor/payload.efi="$TV_BUILD/payload.efi"
-	rc=$(TV_BOCHS_BIN=$bin TV_BOCHS_EXTRA="$extra" tv_bochs "$log" "$secs" "$dir/disk.img" 2)
-	if [ "$rc" != 124 ] && [ "$rc" != 137 ]; then
-		tv_ok "trace-bts: $name: finished by itself"
-	else
-		tv_fail "trace-bts: $name: finished by itself" "timed out"
-	fi
+	log=$TV_LOGS/bochs-trace-bts-$4.serial.log
+	tv_payload_run "trace-bts: $4" bts "$1" "$2" "$3" "$work/$4" "$log"
 }
 
 # --- bts on the model ----------------------------------------------------------
@@ -62,14 +47,7 @@ for cpu in 0 1; do
 		"trace: cpu $cpu: exported [0-9]+ records over serial .*, 0 gone before export"
 done
 tvt=$work/$name/trace.tvt
-err=$work/$name/from-serial.err
-if "$TV_BUILD/tracevisor" from-serial "$log" -o "$tvt" 2>"$err" &&
-	grep -q ', 0 bad CRC, 0 malformed' "$err" &&
-	[ "$(grep -c 'missing: 0 lines, 0 records' "$err")" = 2 ]; then
-	tv_ok "trace-bts: from-serial: both CPUs, no bad or missing lines"
-else
-	tv_fail "trace-bts: from-serial: both CPUs, no bad or missing lines" "$(tr '\n' ' ' <"$err")"
-fi
+tv_from_serial_2cpu trace-bts "$log" "$tvt"
 base=$(tv_payload_base "$log")
 if [ -z "$base" ]; then
 	tv_fail "trace-bts: payload reported its window" "no 'traced window at' line"

@@ -24,11 +24,8 @@
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
 TV_FAILED=0
-model=${TV_BOCHS_BIN:-$(tv_dep BOCHS_TRACE)}
-if [ -z "$model" ] || [ ! -x "$model" ]; then
-	tv_skip "trace-hw" "no Bochs with the trace-hardware model (BOCHS_TRACE in $TV_BUILD/deps.mk; make deps)"
-	exit 0
-fi
+tv_model_bochs trace-hw || exit 0
+model=$TV_MODEL
 work=$TV_BUILD/test/bochs-trace-hw
 mkdir -p "$work"
 iterations=64   # TRACED_ITERATIONS in tests/payload/payload.c
@@ -36,32 +33,13 @@ iterations=64   # TRACED_ITERATIONS in tests/payload/payload.c
 # run SOURCE BOCHS EXTRA SECS NAME: boot tracevisor + payload with
 # source=SOURCE under BOCHS; sets log to the serial log's path.
 run() {
-	local src=$1 bin=$2 extra=$3 secs=$4 name=$5 rc dir=$work/$5
-	log=$TV_LOGS/bochs-trace-hw-$name.serial.log
-	mkdir -p "$dir"
-	printf '%s\n' 'loader = \EFI\tracevisor\payload.efi' 'console = off' \
-		"source = $src" 'overflow = stop' 'trace_start = hypercall' >"$dir/tracevisor.conf"
-	tv_image "$dir/disk.img" EFI/BOOT/BOOTX64.EFI="$TV_BUILD/tracevisor.efi" \
-		EFI/tracevisor/tracevisor.conf="$dir/tracevisor.conf" \
-		EFI/tracevisor/payload.efi="$TV_BUILD/payload.efi"
-	rc=$(TV_BOCHS_BIN=$bin TV_BOCHS_EXTRA="$extra" tv_bochs "$log" "$secs" "$dir/disk.img" 2)
-	if [ "$rc" != 124 ] && [ "$rc" != 137 ]; then
-		tv_ok "trace-hw: $name: finished by itself"
-	else
-		tv_fail "trace-hw: $name: finished by itself" "timed out"
-	fi
+	log=$TV_LOGS/bochs-trace-hw-$5.serial.log
+	tv_payload_run "trace-hw: $5" "$1" "$2" "$3" "$4" "$work/$5" "$log"
 }
 
 # from_serial NAME LOG TVT: the trace file from the serial log alone.
 from_serial() {
-	local name=$1 log=$2 tvt=$3 err=$work/$1/from-serial.err
-	if "$TV_BUILD/tracevisor" from-serial "$log" -o "$tvt" 2>"$err" &&
-		grep -q ', 0 bad CRC, 0 malformed' "$err" &&
-		[ "$(grep -c 'missing: 0 lines, 0 records' "$err")" = 2 ]; then
-		tv_ok "trace-hw: $name: from-serial: both CPUs, no bad or missing lines"
-	else
-		tv_fail "trace-hw: $name: from-serial: both CPUs, no bad or missing lines" "$(tr '\n' ' ' <"$err")"
-	fi
+	tv_from_serial_2cpu "trace-hw: $1" "$2" "$3"
 }
 
 common_checks() {

@@ -37,13 +37,7 @@ done
 
 # The trace file, from the serial log alone.
 tvt=$work/trace.tvt
-if "$TV_BUILD/tracevisor" from-serial "$log" -o "$tvt" 2>"$work/from-serial.err" &&
-	grep -q ', 0 bad CRC, 0 malformed' "$work/from-serial.err" &&
-	[ "$(grep -c 'missing: 0 lines, 0 records' "$work/from-serial.err")" = 2 ]; then
-	tv_ok "trace-mtf: from-serial: both CPUs, no bad or missing lines"
-else
-	tv_fail "trace-mtf: from-serial: both CPUs, no bad or missing lines" "$(tr '\n' ' ' <"$work/from-serial.err")"
-fi
+tv_from_serial_2cpu trace-mtf "$log" "$tvt"
 
 # Where the payload ran, and the branches its window must take.
 base=$(tv_payload_base "$log")

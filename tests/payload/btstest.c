@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 #include "vmm/hw.h"
+#include "tests/payload/guest_idt.h"
 #include "tests/payload/guest_out.h"
 
 #define MSR_APIC_BASE 0x1b
@@ -88,33 +89,6 @@ static void say(const char *s)
 {
 	com1_puts(s);
 	com1_puts("\r\n");
-}
-
-/* An IDT interrupt gate for vector v pointing at h (SDM 3A 6.14.1); the
- * old one goes to saved[2]. */
-static void set_gate(unsigned v, void (*h)(void), uint64_t saved[2])
-{
-	struct hw_dtr idtr;
-	uint64_t *gate, a = (uint64_t)(uintptr_t)h;
-
-	hw_sidt(&idtr);
-	gate = (uint64_t *)(uintptr_t)(idtr.base + 16 * v);
-	saved[0] = gate[0];
-	saved[1] = gate[1];
-	gate[0] = (a & 0xffff) | ((uint64_t)hw_read_selector(HW_SEG_CS) << 16) |
-		  ((uint64_t)0x8e << 40) | (((a >> 16) & 0xffff) << 48);
-	gate[1] = a >> 32;
-}
-
-static void restore_gate(unsigned v, const uint64_t saved[2])
-{
-	struct hw_dtr idtr;
-	uint64_t *gate;
-
-	hw_sidt(&idtr);
-	gate = (uint64_t *)(uintptr_t)(idtr.base + 16 * v);
-	gate[0] = saved[0];
-	gate[1] = saved[1];
 }
 
 /* The local APIC's LVT performance monitoring entry and EOI, xAPIC MMIO

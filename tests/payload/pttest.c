@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "vmm/hw.h"
+#include "tests/payload/guest_idt.h"
 #include "tests/payload/guest_out.h"
 
 #define MSR_PERF_GLOBAL_STATUS   0x38e
@@ -76,32 +77,6 @@ static void say(const char *s)
 static volatile uint32_t *lapic_reg(uint64_t a)
 {
 	return (volatile uint32_t *)(uintptr_t)a;
-}
-
-/* An interrupt gate for vector v (SDM 3A 6.14.1); the old one in saved. */
-static void set_gate(unsigned v, void (*fn)(void), uint64_t saved[2])
-{
-	struct hw_dtr idtr;
-	uint64_t *gate, h = (uint64_t)(uintptr_t)fn;
-
-	hw_sidt(&idtr);
-	gate = (uint64_t *)(uintptr_t)(idtr.base + 16 * v);
-	saved[0] = gate[0];
-	saved[1] = gate[1];
-	gate[0] = (h & 0xffff) | ((uint64_t)hw_read_selector(HW_SEG_CS) << 16) |
-		  ((uint64_t)0x8e << 40) | (((h >> 16) & 0xffff) << 48);
-	gate[1] = h >> 32;
-}
-
-static void restore_gate(unsigned v, const uint64_t saved[2])
-{
-	struct hw_dtr idtr;
-	uint64_t *gate;
-
-	hw_sidt(&idtr);
-	gate = (uint64_t *)(uintptr_t)(idtr.base + 16 * v);
-	gate[0] = saved[0];
-	gate[1] = saved[1];
 }
 
 static void dump(const char *name, const uint8_t *buf, uint64_t n, uint64_t at)
