@@ -167,7 +167,7 @@ out:
 static bool backend_wired(enum tv_source s)
 {
 	return s == TV_SOURCE_MTF || s == TV_SOURCE_BTF || s == TV_SOURCE_LBR ||
-	       s == TV_SOURCE_BTS;
+	       s == TV_SOURCE_BTS || s == TV_SOURCE_PT;
 }
 
 /*
@@ -207,16 +207,16 @@ static void trace_setup_from_config(struct vmx_boot_params *p, const struct tv_c
 		chosen = TV_SOURCE_NONE;
 	} else if (req != TV_SOURCE_NONE ? !backend_wired(chosen) : !auto_takes(chosen)) {
 		if (req != TV_SOURCE_NONE) {
-			log_err("trace: source=%s: the CPU has it but this build drives only mtf, btf, lbr and bts so far; tracing off",
+			log_err("trace: source=%s: the CPU has it but this build cannot drive it; tracing off",
 				trace_caps_source_name(req));
 			chosen = TV_SOURCE_NONE;
 		} else if (trace_choose(&tc, TV_SOURCE_BTF, &chosen, why, sizeof(why)) == 0) {
-			log_warn("trace: auto: the CPU offers better sources, but auto takes only mtf, btf and lbr so far (bts on request): btf");
+			log_warn("trace: auto: the CPU offers better sources, but auto takes pt, btf, lbr or mtf (bts on request): btf");
 		} else if (trace_choose(&tc, TV_SOURCE_MTF, &chosen, why, sizeof(why))) {
 			log_err("trace: auto: no source this build can drive (%s); tracing off", why);
 			chosen = TV_SOURCE_NONE;
 		} else {
-			log_warn("trace: auto: the CPU offers better sources, but auto takes only mtf, btf and lbr so far (bts on request): mtf");
+			log_warn("trace: auto: the CPU offers better sources, but auto takes pt, btf, lbr or mtf (bts on request): mtf");
 		}
 	}
 	if (chosen != TV_SOURCE_NONE)

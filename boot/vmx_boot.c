@@ -239,6 +239,7 @@ int vmx_boot(const struct vmx_boot_params *p)
 	struct tv_mp_services *mp = find_mp();
 	UINTN ncpu = 1, nenabled = 1, bsp = 0;
 	uint64_t image_bytes, percpu_bytes, trace_bytes, bts_bytes, bts_off = 0, cpus_bytes, info_bytes, total, region_pa, off;
+	uint64_t pt_bytes, pt_off = 0;
 	uint64_t net_bytes = 0, ex_bytes = 0;
 	struct hv_net net = p->net;
 	uint8_t *region, *copy;
@@ -295,9 +296,15 @@ int vmx_boot(const struct vmx_boot_params *p)
 	trace_bytes = p->trace.source != TV_SOURCE_NONE ? ((uint64_t)p->trace.ring_kb << 10) + 4096 : 0;
 	/* source = bts: a DS save area page and the BTS buffer per CPU. */
 	bts_bytes = p->trace.source == TV_SOURCE_BTS ? TRACE_BTS_AREA_BYTES : 0;
+	/*
+	 * source = pt: ToPA regions, table and byte ring per CPU, aligned to
+	 * the region size (one region's worth of slack for that).
+	 */
+	pt_bytes = p->trace.source == TV_SOURCE_PT ? TRACE_PT_AREA_BYTES : 0;
 	total = image_bytes + ncpu * percpu_bytes + cpus_bytes + info_bytes +
 		2 * 4096 /* IDT, guest TSS */ + 3 * 4096 /* I/O bitmaps A, B, 0xFF page */ +
-		POOL_BYTES + ncpu * trace_bytes + ncpu * bts_bytes + net_bytes + ex_bytes;
+		POOL_BYTES + ncpu * trace_bytes + ncpu * bts_bytes + net_bytes + ex_bytes +
+		(pt_bytes ? ncpu * pt_bytes + TRACE_PT_REGION_BYTES : 0);
 	st = efi_bs->AllocatePages(AllocateAnyPages, EfiReservedMemoryType, total / 4096, &region_pa);
 	if (EFI_ERROR(st)) {
 		log_err("vmx: cannot reserve %llu KiB: %s", (unsigned long long)(total >> 10),
@@ -420,6 +427,27 @@ int vmx_boot(const struct vmx_boot_params *p)
 		}
 	}
 	off += ncpu * bts_bytes;
+	/*
+	 * PT areas: hidden from the guest like the rest of the region (the
+	 * hardware writes them by host-physical address, not through EPT).
+	 */
+	if (pt_bytes) {
+		pt_off = ((region_pa + off + TRACE_PT_REGION_BYTES - 1) & ~(uint64_t)(TRACE_PT_REGION_BYTES - 1)) -
+			 region_pa;
+		for (UINTN i = 0; i < ncpu; i++) {
+			uint8_t *b = region + pt_off + i * pt_bytes;
+
+			if (cpus[i].trace.ring &&
+			    trace_cpu_pt_area(&cpus[i].trace, b, (uint64_t)(uintptr_t)b)) {
+				log_err("vmx: cpu %llu: PT area setup failed", (unsigned long long)i);
+				return -1;
+			}
+		}
+		log_info("vmx: PT area per CPU: %u KiB (%u x %u KiB ToPA regions, %u KiB stream ring) from %#llx, hidden from the guest",
+			 (unsigned)(pt_bytes >> 10), TRACE_PT_REGIONS, TRACE_PT_REGION_BYTES >> 10,
+			 TRACE_PT_RING_BYTES >> 10, (unsigned long long)(region_pa + pt_off));
+		off = pt_off + ncpu * pt_bytes;
+	}
 	if (trace_bytes) {
 		struct tv_trace_ring *rings[MAX_CPUS];
 

@@ -77,6 +77,34 @@ static void hv_serial_line(void *ctx, const char *s, size_t n)
 }
 
 /*
+ * pt: the CPU's PT stream since the last export as P lines (the bytes
+ * left the byte ring; a line the UART loses is a gap the receiver sees
+ * in the offsets).
+ */
+static void hv_trace_pt_serial(struct per_cpu *cpu, struct trace_serial *ts)
+{
+	uint8_t buf[960];   /* ten full P lines; on this CPU's stack (CPUs export at once) */
+	uint64_t off, first = 0, total = 0;
+	size_t n;
+
+	while ((n = trace_pt_take(&cpu->trace, buf, sizeof(buf), &off)) > 0) {
+		int64_t sent = trace_serial_emit_pt(ts, buf, n, off, 0);
+
+		if (sent < 0) {
+			log_err("trace: cpu %u: serial PT export failed at offset %llu: %s", cpu->index,
+				(unsigned long long)off, trace_serial_strerror((int)sent));
+			return;
+		}
+		if (!total)
+			first = off;
+		total += n;
+	}
+	log_info("trace: cpu %u: exported %llu PT bytes over serial (stream offsets %llu..%llu)",
+		 cpu->index, (unsigned long long)total, (unsigned long long)first,
+		 (unsigned long long)(first + total));
+}
+
+/*
  * A trace window closed on this CPU: send what its ring holds since the
  * last export, then free that space (under overflow = stop the next
  * window gets the whole ring again).  Runs in VMX root on that CPU, so the
@@ -95,6 +123,9 @@ static void hv_trace_window(struct per_cpu *cpu)
 	if (hv_net_on) {
 		/* Streamed as produced; this waits for the window's acks and logs. */
 		hv.net_ops->window(cpu);
+		if (t->pt_mem && t->pt_ring.head != t->pt_ring.tail)
+			log_warn("trace: cpu %u: %llu PT bytes stay in memory: the network exporter does not send PT streams yet (serial does)",
+				 cpu->index, (unsigned long long)(t->pt_ring.head - t->pt_ring.tail));
 		return;
 	}
 	if (!hv.serial_port) {
@@ -122,6 +153,8 @@ static void hv_trace_window(struct per_cpu *cpu)
 	log_info("trace: cpu %u: exported %llu records over serial (%llu lines, %llu bytes), %llu gone before export",
 		 cpu->index, (unsigned long long)res.records, (unsigned long long)res.lines,
 		 (unsigned long long)res.bytes, (unsigned long long)res.missed);
+	if (t->pt_mem)
+		hv_trace_pt_serial(cpu, ts);
 }
 
 void hv_init(const struct hv_boot_info *bi)

@@ -118,6 +118,28 @@ int trace_cpu_bts_area(struct trace_cpu *t, void *mem, uint64_t lin)
 	return 0;
 }
 
+int trace_cpu_pt_area(struct trace_cpu *t, void *mem, uint64_t pa)
+{
+	if (!t || !mem || ((uintptr_t)mem & (TRACE_PT_REGION_BYTES - 1)) ||
+	    (pa & (TRACE_PT_REGION_BYTES - 1)))
+		return TRACE_ERR_INVAL;
+	if (pt_byte_ring_init(&t->pt_ring, (uint8_t *)mem + TRACE_PT_RING_OFF, TRACE_PT_RING_BYTES))
+		return TRACE_ERR_INVAL;
+	t->pt_mem = mem;
+	t->pt_pa = pa;
+	return 0;
+}
+
+size_t trace_pt_take(struct trace_cpu *t, uint8_t *buf, size_t cap, uint64_t *offset)
+{
+	if (!t || !t->pt_mem || !buf)
+		return 0;
+	/* Every byte the drains delivered went into the ring: tail = offset. */
+	if (offset)
+		*offset = t->pt_ring.tail;
+	return pt_byte_ring_read(&t->pt_ring, buf, cap);
+}
+
 /* --- guest state ----------------------------------------------------------- */
 
 static void read_guest(struct mtf_guest *g)
@@ -288,7 +310,7 @@ static void trigger_step_done(struct per_cpu *cpu)
 static bool hw_source(void)
 {
 	return setup.source == TV_SOURCE_BTF || setup.source == TV_SOURCE_LBR ||
-	       setup.source == TV_SOURCE_BTS;
+	       setup.source == TV_SOURCE_BTS || setup.source == TV_SOURCE_PT;
 }
 
 /*
@@ -473,6 +495,119 @@ static bool bts_drain_now(struct trace_cpu *t)
 	return t->bts.stats.dropped != dropped;
 }
 
+/*
+ * pt on this CPU, probed once (CPUID leaf 14H, the VMX capability MSRs),
+ * its memory (trace_cpu_pt_area) and the two controls that keep TraceEn
+ * to VMX non-root: "load IA32_RTIT_CTL" on entry, "clear IA32_RTIT_CTL"
+ * on exit (SDM 3C 25.7.1, 25.8.1).
+ */
+static bool pt_usable(struct per_cpu *cpu)
+{
+	struct trace_cpu *t = &cpu->trace;
+	bool ctls = (cpu->entry_ctls & ENTRY_LOAD_RTIT_CTL) && (cpu->exit_ctls & EXIT_CLEAR_RTIT_CTL);
+
+	if (!t->pt_probed) {
+		t->pt_probed = true;
+		pt_caps_read(&t->pt_caps, NULL);
+		if (!t->pt_caps.usable)
+			log_err("trace: cpu %u: no usable Intel PT: %s", cpu->index,
+				t->pt_caps.reason ? t->pt_caps.reason : "?");
+		else
+			log_info("trace: cpu %u: Intel PT, ToPA %s, %u address ranges, CR3 filter %s, PT area at %#llx",
+				 cpu->index, t->pt_caps.topa_multi ? "multi-entry" : "single-entry",
+				 t->pt_caps.addr_ranges, t->pt_caps.cr3_filter ? "yes" : "no",
+				 (unsigned long long)t->pt_pa);
+		if (!t->pt_mem)
+			log_err("trace: cpu %u: no PT area reserved", cpu->index);
+		if (!ctls)
+			log_err("trace: cpu %u: the VMCS does not load and clear IA32_RTIT_CTL (entry %#x, exit %#x)",
+				cpu->index, cpu->entry_ctls, cpu->exit_ctls);
+	}
+	return t->pt_caps.usable && t->pt_mem && ctls;
+}
+
+/*
+ * pt: the ToPA table (once per CPU: the stream offset runs on over
+ * windows), then the RTIT MSRs for this window's filter.  0, or
+ * TV_HC_ENOSYS with the reason logged.
+ */
+static int pt_window_setup(struct per_cpu *cpu)
+{
+	struct trace_cpu *t = &cpu->trace;
+	struct pt_region reg[TRACE_PT_REGIONS];
+	struct pt_options o;
+	struct pt_rtit rtit;
+	uint32_t n = t->pt_caps.topa_multi ? TRACE_PT_REGIONS : 1;
+	char why[160];
+	int rc;
+
+	if (!t->pt.built) {
+		for (uint32_t i = 0; i < n; i++) {
+			reg[i].pa = t->pt_pa + (uint64_t)i * TRACE_PT_REGION_BYTES;
+			reg[i].va = t->pt_mem + (size_t)i * TRACE_PT_REGION_BYTES;
+			reg[i].size = TRACE_PT_REGION_BYTES;
+		}
+		rc = pt_topa_build(&t->pt, &t->pt_caps, (uint64_t *)(void *)(t->pt_mem + TRACE_PT_TABLE_OFF),
+				   4096 / 8, t->pt_pa + TRACE_PT_TABLE_OFF, reg, n, PT_MODE_STOP,
+				   PT_TOPA_NO_INT);
+		if (rc) {
+			log_err("trace: cpu %u: pt window not opened: ToPA: %s", cpu->index,
+				pt_strerror(rc));
+			return TV_HC_ENOSYS;
+		}
+	}
+	pt_options_default(&o);
+	o.filter = *cpu_filter(t);
+	rc = pt_rtit_ctl(&t->pt_caps, &o, &rtit, why, sizeof(why));
+	if (!rc)
+		rc = pt_arm(&t->pt, &rtit, &t->pt_guest_ctl);
+	if (rc) {
+		log_err("trace: cpu %u: pt window not opened: %s%s%s", cpu->index, pt_strerror(rc),
+			why[0] && rc != PT_ERR_BUSY ? ": " : "", rc != PT_ERR_BUSY ? why : "");
+		return TV_HC_ENOSYS;
+	}
+	return 0;
+}
+
+/*
+ * pt: move what the hardware wrote since the last exit into the byte
+ * ring (VMX root: the exit cleared TraceEn).  Returns true when the byte
+ * ring or the record ring refused something (the caller closes the
+ * window, TV_TRIG_FULL); the loss is counted in the stream already.
+ */
+static bool pt_drain_now(struct per_cpu *cpu)
+{
+	struct trace_cpu *t = &cpu->trace;
+	struct pt_sink sink = { pt_byte_ring_write, &t->pt_ring };
+	uint64_t refused = t->pt.stats.sink_dropped + t->pt.stats.syncs_dropped;
+	int rc = pt_drain(&t->pt, &sink, t->ring, hw_rdtsc());
+
+	if (rc == PT_ERR_BUSY) {
+		t->pt_drain_errors++;
+		if (!t->pt_busy_logged)
+			log_err("trace: cpu %u: IA32_RTIT_CTL.TraceEn set in VMX root: nothing drained",
+				cpu->index);
+		t->pt_busy_logged = true;
+	} else if (rc) {
+		t->pt_drain_errors++;
+		log_warn("trace: cpu %u: pt drain: %s (gap counted)", cpu->index, pt_strerror(rc));
+	}
+	return t->pt.stats.sink_dropped + t->pt.stats.syncs_dropped != refused;
+}
+
+/*
+ * pt, before every entry: GUEST_IA32_RTIT_CTL holds ctl|TraceEn while a
+ * window is open, else 0 (written every time: the exit may have saved
+ * the MSR into the field).
+ */
+static void pt_set_ctl(struct per_cpu *cpu)
+{
+	struct trace_cpu *t = &cpu->trace;
+
+	if (cpu->entry_ctls & ENTRY_LOAD_RTIT_CTL)
+		vmcs_write(VMCS_GUEST_IA32_RTIT_CTL, t->active ? t->pt_guest_ctl : 0);
+}
+
 /* Intercept #DB from now on (exception bitmap bit 1, SDM 3C 25.6.3). */
 static void intercept_db(struct per_cpu *cpu)
 {
@@ -575,6 +710,8 @@ static int source_usable(struct per_cpu *cpu)
 		return lbr_usable(cpu) ? 0 : TV_HC_ENOSYS;
 	case TV_SOURCE_BTS:
 		return bts_usable(cpu) ? 0 : TV_HC_ENOSYS;
+	case TV_SOURCE_PT:
+		return pt_usable(cpu) ? 0 : TV_HC_ENOSYS;
 	default:
 		return TV_HC_ENOSYS;
 	}
@@ -617,6 +754,15 @@ int trace_start(struct per_cpu *cpu, enum tv_trigger why)
 		t->bts_map_known = false;
 		t->bts_unmapped = 0;
 		break;
+	case TV_SOURCE_PT:
+		/* PSB+ at the first entry: the stream can be decoded from here. */
+		if (pt_window_setup(cpu))
+			return TV_HC_ENOSYS;
+		memset(&t->pt.stats, 0, sizeof(t->pt.stats));
+		if (setup.stop_after && t->windows == 0)
+			log_warn("trace: cpu %u: stop_after does not apply to pt (the hypervisor does not decode PT)",
+				 cpu->index);
+		break;
 	default:
 		mtf_reset(&t->mtf);
 		break;
@@ -627,7 +773,7 @@ int trace_start(struct per_cpu *cpu, enum tv_trigger why)
 	trace_append_start(t->ring, hw_rdtsc(), why, guest_linear_ip());
 	if (setup.source == TV_SOURCE_MTF)
 		set_mtf(cpu, true);
-	/* btf, lbr and bts arm in trace_before_entry, before this exit's VM entry. */
+	/* btf, lbr, bts and pt arm in trace_before_entry, before this exit's VM entry. */
 	log_info("trace: cpu %u: window %llu started (%s) at %#llx", cpu->index,
 		 (unsigned long long)t->windows, trace_trigger_name(why),
 		 (unsigned long long)guest_linear_ip());
@@ -670,6 +816,18 @@ static void log_stop(struct per_cpu *cpu, enum tv_trigger why)
 			 (unsigned long long)t->bts.stats.corrupt,
 			 (unsigned long long)t->bts_unmapped, lost);
 		break;
+	case TV_SOURCE_PT:
+		log_info("trace: cpu %u: window %llu stopped (%s): %llu PT bytes (stream at %llu), %llu drains, %llu stops, %llu errors, %llu bad pointers, %llu bytes refused, %llu drain failures, PT lost %llu; ring lost %llu records",
+			 cpu->index, w, trig, (unsigned long long)t->pt.stats.bytes,
+			 (unsigned long long)t->pt.stream_bytes,
+			 (unsigned long long)t->pt.stats.drains,
+			 (unsigned long long)t->pt.stats.stops,
+			 (unsigned long long)t->pt.stats.errors,
+			 (unsigned long long)t->pt.stats.bad_pointers,
+			 (unsigned long long)t->pt.stats.sink_dropped,
+			 (unsigned long long)t->pt_drain_errors,
+			 (unsigned long long)t->pt.lost, lost);
+		break;
 	default:
 		log_info("trace: cpu %u: window %llu stopped (%s): %llu branches, %llu events, %llu filtered, %llu dropped, %llu undecodable, %llu steps; ring lost %llu records",
 			 cpu->index, w, trig, b, (unsigned long long)t->mtf.stats.events,
@@ -705,6 +863,11 @@ int trace_stop(struct per_cpu *cpu, enum tv_trigger why)
 		/* The branches since the last exit, before the STOP record. */
 		bts_drain_now(t);
 		bts_set_debugctl(cpu);   /* off now, whoever stopped the window */
+		break;
+	case TV_SOURCE_PT:
+		/* The bytes since the last exit, before the STOP record. */
+		pt_drain_now(cpu);
+		pt_set_ctl(cpu);         /* TraceEn off from the next entry on */
 		break;
 	default:
 		set_mtf(cpu, false);
@@ -875,6 +1038,12 @@ void trace_before_entry(struct per_cpu *cpu)
 		else if (t->active && setup.stop_after && t->window_branches >= setup.stop_after)
 			trace_stop(cpu, TV_TRIG_LIMIT);
 		bts_set_debugctl(cpu);
+		break;
+	case TV_SOURCE_PT:
+		/* Every exit of a window drains: the regions are free again. */
+		if (t->active && pt_drain_now(cpu))
+			trace_stop(cpu, TV_TRIG_FULL);
+		pt_set_ctl(cpu);
 		break;
 	default:
 		break;

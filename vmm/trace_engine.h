@@ -50,8 +50,22 @@
  * BTS_OFF_USR for bts: docs/TRACE-MSR-POLICY.md) are the engine's in the
  * VMCS on every entry, windows open or not; the guest's own bits in the
  * field are kept (vmm/exit_msr.c merges them).
- * PT has its logic and unit vectors in vmm/trace_pt.c and is refused
- * here with TV_HC_ENOSYS until it is wired in.
+ *  - pt (docs/BACKENDS-PT.md): each CPU has TRACE_PT_AREA_BYTES of
+ *    reserved memory the guest never sees (EPT leaves it hidden; PT
+ *    writes host-physical addresses, not through EPT): the ToPA output
+ *    regions, the table, and a byte ring the drains fill.  The table is
+ *    built once (STOP on the last region: no PMI, so nothing ever reaches
+ *    the guest's LVT; more than the regions hold between two exits is a
+ *    counted gap); each window arms the RTIT MSRs in VMX root (pt_arm:
+ *    PacketByteCnt 0, so it opens with a PSB+) and puts ctl|TraceEn in
+ *    GUEST_IA32_RTIT_CTL, which "load IA32_RTIT_CTL" puts in force at
+ *    every VM entry and "clear IA32_RTIT_CTL" takes away at every exit:
+ *    the hypervisor never traces itself.  Every exit of the window
+ *    drains the regions into the byte ring (pt_drain, TV_REC_PT_SYNC
+ *    records tie the byte stream to the record ring, gaps counted);
+ *    the exporter takes the bytes with trace_pt_take.  stop_after does
+ *    not apply (the hypervisor does not decode PT): windows end by
+ *    hypercall, request or a full byte ring (TV_TRIG_FULL).
  *
  * Concurrency: each CPU only ever touches its own struct trace_cpu and
  * ring (in VMX root, on its own exits); the setup is written once at boot.
@@ -69,6 +83,7 @@
 #include "vmm/trace_bts.h"
 #include "vmm/trace_lbr.h"
 #include "vmm/trace_mtf.h"
+#include "vmm/trace_pt.h"
 
 struct per_cpu;
 
@@ -115,6 +130,16 @@ struct trace_cpu {
 	bool bts_map_ok;              /* the guest's paging maps bts_lin.. writable at bts_lin.. */
 	uint64_t bts_map_cr3, bts_map_cr0;
 	uint64_t bts_unmapped;        /* entries of a window with BTS held off: not mapped */
+	/* pt */
+	bool pt_probed;               /* pt_caps_read ran on this CPU */
+	bool pt_busy_logged;          /* one log line for TraceEn found set in VMX root */
+	struct pt_caps pt_caps;
+	struct pt_state pt;           /* ToPA table (built once) and drain state */
+	struct pt_byte_ring pt_ring;  /* the drained PT stream, until exported */
+	uint8_t *pt_mem;              /* trace_cpu_pt_area; NULL: none */
+	uint64_t pt_pa;               /* its physical address */
+	uint64_t pt_guest_ctl;        /* GUEST_IA32_RTIT_CTL of an open window */
+	uint64_t pt_drain_errors;     /* pt_drain calls that failed (logged) */
 	/* Requests from another CPU (trace_request), applied by this one. */
 	uint32_t req_pending;         /* TRACE_REQ_* bits, atomic */
 	uint64_t req_marker_id;       /* TRACE_REQ_MARKER: written before the bit */
@@ -213,6 +238,37 @@ int trace_cpu_init(struct trace_cpu *t, void *mem, size_t bytes, uint32_t cpu_in
 int trace_cpu_bts_area(struct trace_cpu *t, void *mem, uint64_t lin);
 
 /*
+ * pt: per CPU, TRACE_PT_REGIONS output regions of TRACE_PT_REGION_BYTES
+ * (one only where the CPU has no multiple-entry ToPA), the ToPA table
+ * page, and the TRACE_PT_RING_BYTES byte ring the drains fill.  The area
+ * must be TRACE_PT_REGION_BYTES aligned (a ToPA region is aligned to its
+ * size, SDM 3C 33.2.7.2); TRACE_PT_AREA_BYTES is a multiple of it.
+ */
+#define TRACE_PT_REGION_BYTES (64u * 1024u)
+#define TRACE_PT_REGIONS      4u
+#define TRACE_PT_OUT_BYTES    (TRACE_PT_REGIONS * TRACE_PT_REGION_BYTES)
+#define TRACE_PT_TABLE_OFF    TRACE_PT_OUT_BYTES
+#define TRACE_PT_RING_OFF     (TRACE_PT_OUT_BYTES + 4096u)
+#define TRACE_PT_RING_BYTES   (1024u * 1024u)
+#define TRACE_PT_AREA_BYTES   ((TRACE_PT_RING_OFF + TRACE_PT_RING_BYTES + TRACE_PT_REGION_BYTES - 1) & \
+			       ~(TRACE_PT_REGION_BYTES - 1))
+
+/*
+ * trace_cpu_pt_area - give the CPU (after trace_cpu_init) its PT memory:
+ * mem[0..TRACE_PT_AREA_BYTES) at physical address pa, both
+ * TRACE_PT_REGION_BYTES aligned, hidden from the guest.  Returns 0 or
+ * TRACE_ERR_INVAL (NULL, misaligned).
+ */
+int trace_cpu_pt_area(struct trace_cpu *t, void *mem, uint64_t pa);
+
+/*
+ * trace_pt_take - for the exporter: up to cap bytes of the CPU's PT
+ * stream, oldest first, taken out of its byte ring; *offset receives the
+ * stream offset of buf[0].  Returns the count (0: nothing waiting).
+ */
+size_t trace_pt_take(struct trace_cpu *t, uint8_t *buf, size_t cap, uint64_t *offset);
+
+/*
  * trace_start / trace_stop - open or close this CPU's window (VMX root,
  * current VMCS = the CPU's).  Return TV_HC_OK, TV_HC_ENOSYS (no ring; mtf
  * without the MTF control; btf/lbr without a usable legacy LBR stack or
@@ -220,8 +276,10 @@ int trace_cpu_bts_area(struct trace_cpu *t, void *mem, uint64_t lin);
  * TV_HC_EBUSY (start while tracing, stop while not; btf: start while the
  * guest single-steps itself, RFLAGS.TF set); bts: TV_HC_ENOSYS also
  * without BTS on the CPU, without its memory, or for a filter the
- * hardware cannot apply (a CPL filter without DS-CPL).  A stop drains the
- * LBR stack (lbr) or the BTS buffer (bts) first and logs the window's
+ * hardware cannot apply (a CPL filter without DS-CPL); pt: TV_HC_ENOSYS
+ * without usable PT (caps, memory, the RTIT_CTL entry and exit controls)
+ * or for a filter PT cannot apply.  A stop drains the LBR stack (lbr),
+ * the BTS buffer (bts) or the PT output (pt) first and logs the window's
  * counts.
  */
 int trace_start(struct per_cpu *cpu, enum tv_trigger why);
@@ -232,7 +290,8 @@ int trace_stop(struct per_cpu *cpu, enum tv_trigger why);
  * then the backend's per-exit work: mtf records the transfer since the
  * last exit; btf arms (or disarms) TF and DEBUGCTL and keeps #DB
  * intercepted; lbr drains the stack and sets DEBUGCTL.LBR; bts drains
- * the buffer and sets DEBUGCTL.TR|BTS.
+ * the buffer and sets DEBUGCTL.TR|BTS; pt drains the output regions and
+ * writes GUEST_IA32_RTIT_CTL (TraceEn only while a window is open).
  */
 void trace_before_entry(struct per_cpu *cpu);
 

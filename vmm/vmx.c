@@ -80,9 +80,15 @@ int vmx_compute_controls(struct per_cpu *cpu, bool guest_long_mode, char *why, s
 		snprintf(why, whylen, "unrestricted guest not offered (needed to start APs in real mode)");
 		return -1;
 	}
+	/*
+	 * source = pt (a PT area was given): TraceEn loaded from the VMCS on
+	 * entry and cleared on exit, so PT runs only in VMX non-root.  The
+	 * engine refuses pt windows when the CPU lacks either control.
+	 */
 	cpu->exit_ctls = vmx_adjust_controls(c->exit,
 					     EXIT_HOST_ADDRESS_SPACE_SIZE | EXIT_SAVE_DEBUG_CONTROLS |
-					     EXIT_SAVE_EFER | EXIT_LOAD_EFER | EXIT_SAVE_PAT | EXIT_LOAD_PAT,
+					     EXIT_SAVE_EFER | EXIT_LOAD_EFER | EXIT_SAVE_PAT | EXIT_LOAD_PAT |
+					     (cpu->trace.pt_mem ? EXIT_CLEAR_RTIT_CTL : 0),
 					     &missing);
 	if (missing & (EXIT_HOST_ADDRESS_SPACE_SIZE | EXIT_LOAD_EFER | EXIT_SAVE_EFER)) {
 		snprintf(why, whylen, "VM-exit controls lack 64-bit host or EFER save/load (%#x)", missing);
@@ -90,11 +96,17 @@ int vmx_compute_controls(struct per_cpu *cpu, bool guest_long_mode, char *why, s
 	}
 	cpu->entry_ctls = vmx_adjust_controls(c->entry,
 					      (guest_long_mode ? ENTRY_IA32E_MODE_GUEST : 0) |
-					      ENTRY_LOAD_DEBUG_CONTROLS | ENTRY_LOAD_EFER | ENTRY_LOAD_PAT,
+					      ENTRY_LOAD_DEBUG_CONTROLS | ENTRY_LOAD_EFER | ENTRY_LOAD_PAT |
+					      (cpu->trace.pt_mem ? ENTRY_LOAD_RTIT_CTL : 0),
 					      &missing);
 	if (missing & (ENTRY_IA32E_MODE_GUEST | ENTRY_LOAD_EFER)) {
 		snprintf(why, whylen, "VM-entry controls lack IA-32e guest or EFER load (%#x)", missing);
 		return -1;
+	}
+	/* Loading TraceEn without clearing it at exit would trace VMX root. */
+	if (!(cpu->entry_ctls & ENTRY_LOAD_RTIT_CTL) != !(cpu->exit_ctls & EXIT_CLEAR_RTIT_CTL)) {
+		cpu->entry_ctls &= ~ENTRY_LOAD_RTIT_CTL;
+		cpu->exit_ctls &= ~EXIT_CLEAR_RTIT_CTL;
 	}
 	return 0;
 }
@@ -204,6 +216,8 @@ int vmx_write_vmcs(struct per_cpu *cpu, const struct cpu_snapshot *s,
 	W(VMCS_GUEST_IDTR_BASE, s->idtr.base);
 	W(VMCS_GUEST_IDTR_LIMIT, s->idtr.limit);
 	W(VMCS_GUEST_IA32_DEBUGCTL, s->debugctl);
+	if (cpu->entry_ctls & ENTRY_LOAD_RTIT_CTL)
+		W(VMCS_GUEST_IA32_RTIT_CTL, 0);   /* TraceEn only in a pt window */
 	W(VMCS_GUEST_IA32_PAT, s->pat);
 	W(VMCS_GUEST_IA32_EFER, s->efer);
 	W(VMCS_GUEST_IA32_SYSENTER_CS, s->sysenter_cs);

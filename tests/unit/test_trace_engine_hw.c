@@ -9,7 +9,10 @@
  * DEBUGCTL accesses kept away from the engine's bits; and the BTS backend:
  * IA32_DS_AREA and TR|BTS in GUEST_IA32_DEBUGCTL for a window, the records
  * the fake "hardware" stores in the buffer drained once each at exits and
- * at stop, a wrapped buffer counted, DEBUGCTL cleared at stop.
+ * at stop, a wrapped buffer counted, DEBUGCTL cleared at stop; and the PT
+ * backend: the ToPA table and RTIT MSRs of a window, GUEST_IA32_RTIT_CTL
+ * with TraceEn only inside it, the bytes the fake "hardware" writes
+ * drained once each into the stream the exporter takes, gaps counted.
  *
  * The CPU is a Skylake-SP as Bochs's corei7_skylake_x reports it (family 6
  * model 0x55, PDCM, IA32_PERF_CAPABILITIES format 5: a 32-entry stack at
@@ -920,6 +923,226 @@ static void test_bts_unsupported_refused(void **state)
 	assert_int_equal(hw_fake_get_msr(DS_AREA), 0);
 }
 
+/* --- PT ----------------------------------------------------------------------- */
+
+#define PT_PA      0x1000000ull    /* where the fake "hardware" sees pt_area */
+#define PT_CTL_WANT 0x250dull      /* TraceEn OS User ToPA TSCEn BranchEn */
+#define RTIT_OUT_BASE 0x560u
+#define RTIT_MASK     0x561u
+#define RTIT_CTL      0x570u
+#define RTIT_STATUS   0x571u
+#define GLOBAL_STATUS 0x38eu
+
+static uint8_t pt_area[TRACE_PT_AREA_BYTES] __attribute__((aligned(65536)));
+
+/*
+ * source = pt on a Kaby Lake R (the CPUID of tests/unit/test_trace_pt.c)
+ * whose VMX has PT in VMX operation and both RTIT_CTL controls; the
+ * VMCS uses them unless ctls is false.
+ */
+static void pt_engine(bool ctls)
+{
+	hw_fake_set_cpuid(0, 0, 0x16, 0x756e6547, 0x6c65746e, 0x49656e69);
+	hw_fake_set_cpuid(1, 0, 0x000806ea, 0x00100800, 0x7ffafbff, 0xbfebfbff);
+	hw_fake_set_cpuid(7, 0, 0x00000000, 0x029c67af, 0x00000000, 0xbc002e00);
+	hw_fake_set_cpuid(0x14, 0, 0x00000001, 0x0000000f, 0x00000007, 0x00000000);
+	hw_fake_set_cpuid(0x14, 1, 0x02490002, 0x003f3fff, 0x00000000, 0x00000000);
+	hw_fake_set_cpuid(0x80000000u, 0, 0x80000008u, 0, 0, 0);
+	hw_fake_set_cpuid(0x80000008u, 0, 0x00003027, 0, 0, 0);
+	hw_fake_set_msr(MSR_IA32_VMX_BASIC, VMX_BASIC_TRUE_CTLS);
+	hw_fake_set_msr(MSR_IA32_VMX_MISC, 1ull << 14);
+	hw_fake_set_msr(MSR_IA32_VMX_TRUE_ENTRY_CTLS, (uint64_t)ENTRY_LOAD_RTIT_CTL << 32);
+	hw_fake_set_msr(MSR_IA32_VMX_TRUE_EXIT_CTLS, (uint64_t)EXIT_CLEAR_RTIT_CTL << 32);
+	hw_fake_set_msr(RTIT_CTL, 0);
+	hw_fake_set_msr(RTIT_STATUS, 0);
+	hw_fake_set_msr(RTIT_MASK, 0x7f);
+	hw_fake_set_msr(GLOBAL_STATUS, 0);
+	if (ctls) {
+		cpu.entry_ctls |= ENTRY_LOAD_RTIT_CTL;
+		cpu.exit_ctls |= EXIT_CLEAR_RTIT_CTL;
+	}
+	assert_int_equal(trace_cpu_init(&cpu.trace, ring_mem, sizeof(ring_mem), 1, 7,
+					TV_SOURCE_PT, TV_OVERFLOW_STOP, 100000000, 0), 0);
+	memset(pt_area, 0xcc, sizeof(pt_area));
+	assert_int_equal(trace_cpu_pt_area(&cpu.trace, pt_area, PT_PA), 0);
+	engine(TV_SOURCE_PT, TV_TRIG_HYPERCALL, 0, TRACE_CPL_ALL);
+}
+
+/* The byte the "hardware" writes at running output position p of burst k. */
+static uint8_t pt_byte(uint64_t p, unsigned k)
+{
+	return (uint8_t)(p * 7 + k * 13 + 1);
+}
+
+/*
+ * The guest ran and PT wrote n bytes from the start of the output (the
+ * drains rewind it): into the regions in order, the pointer left after
+ * them (ToPA STOP on the last region: at most all of them).
+ */
+static void pt_hw_write(uint64_t n, unsigned k)
+{
+	uint64_t idx, off;
+
+	assert_true(n <= TRACE_PT_OUT_BYTES);
+	assert_int_equal(hw_fake_get_msr(RTIT_MASK), 0x7f);   /* rewound */
+	for (uint64_t p = 0; p < n; p++)
+		pt_area[p] = pt_byte(p, k);
+	idx = n / TRACE_PT_REGION_BYTES;
+	off = n % TRACE_PT_REGION_BYTES;
+	if (idx == TRACE_PT_REGIONS) {
+		idx--;
+		off = TRACE_PT_REGION_BYTES;
+	}
+	hw_fake_set_msr(RTIT_MASK, 0x7f | idx << 7 | off << 32);
+}
+
+/* What trace_pt_take hands the exporter equals bursts (n[i], i) in order. */
+static void assert_pt_stream(const uint64_t *n, unsigned bursts, uint64_t first_off)
+{
+	static uint8_t got[TRACE_PT_RING_BYTES];
+	uint64_t off = ~0ull, want = 0, at = 0;
+	size_t len;
+
+	for (unsigned k = 0; k < bursts; k++)
+		want += n[k];
+	len = trace_pt_take(&cpu.trace, got, sizeof(got), &off);
+	assert_int_equal(len, want);
+	assert_int_equal(off, first_off);
+	for (unsigned k = 0; k < bursts; k++)
+		for (uint64_t p = 0; p < n[k]; p++, at++)
+			if (got[at] != pt_byte(p, k))
+				fail_msg("stream byte %llu (burst %u, position %llu): %#x, want %#x",
+					 (unsigned long long)at, k, (unsigned long long)p, got[at],
+					 pt_byte(p, k));
+	assert_int_equal(trace_pt_take(&cpu.trace, got, sizeof(got), &off), 0);
+}
+
+/*
+ * A window: the ToPA table (4 regions, STOP on the last, END back to the
+ * table), the RTIT MSRs armed in VMX root, GUEST_IA32_RTIT_CTL with
+ * TraceEn for the window's entries only; the bytes of each stretch of
+ * guest execution drained once at its exit, in order, with a PT_SYNC
+ * record each; off again after the stop.
+ */
+static void test_pt_window_drains(void **state)
+{
+	const uint64_t *table = (const uint64_t *)(const void *)(pt_area + TRACE_PT_TABLE_OFF);
+	const uint64_t bursts[3] = { 100, 70000, 3 };
+	struct trace_event ev[16];
+	size_t n;
+
+	(void)state;
+	pt_engine(true);
+	cpuid_exit(0x1100);
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_RTIT_CTL), 0);
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_RTIT_CTL), PT_CTL_WANT);
+	assert_int_equal(hw_fake_get_msr(RTIT_OUT_BASE), PT_PA + TRACE_PT_TABLE_OFF);
+	assert_int_equal(hw_fake_get_msr(RTIT_MASK), 0x7f);
+	assert_int_equal(hw_fake_get_msr(RTIT_STATUS), 0);   /* PacketByteCnt 0: PSB+ first */
+	for (unsigned i = 0; i < TRACE_PT_REGIONS; i++)
+		assert_int_equal(table[i], (PT_PA + i * TRACE_PT_REGION_BYTES) | 4u << 6 |
+					   (i == TRACE_PT_REGIONS - 1 ? 0x10u : 0));
+	assert_int_equal(table[TRACE_PT_REGIONS], (PT_PA + TRACE_PT_TABLE_OFF) | 1u);
+	assert_non_null(strstr(logbuf, "trace: cpu 1: Intel PT, ToPA multi-entry, 2 address ranges, CR3 filter yes, PT area at 0x1000000"));
+
+	pt_hw_write(bursts[0], 0);
+	cpuid_exit(0x1200);
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_RTIT_CTL), PT_CTL_WANT);
+	cpuid_exit(0x1202);                           /* nothing new: nothing twice */
+	pt_hw_write(bursts[1], 1);                    /* across two regions */
+	cpuid_exit(0x1204);
+	pt_hw_write(bursts[2], 2);                    /* between the last exit and STOP */
+	assert_int_equal(vmcall(TV_HC_TRACE_STOP), TV_HC_OK);
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_RTIT_CTL), 0);
+	assert_int_equal(windows_done, 1);
+	assert_pt_stream(bursts, 3, 0);
+	/* START, three PT_SYNCs at the running offsets with nothing lost, STOP */
+	n = events(ev, 16);
+	assert_int_equal(n, 5);
+	assert_int_equal(ev[0].type, TV_REC_START);
+	for (unsigned i = 1; i <= 3; i++) {
+		assert_int_equal(ev[i].type, TV_REC_PT_SYNC);
+		assert_int_equal(ev[i].u.pt_sync.pt_lost, 0);
+	}
+	assert_int_equal(ev[1].u.pt_sync.pt_offset, 100);
+	assert_int_equal(ev[2].u.pt_sync.pt_offset, 70100);
+	assert_int_equal(ev[3].u.pt_sync.pt_offset, 70103);
+	assert_int_equal(ev[4].type, TV_REC_STOP);
+	assert_non_null(strstr(logbuf, "window 1 stopped (hypercall): 70103 PT bytes (stream at 70103), 5 drains, 0 stops, 0 errors, 0 bad pointers, 0 bytes refused, 0 drain failures, PT lost 0; ring lost 0 records"));
+	/* Outside a window TraceEn stays off; a second window goes on from 70103. */
+	cpuid_exit(0x1206);
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_RTIT_CTL), 0);
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
+	pt_hw_write(5, 0);
+	assert_int_equal(vmcall(TV_HC_TRACE_STOP), TV_HC_OK);
+	assert_pt_stream((const uint64_t[]){ 5 }, 1, 70103);
+}
+
+/* The output filled up (ToPA STOP): the bytes kept, a counted gap, STATUS reset. */
+static void test_pt_stopped_counted(void **state)
+{
+	struct trace_event ev[16];
+
+	(void)state;
+	pt_engine(true);
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
+	pt_hw_write(TRACE_PT_OUT_BYTES, 0);
+	hw_fake_set_msr(RTIT_STATUS, 1ull << 5);      /* Stopped */
+	cpuid_exit(0x1200);
+	assert_int_equal(hw_fake_get_msr(RTIT_STATUS), 0);
+	assert_int_equal(vmcall(TV_HC_TRACE_STOP), TV_HC_OK);
+	assert_pt_stream((const uint64_t[]){ TRACE_PT_OUT_BYTES }, 1, 0);
+	assert_true(events(ev, 16) >= 3);
+	assert_non_null(strstr(logbuf, "262144 PT bytes (stream at 262144), 3 drains, 1 stops, 0 errors, 0 bad pointers, 0 bytes refused, 0 drain failures, PT lost 1;"));
+}
+
+/* More than the byte ring holds before an export: counted, the window closes (full). */
+static void test_pt_byte_ring_full(void **state)
+{
+	uint64_t bursts[5];
+
+	(void)state;
+	pt_engine(true);
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
+	for (unsigned k = 0; k < 5; k++) {
+		bursts[k] = 250000;
+		pt_hw_write(bursts[k], k);
+		cpuid_exit(0x1200 + 2 * k);
+	}
+	assert_int_equal(windows_done, 1);             /* closed by the fifth drain */
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_RTIT_CTL), 0);
+	bursts[4] = TRACE_PT_RING_BYTES - 4 * 250000;
+	assert_pt_stream(bursts, 5, 0);
+	assert_non_null(strstr(logbuf, "window 1 stopped (full): 1048576 PT bytes (stream at 1048576), 7 drains, 0 stops, 0 errors, 0 bad pointers, 201424 bytes refused, 0 drain failures, PT lost 201424;"));
+	assert_int_equal(vmcall(TV_HC_TRACE_STOP), TV_HC_EBUSY);
+}
+
+/* Without the RTIT_CTL controls (or without PT) no window opens: it would trace VMX root. */
+static void test_pt_refused_without_controls(void **state)
+{
+	(void)state;
+	pt_engine(false);
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_ENOSYS);
+	assert_non_null(strstr(logbuf, "trace: cpu 1: the VMCS does not load and clear IA32_RTIT_CTL"));
+	assert_int_equal(hw_fake_get_msr(RTIT_OUT_BASE), 0);
+	cpuid_exit(0x1200);
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_RTIT_CTL), 0);
+}
+
+/* A CPL filter PT cannot express (CPL 1 without 3) is refused, not widened. */
+static void test_pt_filter_refused(void **state)
+{
+	(void)state;
+	pt_engine(true);
+	engine(TV_SOURCE_PT, TV_TRIG_HYPERCALL, 0, 1u << 1);
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_ENOSYS);
+	assert_non_null(strstr(logbuf, "trace: cpu 1: pt window not opened:"));
+	engine(TV_SOURCE_PT, TV_TRIG_HYPERCALL, 0, TRACE_CPL_KERNEL);
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_RTIT_CTL), PT_CTL_WANT & ~(1ull << 3));   /* OS only */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -946,6 +1169,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bts_guest_ds_area_shadowed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bts_unsupported_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bts_unmapped_held_off, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pt_window_drains, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pt_stopped_counted, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pt_byte_ring_full, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pt_refused_without_controls, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pt_filter_refused, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
