@@ -102,11 +102,36 @@ int export_attach(struct exporter *e, uint32_t cpu, struct tv_trace_ring *ring)
 	return 0;
 }
 
+int export_attach_pt(struct exporter *e, uint32_t cpu, struct pt_byte_ring *ring)
+{
+	struct export_pt_stream *p;
+
+	if (!e || !ring || !ring->data || !ring->size || (ring->size & (ring->size - 1)) ||
+	    cpu >= e->ncpus || e->pt[cpu].ring)
+		return PROTO_ERR_INVAL;
+	p = &e->pt[cpu];
+	memset(p, 0, sizeof(*p));
+	/* The tail only moves when we consume: it is where the stream begins. */
+	p->start = p->next = pt_byte_ring_tail(ring);
+	__atomic_store_n(&p->acked, p->start, __ATOMIC_RELEASE);
+	p->c.acked = p->c.head = p->start;
+	p->ring = ring;
+	e->cfg.hello.caps |= TVP_CAP_PT_STREAM;
+	return 0;
+}
+
 const struct tvp_hb_cpu *export_counters(const struct exporter *e, uint32_t cpu)
 {
 	if (!e || cpu >= e->ncpus)
 		return NULL;
 	return &e->s[cpu].c;
+}
+
+const struct export_pt_counters *export_pt_counters(const struct exporter *e, uint32_t cpu)
+{
+	if (!e || cpu >= e->ncpus || !e->pt[cpu].ring)
+		return NULL;
+	return &e->pt[cpu].c;
 }
 
 /* --- sending window entries ---------------------------------------------------------- */
@@ -323,6 +348,143 @@ static int send_new(struct exporter *e, uint32_t cpu, uint64_t now)
 	return 1;
 }
 
+/* --- PT streams ----------------------------------------------------------------------- */
+
+static uint64_t pt_win_end(const struct export_pt_win *w)
+{
+	return w->off + w->len;
+}
+
+/*
+ * (Re)send one PT entry, read from the ring again.  The bytes cannot be
+ * gone: only an ack past them releases them, and the ack removed the
+ * entry first.  Returns 0, or TRACE_ERR_RANGE when the ring no longer
+ * holds them (another consumer took them: a bug; counted in pt_gone).
+ */
+static int send_pt_entry(struct exporter *e, uint32_t cpu, struct export_pt_win *w,
+			 uint64_t now, bool again)
+{
+	struct export_pt_stream *p = &e->pt[cpu];
+	uint16_t flags = 0;
+	size_t n;
+
+	n = pt_byte_ring_peek(p->ring, w->off, e->ptbuf, w->len);
+	w->last_tx = now;
+	if (n != w->len) {
+		e->st.pt_gone++;
+		return TRACE_ERR_RANGE;
+	}
+	if (w->off == p->start)
+		flags |= TVP_PT_F_FIRST;
+	if (again) {
+		flags |= TVP_PT_F_RETRANSMIT;
+		p->c.retransmitted += w->len;
+	}
+	return tx(e, proto_encode_pt_flags(e->dgram, sizeof(e->dgram), e->cfg.session,
+					   (uint16_t)cpu, flags, w->off, e->ptbuf, n));
+}
+
+/* One new PT datagram from cpu's PT stream: 1 sent, 0 nothing to send. */
+static int send_new_pt(struct exporter *e, uint32_t cpu, uint64_t now)
+{
+	struct export_pt_stream *p = &e->pt[cpu];
+	struct export_pt_win *w;
+	uint16_t flags;
+	size_t n;
+
+	if (p->nwin >= EXPORT_WINDOW)
+		return 0;   /* window full: the ring holds the rest, then refuses */
+	n = pt_byte_ring_peek(p->ring, p->next, e->ptbuf, sizeof(e->ptbuf));
+	if (!n)
+		return 0;
+	w = &p->win[p->nwin++];
+	w->off = p->next;
+	w->len = (uint32_t)n;
+	w->pad = 0;
+	w->last_tx = now;
+	p->next += n;
+	p->c.sent += n;
+	flags = w->off == p->start ? TVP_PT_F_FIRST : 0;
+	tx(e, proto_encode_pt_flags(e->dgram, sizeof(e->dgram), e->cfg.session,
+				    (uint16_t)cpu, flags, w->off, e->ptbuf, n));
+	return 1;
+}
+
+/* Resend PT entries whose ack is overdue, oldest first, a few per call. */
+static void resend_overdue_pt(struct exporter *e, uint32_t cpu, uint64_t now)
+{
+	struct export_pt_stream *p = &e->pt[cpu];
+	unsigned sent = 0;
+
+	for (uint32_t i = 0; i < p->nwin && sent < EXPORT_RTX_BURST; i++) {
+		if (now - p->win[i].last_tx < e->cfg.ack_ticks)
+			continue;
+		sent++;
+		send_pt_entry(e, cpu, &p->win[i], now, true);
+	}
+}
+
+static void fill_pt_counters(struct export_pt_stream *p)
+{
+	p->c.head = pt_byte_ring_head(p->ring);
+	p->c.produced = p->c.head - p->start;
+	p->c.acked = p->acked;
+}
+
+/*
+ * An ACK of cpu's PT stream: entries before cum leave the window and
+ * their bytes go back to the producer; a partly acknowledged entry keeps
+ * its rest; NACK ranges resend the entries they touch.
+ */
+static void on_ack_pt(struct exporter *e, uint32_t cpu, const struct proto_msg *m,
+		      uint64_t now)
+{
+	struct export_pt_stream *p = &e->pt[cpu];
+	const struct tvp_ack *a = &m->u.ack.a;
+	uint32_t pop = 0;
+
+	/* Beyond what was ever sent, or before the stream: not our receiver's state. */
+	if (seq_before(p->next, a->cum) || seq_before(a->cum, p->start)) {
+		e->st.ignored++;
+		return;
+	}
+	e->st.acks++;
+	p->last_ack_tsc = now;
+	if (seq_before(p->acked, a->cum)) {
+		__atomic_store_n(&p->acked, a->cum, __ATOMIC_RELEASE);
+		p->c.acked = a->cum;
+		/* The only consumer: the tail is at or before acked; never fails. */
+		(void)pt_byte_ring_consume(p->ring, a->cum);
+	}
+	while (pop < p->nwin && !seq_before(p->acked, pt_win_end(&p->win[pop])))
+		pop++;
+	if (pop) {
+		memmove(p->win, p->win + pop, (p->nwin - pop) * sizeof(p->win[0]));
+		p->nwin -= pop;
+	}
+	if (p->nwin && seq_before(p->win[0].off, p->acked)) {
+		/* Released bytes cannot be read again: keep the rest only. */
+		p->win[0].len -= (uint32_t)(p->acked - p->win[0].off);
+		p->win[0].off = p->acked;
+	}
+	if (!a->nranges)
+		return;
+	e->st.nack_ranges += a->nranges;
+	for (uint32_t i = 0; i < p->nwin; i++) {
+		struct export_pt_win *w = &p->win[i];
+		bool named = false;
+
+		for (uint16_t k = 0; k < a->nranges && !named; k++) {
+			const struct tvp_range *r = &m->u.ack.ranges[k];
+
+			named = seq_before(w->off, r->end) && seq_before(r->first, pt_win_end(w));
+		}
+		/* At most once per quarter ack timeout: every ACK repeats its ranges. */
+		if (named && now - w->last_tx >= e->cfg.ack_ticks / 4)
+			send_pt_entry(e, cpu, w, now, true);
+	}
+}
+
 /* --- HELLO, heartbeat ------------------------------------------------------------------ */
 
 static void send_hello(struct exporter *e, uint64_t now)
@@ -409,18 +571,29 @@ int export_poll(struct exporter *e, uint64_t now_tsc)
 	if (!seq_before(now_tsc, e->next_heartbeat))
 		send_heartbeat(e, now_tsc);
 	for (uint32_t cpu = 0; cpu < e->ncpus; cpu++) {
+		if (e->pt[cpu].ring) {
+			fill_pt_counters(&e->pt[cpu]);
+			resend_overdue_pt(e, cpu, now_tsc);
+		}
 		if (!e->s[cpu].ring)
 			continue;
 		detect_loss(e, cpu, now_tsc);
 		resend_overdue(e, cpu, now_tsc);
 	}
-	/* New data, round robin so one busy CPU cannot starve the others. */
+	/*
+	 * New data, round robin so one busy CPU cannot starve the others; a
+	 * CPU's record stream, then its PT stream, from one budget.
+	 */
 	while (budget && progress) {
 		progress = false;
 		for (uint32_t k = 0; k < e->ncpus && budget; k++) {
 			uint32_t cpu = (e->rr + k) % e->ncpus;
 
 			if (e->s[cpu].ring && send_new(e, cpu, now_tsc) > 0) {
+				budget--;
+				progress = true;
+			}
+			if (budget && e->pt[cpu].ring && send_new_pt(e, cpu, now_tsc) > 0) {
 				budget--;
 				progress = true;
 			}
@@ -573,7 +746,15 @@ int export_input(struct exporter *e, const void *dgram, size_t len, uint64_t now
 			e->st.ignored++;
 			return PROTO_ERR_WRONG_SESSION;
 		}
-		if ((m.stream & TVP_STREAM_PT) || cpu >= e->ncpus || !e->s[cpu].ring) {
+		if (m.stream & TVP_STREAM_PT) {
+			if (cpu >= e->ncpus || !e->pt[cpu].ring) {
+				e->st.ignored++;
+				return PROTO_ERR_STREAM;
+			}
+			on_ack_pt(e, cpu, &m, now_tsc);
+			return 0;
+		}
+		if (cpu >= e->ncpus || !e->s[cpu].ring) {
 			e->st.ignored++;
 			return PROTO_ERR_STREAM;
 		}

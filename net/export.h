@@ -24,6 +24,18 @@
  * tail passed them), replaces them in the window by a LOSS entry with the
  * exact sequence range, and sends the LOSS notice until it is acked.
  *
+ * PT streams (optional, per CPU: export_attach_pt) read the CPU's PT byte
+ * ring (vmm/trace_pt.h, struct pt_byte_ring) the same way: the exporter is
+ * its consumer, the traced CPU's drain its producer on another CPU.  New
+ * bytes go out as PT datagrams of at most TVP_PT_MAX_PAYLOAD bytes, the
+ * window remembers each one's stream offset and length, a resend peeks at
+ * the ring again, and the ring's tail moves (pt_byte_ring_consume) only
+ * when the receiver's cumulative ack passes bytes: until then they stay,
+ * and a producer that runs out of room refuses bytes and counts them (a
+ * gap its PT_SYNC records name).  Nothing is ever overwritten, so a PT
+ * stream has no LOSS notices.  New PT datagrams share EXPORT_TX_BUDGET
+ * with the record streams; each PT stream has its own EXPORT_WINDOW.
+ *
  * Errors (negative; PROTO_ERR_* from net/proto.h, text from
  * proto_strerror):
  *   PROTO_ERR_INVAL   NULL argument, CPU index out of range or not
@@ -42,13 +54,14 @@
 #include <stdint.h>
 
 #include "net/proto.h"
+#include "vmm/trace_pt.h"
 #include "vmm/trace_ring.h"
 
 #define EXPORT_MAX_CPUS   128u
 #define EXPORT_WINDOW     64u    /* unacknowledged datagrams per stream */
 #define EXPORT_KEY_MAX    64u    /* bytes of control key */
 #define EXPORT_RTX_BURST  8u     /* resends per stream per export_poll on timeout */
-#define EXPORT_TX_BUDGET  64u    /* new DATA datagrams per export_poll, all streams */
+#define EXPORT_TX_BUDGET  64u    /* new DATA and PT datagrams per export_poll, all streams */
 
 /* Default timers in milliseconds (docs/PROTOCOL.md, "Timers"). */
 #define EXPORT_HELLO_MS     1000u
@@ -110,12 +123,46 @@ struct export_stream {
 	struct tvp_hb_cpu c;         /* counters for the heartbeat */
 };
 
+/* One unacknowledged PT datagram: stream bytes off .. off + len - 1. */
+struct export_pt_win {
+	uint64_t off;
+	uint64_t last_tx;            /* TSC of the last (re)send */
+	uint32_t len;                /* 1..TVP_PT_MAX_PAYLOAD */
+	uint32_t pad;
+};
+
+/*
+ * Counters of a PT stream, in bytes, since it began.  Not on the wire
+ * (HEARTBEAT entries are record streams'); the hypervisor logs them.
+ */
+struct export_pt_counters {
+	uint64_t produced;           /* head - start as of the last export_poll */
+	uint64_t sent;               /* sent for the first time */
+	uint64_t retransmitted;      /* sent again (NACK or ack timeout) */
+	uint64_t head;               /* the ring's head as of the last export_poll */
+	uint64_t acked;              /* the receiver's cumulative ack */
+};
+
+struct export_pt_stream {
+	struct pt_byte_ring *ring;   /* NULL: not attached */
+	uint64_t start;              /* stream offset where it began (FIRST) */
+	uint64_t next;               /* the first byte never sent */
+	uint64_t acked;              /* the receiver's cumulative ack (atomic:
+				      * other CPUs read it, net_link's waits) */
+	uint64_t last_ack_tsc;
+	uint32_t nwin;
+	struct export_pt_win win[EXPORT_WINDOW];  /* oldest first, contiguous */
+	struct export_pt_counters c;
+};
+
 struct export_stats {
 	uint32_t ctl_accepted, ctl_bad_auth, ctl_replay, ctl_bad_session, ctl_malformed;
 	uint32_t tx_errors;
 	uint64_t datagrams;          /* handed to send, all kinds */
 	uint64_t acks, nack_ranges;  /* ACKs received, missing ranges in them */
 	uint64_t ignored;            /* well-formed but for another session or stream */
+	uint64_t pt_gone;            /* PT resends whose bytes the ring no longer held
+				      * (another consumer took them; never expected) */
 };
 
 struct exporter {
@@ -132,8 +179,10 @@ struct exporter {
 	struct tvp_control_reply ctl_reply;  /* answer to ctl_last */
 	struct export_stats st;
 	struct export_stream s[EXPORT_MAX_CPUS];
+	struct export_pt_stream pt[EXPORT_MAX_CPUS];
 	uint8_t dgram[TVP_MAX_DATAGRAM];
 	uint8_t recs[TVP_DATA_MAX_RECORDS];
+	uint8_t ptbuf[TVP_PT_MAX_PAYLOAD];
 	struct export_win tmp[EXPORT_WINDOW + 4];  /* loss detection scratch */
 };
 
@@ -155,17 +204,31 @@ int export_init(struct exporter *e, const struct export_config *cfg, uint32_t nc
 int export_attach(struct exporter *e, uint32_t cpu, struct tv_trace_ring *ring);
 
 /*
+ * export_attach_pt - stream cpu's PT stream (stream id cpu |
+ * TVP_STREAM_PT) reads ring from its tail on: the first PT datagram
+ * carries FIRST, with that offset.  From then on the exporter is the
+ * ring's only consumer (nothing else may read or consume it).  Sets
+ * TVP_CAP_PT_STREAM in the HELLO: attach before the first export_poll,
+ * or the HELLOs sent before say no PT stream follows.
+ * Errors: PROTO_ERR_INVAL (NULL, cpu >= ncpus, already attached, ring
+ * not initialised).
+ */
+int export_attach_pt(struct exporter *e, uint32_t cpu, struct pt_byte_ring *ring);
+
+/*
  * export_poll - everything that depends on time and on the rings: HELLO
  * while unacknowledged, heartbeats, overwritten records turned into LOSS
- * notices, resends of entries not acked within the ack timeout, then new
- * records while windows have room (at most EXPORT_TX_BUDGET datagrams).
+ * notices, resends of entries (records and PT) not acked within the ack
+ * timeout, then new records and PT bytes while windows have room (at
+ * most EXPORT_TX_BUDGET datagrams, round robin over the CPUs).
  * Returns the number of datagrams handed to send, or PROTO_ERR_INVAL.
  */
 int export_poll(struct exporter *e, uint64_t now_tsc);
 
 /*
- * export_input - a datagram from the receiver: HELLO_ACK, ACK (releases
- * ring space, resends what the NACK ranges name), CONTROL (verified,
+ * export_input - a datagram from the receiver: HELLO_ACK, ACK of a
+ * record or PT stream (releases ring space, resends what the NACK ranges
+ * name), CONTROL (verified,
  * applied, answered).  Returns 0 when it was used; a negative error when
  * it was refused (malformed, forged, replayed, wrong session; counted)
  * or ignored (well-formed but not for this session or stream:
@@ -175,5 +238,8 @@ int export_input(struct exporter *e, const void *dgram, size_t len, uint64_t now
 
 /* Counters of stream cpu (as a heartbeat would send them), or NULL. */
 const struct tvp_hb_cpu *export_counters(const struct exporter *e, uint32_t cpu);
+
+/* Counters of cpu's PT stream, or NULL (cpu out of range, not attached). */
+const struct export_pt_counters *export_pt_counters(const struct exporter *e, uint32_t cpu);
 
 #endif /* TV_NET_EXPORT_H */

@@ -214,7 +214,7 @@ static int decode_pt(const uint8_t *b, size_t blen, struct proto_msg *m)
 	p->reserved = GET64(b + 8);
 	m->u.pt.bytes = b + sizeof(*p);
 	m->u.pt.len = blen - sizeof(*p);
-	if (m->flags || p->reserved)
+	if ((m->flags & ~TVP_PT_F_KNOWN) || p->reserved)
 		return PROTO_ERR_FLAGS;
 	return 0;
 }
@@ -574,14 +574,20 @@ int proto_encode_data(void *buf, size_t cap, uint64_t session, uint16_t cpu,
 int proto_encode_pt(void *buf, size_t cap, uint64_t session, uint16_t cpu,
 		    uint64_t offset, const void *bytes, size_t len)
 {
+	return proto_encode_pt_flags(buf, cap, session, cpu, 0, offset, bytes, len);
+}
+
+int proto_encode_pt_flags(void *buf, size_t cap, uint64_t session, uint16_t cpu,
+			  uint16_t flags, uint64_t offset, const void *bytes, size_t len)
+{
 	uint8_t *p = buf, *b;
 	int err;
 
-	if (!buf || (!bytes && len) || cpu >= TVP_MAX_CPUS)
+	if (!buf || (!bytes && len) || cpu >= TVP_MAX_CPUS || (flags & ~TVP_PT_F_KNOWN))
 		return PROTO_ERR_INVAL;
 	if (len > TVP_PT_MAX_PAYLOAD)
 		return PROTO_ERR_NOSPC;
-	err = begin(p, cap, TVP_PT, session, (uint16_t)(cpu | TVP_STREAM_PT), 0,
+	err = begin(p, cap, TVP_PT, session, (uint16_t)(cpu | TVP_STREAM_PT), flags,
 		    sizeof(struct tvp_pt) + len);
 	if (err)
 		return err;

@@ -203,7 +203,15 @@ _Static_assert(TVP_DATA_MAX_RECORDS >= 1024, "the largest record fits a DATA dat
 
 /* --- PT (S -> R) --------------------------------------------------------------------------- */
 
-/* Raw PT bytes of one CPU (stream has TVP_STREAM_PT), at least 1. */
+/*
+ * Raw PT bytes of one CPU (stream has TVP_STREAM_PT), at least 1, the
+ * stream's bytes offset .. offset + len - 1.  The flags mean what DATA's
+ * bits 1 and 2 mean; bit 0 (DATA's BASE) has no use here and stays 0.
+ */
+#define TVP_PT_F_RETRANSMIT  (1u << 1)  /* sent before (informational) */
+#define TVP_PT_F_FIRST       (1u << 2)  /* offset is where the stream begins */
+#define TVP_PT_F_KNOWN       (TVP_PT_F_RETRANSMIT | TVP_PT_F_FIRST)
+
 struct tvp_pt {
 	uint64_t offset;        /* running byte offset of the first byte in the CPU's
 				 * PT stream (the unit of PT sequence numbers) */
@@ -454,8 +462,11 @@ int proto_encode_hello_ack(void *buf, size_t cap, uint64_t session,
 int proto_encode_data(void *buf, size_t cap, uint64_t session, uint16_t cpu,
 		      uint16_t flags, const struct tvp_data *d,
 		      const void *records, size_t bytes);
+/* PT: flags are TVP_PT_F_*; proto_encode_pt is proto_encode_pt_flags with 0. */
 int proto_encode_pt(void *buf, size_t cap, uint64_t session, uint16_t cpu,
 		    uint64_t offset, const void *bytes, size_t len);
+int proto_encode_pt_flags(void *buf, size_t cap, uint64_t session, uint16_t cpu,
+			  uint16_t flags, uint64_t offset, const void *bytes, size_t len);
 int proto_encode_ack(void *buf, size_t cap, uint64_t session, uint16_t stream,
 		     const struct tvp_ack *a, const struct tvp_range *ranges);
 int proto_encode_heartbeat(void *buf, size_t cap, uint64_t session,

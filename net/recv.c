@@ -24,13 +24,29 @@ static uint64_t le64(const uint8_t *p)
 	return v;
 }
 
-/* An incoming DATA or LOSS, or one held in the pool. */
+/* An incoming DATA, LOSS or PT (first_seq: offset, count: bytes), or one held in the pool. */
 struct item {
 	bool is_loss, first, has_base;
 	uint64_t first_seq, count, base_to;
 	const uint8_t *data;
 	size_t len;
 };
+
+/* Streams are named by their header's stream id: cpu, or cpu | TVP_STREAM_PT. */
+static bool is_pt(uint16_t stream)
+{
+	return (stream & TVP_STREAM_PT) != 0;
+}
+
+static uint32_t cpu_of(uint16_t stream)
+{
+	return stream & TVP_STREAM_CPU_MASK;
+}
+
+static struct recv_stream *stream_of(struct recv_session *s, uint16_t stream)
+{
+	return is_pt(stream) ? &s->pt[cpu_of(stream)] : &s->s[cpu_of(stream)];
+}
 
 void recv_init(struct receiver *r, const struct recv_ops *ops, void *ctx, uint64_t ctl_base)
 {
@@ -86,18 +102,28 @@ static struct recv_session *find_or_create(struct receiver *r, uint64_t id)
 
 /*
  * Deliver the part of it at or after st->next (its start is at or before
- * next): records skipped are walked over for the compact base.
+ * next): records skipped are walked over for the compact base, PT bytes
+ * skipped are left out.
  */
-static void deliver(struct receiver *r, struct recv_session *s, uint32_t cpu,
+static void deliver(struct receiver *r, struct recv_session *s, uint16_t stream,
 		    const struct item *it)
 {
-	struct recv_stream *st = &s->s[cpu];
+	struct recv_stream *st = stream_of(s, stream);
+	uint32_t cpu = cpu_of(stream);
 	uint64_t skip = st->next - it->first_seq, end = it->first_seq + it->count;
 	const uint8_t *p = it->data;
 	size_t len = it->len;
 	bool has_base = it->has_base;
 	uint64_t base = it->base_to;
 
+	if (is_pt(stream)) {
+		st->records += end - st->next;
+		s->pt_bytes += end - st->next;
+		if (r->ops.pt)
+			r->ops.pt(r->ctx, s->id, cpu, st->next, p + skip, (size_t)(end - st->next));
+		st->next = end;
+		return;
+	}
 	if (it->is_loss) {
 		st->lost += end - st->next;
 		if (r->ops.loss)
@@ -129,9 +155,9 @@ static void deliver(struct receiver *r, struct recv_session *s, uint32_t cpu,
 }
 
 /* Deliver held items that are now in turn; drop those already covered. */
-static void drain(struct receiver *r, struct recv_session *s, uint32_t cpu)
+static void drain(struct receiver *r, struct recv_session *s, uint16_t stream)
 {
-	struct recv_stream *st = &s->s[cpu];
+	struct recv_stream *st = stream_of(s, stream);
 	bool found = true;
 
 	while (found) {
@@ -140,7 +166,7 @@ static void drain(struct receiver *r, struct recv_session *s, uint32_t cpu)
 			struct recv_slot *sl = &s->pool[i];
 			struct item it;
 
-			if (!sl->used || sl->cpu != cpu || before(st->next, sl->first_seq))
+			if (!sl->used || sl->stream != stream || before(st->next, sl->first_seq))
 				continue;
 			found = true;
 			sl->used = false;
@@ -152,12 +178,12 @@ static void drain(struct receiver *r, struct recv_session *s, uint32_t cpu)
 			it = (struct item){ .is_loss = sl->is_loss, .has_base = sl->has_base,
 					    .first_seq = sl->first_seq, .count = sl->count,
 					    .base_to = sl->base_to, .data = sl->data, .len = sl->len };
-			deliver(r, s, cpu, &it);
+			deliver(r, s, stream, &it);
 		}
 	}
 }
 
-static void hold(struct recv_session *s, uint32_t cpu, const struct item *it)
+static void hold(struct recv_session *s, uint16_t stream, const struct item *it)
 {
 	struct recv_slot *free_slot = NULL;
 
@@ -169,10 +195,10 @@ static void hold(struct recv_session *s, uint32_t cpu, const struct item *it)
 				free_slot = sl;
 			continue;
 		}
-		if (sl->cpu == cpu && sl->first_seq == it->first_seq &&
+		if (sl->stream == stream && sl->first_seq == it->first_seq &&
 		    sl->is_loss == it->is_loss && sl->count >= it->count) {
 			s->dups++;
-			s->s[cpu].dups++;
+			stream_of(s, stream)->dups++;
 			return;
 		}
 	}
@@ -184,7 +210,7 @@ static void hold(struct recv_session *s, uint32_t cpu, const struct item *it)
 	free_slot->is_loss = it->is_loss;
 	free_slot->first = it->first;
 	free_slot->has_base = it->has_base;
-	free_slot->cpu = (uint16_t)cpu;
+	free_slot->stream = stream;
 	free_slot->first_seq = it->first_seq;
 	free_slot->count = it->count;
 	free_slot->base_to = it->base_to;
@@ -195,9 +221,9 @@ static void hold(struct recv_session *s, uint32_t cpu, const struct item *it)
 
 /* --- acknowledgements --------------------------------------------------------------------- */
 
-static void send_ack(struct receiver *r, struct recv_session *s, uint32_t cpu)
+static void send_ack(struct receiver *r, struct recv_session *s, uint16_t stream)
 {
-	struct recv_stream *st = &s->s[cpu];
+	struct recv_stream *st = stream_of(s, stream);
 	struct tvp_range held[RECV_POOL], ranges[TVP_ACK_MAX_RANGES];
 	struct tvp_ack a = { .cum = st->next };
 	unsigned n = 0;
@@ -208,7 +234,7 @@ static void send_ack(struct receiver *r, struct recv_session *s, uint32_t cpu)
 		const struct recv_slot *sl = &s->pool[i];
 		unsigned k;
 
-		if (!sl->used || sl->cpu != cpu)
+		if (!sl->used || sl->stream != stream)
 			continue;
 		/* insertion sort by first sequence number */
 		for (k = n; k > 0 && before(sl->first_seq, held[k - 1].first); k--)
@@ -223,22 +249,23 @@ static void send_ack(struct receiver *r, struct recv_session *s, uint32_t cpu)
 			at = held[i].end;
 	}
 	a.highest = at;
-	len = proto_encode_ack(r->out, sizeof(r->out), s->id, (uint16_t)cpu, &a, ranges);
+	len = proto_encode_ack(r->out, sizeof(r->out), s->id, stream, &a, ranges);
 	if (len > 0 && r->ops.send) {
 		s->acks_sent++;
 		r->ops.send(r->ctx, s->addr, r->out, (size_t)len);
 	}
 }
 
-/* A DATA or LOSS for stream cpu. */
-static void take(struct receiver *r, struct recv_session *s, uint32_t cpu, const struct item *it)
+/* A DATA or LOSS for a record stream, or a PT datagram for a PT stream. */
+static void take(struct receiver *r, struct recv_session *s, uint16_t stream,
+		 const struct item *it)
 {
-	struct recv_stream *st = &s->s[cpu];
+	struct recv_stream *st = stream_of(s, stream);
 	uint64_t end = it->first_seq + it->count;
 
 	if (!st->known) {
 		if (!it->first) {
-			hold(s, cpu, it);   /* its turn is not known yet: no ack */
+			hold(s, stream, it);   /* its turn is not known yet: no ack */
 			return;
 		}
 		st->known = true;
@@ -248,13 +275,13 @@ static void take(struct receiver *r, struct recv_session *s, uint32_t cpu, const
 		st->dups++;
 		s->dups++;
 	} else if (!before(st->next, it->first_seq)) {
-		deliver(r, s, cpu, it);
-		drain(r, s, cpu);
+		deliver(r, s, stream, it);
+		drain(r, s, stream);
 	} else {
-		hold(s, cpu, it);
+		hold(s, stream, it);
 	}
 	/* Every datagram of a stream is answered, duplicates too (lost ACK). */
-	send_ack(r, s, cpu);
+	send_ack(r, s, stream);
 }
 
 /* --- feed ----------------------------------------------------------------------------------- */
@@ -305,9 +332,16 @@ int recv_feed(struct receiver *r, const void *dgram, size_t len, uint64_t addr)
 			r->ops.reply(r->ctx, s->id, &m.u.reply);
 		return 0;
 	case TVP_PT:
-		s->pt_bytes += m.u.pt.len;
-		if (r->ops.pt)
-			r->ops.pt(r->ctx, s->id, cpu, m.u.pt.p.offset, m.u.pt.bytes, m.u.pt.len);
+		if (cpu >= RECV_MAX_CPUS)
+			return PROTO_ERR_STREAM;
+		it = (struct item){
+			.first = (m.flags & TVP_PT_F_FIRST) != 0,
+			.first_seq = m.u.pt.p.offset,
+			.count = m.u.pt.len,
+			.data = m.u.pt.bytes,
+			.len = m.u.pt.len,
+		};
+		take(r, s, (uint16_t)(cpu | TVP_STREAM_PT), &it);
 		return 0;
 	case TVP_DATA:
 		if (cpu >= RECV_MAX_CPUS)
@@ -321,7 +355,7 @@ int recv_feed(struct receiver *r, const void *dgram, size_t len, uint64_t addr)
 			.data = m.u.data.records,
 			.len = m.u.data.bytes,
 		};
-		take(r, s, cpu, &it);
+		take(r, s, (uint16_t)cpu, &it);
 		return 0;
 	case TVP_LOSS:
 		if (cpu >= RECV_MAX_CPUS)
@@ -332,10 +366,47 @@ int recv_feed(struct receiver *r, const void *dgram, size_t len, uint64_t addr)
 			.first_seq = m.u.loss.first_seq,
 			.count = m.u.loss.count,
 		};
-		take(r, s, cpu, &it);
+		take(r, s, (uint16_t)cpu, &it);
 		return 0;
 	default:
 		return PROTO_ERR_TYPE;
+	}
+}
+
+/* recv_close for one stream: what the pool holds, in order, gaps reported. */
+static void close_stream(struct receiver *r, struct recv_session *s, uint16_t stream)
+{
+	struct recv_stream *st = stream_of(s, stream);
+	uint32_t cpu = cpu_of(stream);
+
+	for (;;) {
+		struct recv_slot *lo = NULL;
+
+		for (unsigned i = 0; i < RECV_POOL; i++) {
+			struct recv_slot *sl = &s->pool[i];
+
+			if (sl->used && sl->stream == stream &&
+			    (!lo || before(sl->first_seq, lo->first_seq)))
+				lo = sl;
+		}
+		if (!lo)
+			break;
+		if (!st->known) {
+			/* The FIRST datagram never came: where it began is unknown. */
+			st->known = true;
+			st->next = st->start = lo->first_seq;
+		}
+		if (before(st->next, lo->first_seq)) {
+			uint64_t gap = lo->first_seq - st->next;
+
+			st->missing_at_close += gap;
+			if (is_pt(stream) && r->ops.pt_missing)
+				r->ops.pt_missing(r->ctx, s->id, cpu, st->next, gap);
+			else if (!is_pt(stream) && r->ops.missing)
+				r->ops.missing(r->ctx, s->id, cpu, st->next, gap);
+			st->next = lo->first_seq;
+		}
+		drain(r, s, stream);
 	}
 }
 
@@ -346,35 +417,8 @@ int recv_close(struct receiver *r, uint64_t session)
 	if (!s)
 		return PROTO_ERR_INVAL;
 	for (uint32_t cpu = 0; cpu < RECV_MAX_CPUS; cpu++) {
-		struct recv_stream *st = &s->s[cpu];
-
-		for (;;) {
-			struct recv_slot *lo = NULL;
-
-			for (unsigned i = 0; i < RECV_POOL; i++) {
-				struct recv_slot *sl = &s->pool[i];
-
-				if (sl->used && sl->cpu == cpu &&
-				    (!lo || before(sl->first_seq, lo->first_seq)))
-					lo = sl;
-			}
-			if (!lo)
-				break;
-			if (!st->known) {
-				/* The FIRST datagram never came: where it began is unknown. */
-				st->known = true;
-				st->next = st->start = lo->first_seq;
-			}
-			if (before(st->next, lo->first_seq)) {
-				uint64_t gap = lo->first_seq - st->next;
-
-				st->missing_at_close += gap;
-				if (r->ops.missing)
-					r->ops.missing(r->ctx, s->id, cpu, st->next, gap);
-				st->next = lo->first_seq;
-			}
-			drain(r, s, cpu);
-		}
+		close_stream(r, s, (uint16_t)cpu);
+		close_stream(r, s, (uint16_t)(cpu | TVP_STREAM_PT));
 	}
 	s->used = false;
 	return 0;

@@ -4,13 +4,15 @@
  * pure: no sockets, no clock, no allocation.  `tracevisor record` feeds
  * it every datagram with an opaque token for the address it came from;
  * it keeps one state per session id (a boot of one machine), puts each
- * CPU's records back in sequence order with a bounded out-of-order pool,
- * drops and counts duplicates, and hands out, through callbacks:
+ * CPU's records and PT bytes back in order with a bounded out-of-order
+ * pool (shared by all streams of the session), drops and counts
+ * duplicates, and hands out, through callbacks:
  *  - records of CPU n in order, as runs starting at sequence number s
  *    (with the compact base when the run's predecessor was not delivered
  *    in the same call chain);
- *  - PT bytes at their stream offset (in arrival order; PT is not
- *    acknowledged yet);
+ *  - PT bytes of CPU n in stream order, each byte exactly once, with the
+ *    stream offset of the first (PT streams are acknowledged and NACKed
+ *    like record streams, in bytes);
  *  - HELLO metadata (once per session), heartbeat counters, control
  *    replies, LOSS ranges (in stream order, each sequence number at most
  *    once), and at recv_close what is still missing;
@@ -19,7 +21,9 @@
  *
  * Loss accounting is exact: lost counts only sequence numbers the sender
  * declared overwritten (LOSS) and that never arrived; missing_at_close
- * counts the gaps still open at recv_close, separately.
+ * counts the gaps still open at recv_close, separately.  PT streams have
+ * no LOSS (the sender never overwrites unacknowledged PT bytes): their
+ * only shortfall is missing_at_close.
  *
  * Errors (negative, PROTO_ERR_*, text from proto_strerror):
  *   PROTO_ERR_INVAL    NULL argument, no session with that id, key too long
@@ -41,12 +45,16 @@
 #define RECV_MAX_SESSIONS 8u
 #define RECV_MAX_CPUS     256u
 #define RECV_POOL         256u   /* out-of-order datagrams held per session */
+/* A pool slot holds a DATA's records or a PT datagram's bytes. */
+#define RECV_SLOT_BYTES \
+	(TVP_DATA_MAX_RECORDS > TVP_PT_MAX_PAYLOAD ? TVP_DATA_MAX_RECORDS : TVP_PT_MAX_PAYLOAD)
 
 struct recv_ops {
 	/* records[0..len) are count whole records, sequence numbers first_seq.. */
 	void (*records)(void *ctx, uint64_t session, uint32_t cpu, uint64_t first_seq,
 			const uint8_t *records, size_t len, uint32_t count,
 			bool has_base, uint64_t base_to);
+	/* bytes[0..len) of cpu's PT stream from offset, in order, each once */
 	void (*pt)(void *ctx, uint64_t session, uint32_t cpu, uint64_t offset,
 		   const uint8_t *bytes, size_t len);
 	void (*hello)(void *ctx, uint64_t session, uint64_t addr, const struct tvp_hello *h);
@@ -56,6 +64,9 @@ struct recv_ops {
 	/* recv_close: count records from first_seq never came */
 	void (*missing)(void *ctx, uint64_t session, uint32_t cpu, uint64_t first_seq,
 			uint64_t count);
+	/* recv_close: count PT bytes of cpu from offset never came */
+	void (*pt_missing)(void *ctx, uint64_t session, uint32_t cpu, uint64_t offset,
+			   uint64_t count);
 	void (*heartbeat)(void *ctx, uint64_t session, const struct tvp_heartbeat *h,
 			  const struct tvp_hb_cpu *cpus);
 	void (*reply)(void *ctx, uint64_t session, const struct tvp_control_reply *r);
@@ -63,11 +74,15 @@ struct recv_ops {
 	int (*send)(void *ctx, uint64_t addr, const void *buf, size_t len);
 };
 
+/* A record stream (sequence numbers count records) or a PT stream (bytes). */
 struct recv_stream {
 	bool known;                  /* the FIRST datagram arrived */
-	uint64_t next;               /* next sequence number to deliver */
+	uint64_t next;               /* next sequence number (PT: offset) to deliver */
 	uint64_t start;              /* where the stream began */
-	uint64_t records, lost, dups, missing_at_close;
+	uint64_t records;            /* delivered: records, or PT bytes */
+	uint64_t lost;               /* declared lost by LOSS (records only) */
+	uint64_t dups;               /* datagrams dropped as duplicates */
+	uint64_t missing_at_close;   /* records or PT bytes */
 };
 
 /* A datagram that arrived ahead of its turn. */
@@ -76,10 +91,10 @@ struct recv_slot {
 	bool is_loss;
 	bool first;                  /* carried FIRST */
 	bool has_base;
-	uint16_t cpu;
-	uint64_t first_seq, count, base_to;
+	uint16_t stream;             /* its header's stream: cpu, or cpu | TVP_STREAM_PT */
+	uint64_t first_seq, count, base_to;   /* PT: offset, bytes, 0 */
 	uint32_t len;
-	uint8_t data[TVP_DATA_MAX_RECORDS];
+	uint8_t data[RECV_SLOT_BYTES];
 };
 
 struct recv_session {
@@ -90,8 +105,10 @@ struct recv_session {
 	uint64_t last_active;        /* recv_feed call count, for eviction */
 	uint64_t ctl_counter;        /* last CONTROL counter built */
 	struct tvp_hello hello;
-	uint64_t datagrams, dups, pool_full, acks_sent, pt_bytes;
-	struct recv_stream s[RECV_MAX_CPUS];
+	uint64_t datagrams, dups, pool_full, acks_sent;
+	uint64_t pt_bytes;           /* PT bytes delivered, all CPUs */
+	struct recv_stream s[RECV_MAX_CPUS];    /* record streams */
+	struct recv_stream pt[RECV_MAX_CPUS];   /* PT streams */
 	struct recv_slot pool[RECV_POOL];
 };
 
@@ -130,8 +147,8 @@ const struct recv_session *recv_session_get(const struct receiver *r, uint64_t s
 
 /*
  * recv_close - end session: deliver what the pool holds in order,
- * reporting each gap before it through ops.missing (counted in
- * missing_at_close), then forget the session.
+ * reporting each gap before it through ops.missing (PT: ops.pt_missing;
+ * counted in missing_at_close), then forget the session.
  * Errors: PROTO_ERR_INVAL.
  */
 int recv_close(struct receiver *r, uint64_t session);
