@@ -298,6 +298,32 @@ static uint64_t lost_total(void)
 	return n;
 }
 
+/*
+ * Has the receiver acknowledged every PT byte cpu's drains have put in
+ * its byte ring?  True without a PT stream.  Any CPU may ask.
+ */
+static bool res_pt_drained(uint32_t cpu)
+{
+	const struct export_pt_stream *p = &res.link.ex->pt[cpu];
+
+	if (!p->ring)
+		return true;
+	return __atomic_load_n(&p->acked, __ATOMIC_ACQUIRE) == pt_byte_ring_head(p->ring);
+}
+
+/* One line for cpu's PT stream, when it has one. */
+static void log_pt(const char *why, uint32_t cpu)
+{
+	const struct export_pt_stream *p = &res.link.ex->pt[cpu];
+
+	if (!p->ring)
+		return;
+	log_info("net: export %s: cpu %u: PT stream: head %llu, acked %llu, sent %llu, resent %llu bytes",
+		 why, cpu, (unsigned long long)pt_byte_ring_head(p->ring),
+		 (unsigned long long)__atomic_load_n(&p->acked, __ATOMIC_ACQUIRE),
+		 (unsigned long long)p->c.sent, (unsigned long long)p->c.retransmitted);
+}
+
 static void log_status(const char *why)
 {
 	const struct export_stats *st = &res.link.ex->st;
@@ -322,6 +348,7 @@ static void log_status(const char *why)
 			 (unsigned long long)s->c.sent, (unsigned long long)s->c.retransmitted,
 			 (unsigned long long)s->c.lost_overwrite,
 			 (unsigned long long)__atomic_load_n(&r->lost_records, __ATOMIC_RELAXED));
+		log_pt(why, i);
 	}
 }
 
@@ -462,6 +489,7 @@ static int res_start(const struct hv_net *n, struct per_cpu *cpus, uint32_t ncpu
 	struct net_ipcfg ipc = { n->dhcp, n->ip, n->prefix, n->gw };
 	struct net_link_cfg lc;
 	struct pci_dev d;
+	uint32_t npt = 0;
 	char mac[18];
 	int rc;
 
@@ -499,20 +527,29 @@ static int res_start(const struct hv_net *n, struct per_cpu *cpus, uint32_t ncpu
 		nic_stop(&res.nic, &root_cfg);
 		return -1;
 	}
-	for (uint32_t i = 0; i < ncpus; i++)
+	for (uint32_t i = 0; i < ncpus; i++) {
 		rings[i] = cpus[i].trace.ring;
+		npt += rings[i] && cpus[i].trace.pt_mem;
+	}
 	memset(&lc, 0, sizeof(lc));
 	lc.receiver_ip = n->receiver_ip;
 	lc.receiver_port = n->receiver_port;
 	lc.key = n->key;
 	lc.keylen = n->keylen;
 	lc.machine = n->machine;
-	lc.caps = n->caps;
+	lc.caps = n->caps | (npt ? TVP_CAP_PT_STREAM : 0);
 	lc.source = ts->source;
 	lc.overflow = ts->overflow;
 	lc.tsc_hz = n->tsc_hz;
 	lc.ops = &res_ctl_ops;
 	rc = net_link_start(&res.link, n->ex, &lc, rings, ncpus, hw_rdtsc());
+	/*
+	 * pt: each tracing CPU's PT byte ring becomes its PT stream (the
+	 * exporter its only consumer from now on), before the first HELLO.
+	 */
+	for (uint32_t i = 0; i < ncpus && rc == 0; i++)
+		if (rings[i] && cpus[i].trace.pt_mem)
+			rc = export_attach_pt(n->ex, i, &cpus[i].trace.pt_ring);
 	if (rc) {
 		log_err("net: resident: exporter not started: %s", proto_strerror(rc));
 		net_if_down();
@@ -520,9 +557,9 @@ static int res_start(const struct hv_net *n, struct per_cpu *cpus, uint32_t ncpu
 		return -1;
 	}
 	nic_format_mac(mac, res.nic.mac);
-	log_info("net: resident: %s at %02x:%02x.%u, MAC %s, DMA at %#llx (reserved); %s; exporting %u CPU ring(s) to %u.%u.%u.%u:%u from cpu %u, session %016llx, control %s",
+	log_info("net: resident: %s at %02x:%02x.%u, MAC %s, DMA at %#llx (reserved); %s; exporting %u CPU ring(s) and %u PT stream(s) to %u.%u.%u.%u:%u from cpu %u, session %016llx, control %s",
 		 res.nic.model, d.addr.bus, d.addr.dev, d.addr.fn, mac,
-		 (unsigned long long)(uintptr_t)n->dma, n->dhcp ? "DHCP" : "static address", ncpus,
+		 (unsigned long long)(uintptr_t)n->dma, n->dhcp ? "DHCP" : "static address", ncpus, npt,
 		 n->receiver_ip >> 24, (n->receiver_ip >> 16) & 255, (n->receiver_ip >> 8) & 255,
 		 n->receiver_ip & 255, n->receiver_port, n->cpu,
 		 (unsigned long long)res.link.session, n->keylen ? "keyed" : "off");
@@ -533,12 +570,13 @@ static int res_start(const struct hv_net *n, struct per_cpu *cpus, uint32_t ncpu
 }
 
 /*
- * A window closed on cpu: its records have been streaming since they were
- * written; wait (bounded) until the receiver has acknowledged all of them,
- * so that a guest that powers off right after its window loses nothing,
- * then say what became of them.  On the link's CPU the wait drives the
- * link itself; another CPU waits for the link's CPU, which keeps polling
- * from its preemption timer.
+ * A window closed on cpu: its records (and, with pt, the PT bytes its
+ * drains put in the byte ring, the last of them at the window's stop)
+ * have been streaming since they were written; wait (bounded) until the
+ * receiver has acknowledged all of them, so that a guest that powers off
+ * right after its window loses nothing, then say what became of them.
+ * On the link's CPU the wait drives the link itself; another CPU waits
+ * for the link's CPU, which keeps polling from its preemption timer.
  */
 static void res_window(struct per_cpu *cpu)
 {
@@ -549,7 +587,7 @@ static void res_window(struct per_cpu *cpu)
 
 	if (!res.ready || cpu->index >= res.link.nrings)
 		return;
-	while (!(done = net_link_drained(&res.link, cpu->index)) &&
+	while (!(done = net_link_drained(&res.link, cpu->index) && res_pt_drained(cpu->index)) &&
 	       (int64_t)(now - deadline) < 0) {
 		if (cpu->index == res.cfg->cpu) {
 			res_step(now);
@@ -576,6 +614,7 @@ static void res_window(struct per_cpu *cpu)
 		 (unsigned long long)__atomic_load_n(&r->lost_records, __ATOMIC_RELAXED),
 		 done ? "all acknowledged" : "NOT all acknowledged (they go on streaming)",
 		 (unsigned long long)((now - t0) / res.tsc_per_ms));
+	log_pt("window", cpu->index);
 	if (!done)
 		log_warn("trace: cpu %u: the receiver has not acknowledged the window within %u ms (link %s)",
 			 cpu->index, NET_WINDOW_DRAIN_MS,

@@ -121,11 +121,11 @@ static void hv_trace_window(struct per_cpu *cpu)
 	if (!t->ring)
 		return;
 	if (hv_net_on) {
-		/* Streamed as produced; this waits for the window's acks and logs. */
+		/*
+		 * Records and PT bytes streamed as produced; this waits for the
+		 * window's acks (both streams) and logs.
+		 */
 		hv.net_ops->window(cpu);
-		if (t->pt_mem && t->pt_ring.head != t->pt_ring.tail)
-			log_warn("trace: cpu %u: %llu PT bytes stay in memory: the network exporter does not send PT streams yet (serial does)",
-				 cpu->index, (unsigned long long)(t->pt_ring.head - t->pt_ring.tail));
 		return;
 	}
 	if (!hv.serial_port) {
