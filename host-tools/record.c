@@ -27,6 +27,7 @@
 #include "host-tools/record.h"
 #include "net/proto.h"
 #include "net/recv.h"
+#include "vmm/trace_format.h"
 #include "vmm/version.h"
 
 #define REC_BATCH          64       /* datagrams per recvmmsg */
@@ -253,6 +254,14 @@ struct rec_cpu {
 	uint64_t nacked;          /* records those ranges named */
 	struct cap_range *missing;/* recv_close: never came */
 	size_t nmissing, missing_cap;
+	/* the CPU's PT stream (counted apart: its numbers are bytes) */
+	uint64_t pt_datagrams;    /* PT datagrams fed */
+	uint64_t pt_nack_reqs;    /* ACKs of the PT stream that named missing ranges */
+	uint64_t pt_nacked;       /* bytes those ranges named */
+	uint64_t pt_missing;      /* bytes never came (recv_close) */
+	bool pt_sync;             /* a PT_SYNC record arrived: the two below are set */
+	uint64_t pt_sync_offset;  /* the last one's pt_offset */
+	uint64_t pt_sync_lost;    /* and pt_lost: lost at the source (drain, ToPA) */
 };
 
 struct rec_session {
@@ -348,6 +357,19 @@ static void cb_records(void *ctx, uint64_t session, uint32_t cpu, uint64_t first
 	(void)count;
 	if (!s || cpu >= RECV_MAX_CPUS)
 		return;
+	/* The stream's own account of its PT bytes: the last PT_SYNC record. */
+	for (size_t off = 0; off + sizeof(struct tv_rec) <= len;) {
+		uint16_t size = tvh_le16(records + off + 2);
+
+		if (size < sizeof(struct tv_rec) || size > len - off)
+			break;   /* recv.c hands out whole records */
+		if (records[off] == TV_REC_PT_SYNC && size >= sizeof(struct tv_rec_pt_sync)) {
+			s->cpu[cpu].pt_sync = true;
+			s->cpu[cpu].pt_sync_offset = tvh_le64(records + off + 16);
+			s->cpu[cpu].pt_sync_lost = tvh_le64(records + off + 24);
+		}
+		off += size;
+	}
 	if (!s->cpu[cpu].started) {
 		const struct recv_session *rs = recv_session_get(r->rx, session);
 
@@ -366,6 +388,18 @@ static void cb_pt(void *ctx, uint64_t session, uint32_t cpu, uint64_t offset,
 
 	if (s)
 		cap_result(s, cap_pt(&s->cap, cpu, offset, bytes, len));
+}
+
+/* recv_close: PT bytes of cpu that never came (cap_pt sees the jump as a gap). */
+static void cb_pt_missing(void *ctx, uint64_t session, uint32_t cpu, uint64_t offset,
+			  uint64_t count)
+{
+	struct rec *r = ctx;
+	struct rec_session *s = open_session(r, session);
+
+	(void)offset;
+	if (s && cpu < RECV_MAX_CPUS)
+		s->cpu[cpu].pt_missing += count;
 }
 
 static void send_to(struct rec *r, uint64_t addr, const void *buf, size_t len)
@@ -484,14 +518,23 @@ static int cb_send(void *ctx, uint64_t addr, const void *buf, size_t len)
 	send_to(r, addr, buf, len);
 	if (len >= sizeof(struct tvp_hdr) + sizeof(struct tvp_ack) && p[5] == TVP_ACK) {
 		struct rec_session *s = open_session(r, tvh_le64(p + 8));
-		uint32_t cpu = tvh_le16(p + 16) & TVP_STREAM_CPU_MASK;
+		uint16_t stream = tvh_le16(p + 16);
+		uint32_t cpu = stream & TVP_STREAM_CPU_MASK;
 		unsigned n = tvh_le16(p + 24 + 16);
 
 		if (s && cpu < RECV_MAX_CPUS && n) {
-			s->cpu[cpu].nack_reqs++;
+			struct rec_cpu *c = &s->cpu[cpu];
+			uint64_t named = 0;
+
 			for (unsigned i = 0; i < n && 48 + 16 * (i + 1) <= len; i++)
-				s->cpu[cpu].nacked += tvh_le64(p + 48 + 16 * i + 8) -
-						      tvh_le64(p + 48 + 16 * i);
+				named += tvh_le64(p + 48 + 16 * i + 8) - tvh_le64(p + 48 + 16 * i);
+			if (stream & TVP_STREAM_PT) {
+				c->pt_nack_reqs++;
+				c->pt_nacked += named;
+			} else {
+				c->nack_reqs++;
+				c->nacked += named;
+			}
 		}
 	}
 	return 0;
@@ -499,7 +542,8 @@ static int cb_send(void *ctx, uint64_t addr, const void *buf, size_t len)
 
 static const struct recv_ops rec_recv_ops = {
 	.records = cb_records, .pt = cb_pt, .hello = cb_hello, .loss = cb_loss,
-	.missing = cb_missing, .heartbeat = cb_heartbeat, .reply = cb_reply, .send = cb_send,
+	.missing = cb_missing, .pt_missing = cb_pt_missing, .heartbeat = cb_heartbeat,
+	.reply = cb_reply, .send = cb_send,
 };
 
 /* --- sessions ---------------------------------------------------------------- */
@@ -511,6 +555,35 @@ static unsigned open_sessions(const struct rec *r)
 	for (unsigned i = 0; i < REC_MAX_SESSIONS; i++)
 		n += r->s[i].used && !r->s[i].closed;
 	return n;
+}
+
+/*
+ * The PT streams of a closed session, one line per CPU that sent PT bytes
+ * or PT_SYNC records (rs: net/recv.c's state, still readable after
+ * recv_close; NULL when it was evicted).  Bytes are delivered in order,
+ * each once; "missing" never came before the close, "lost at the source"
+ * is the last PT_SYNC's pt_lost (bytes the drains could not keep).
+ */
+static void pt_summary(const struct rec_session *s, const struct recv_session *rs, FILE *f)
+{
+	for (uint32_t cpu = 0; cpu < RECV_MAX_CPUS; cpu++) {
+		const struct rec_cpu *c = &s->cpu[cpu];
+		const struct recv_stream *st = rs ? &rs->pt[cpu] : NULL;
+
+		if (!c->pt_datagrams && !c->pt_sync)
+			continue;
+		fprintf(f, "cpu%-2u pt: %" PRIu64 " bytes in order", cpu, st ? st->records : 0);
+		if (st && st->known)
+			fprintf(f, " (offsets %" PRIu64 "..%" PRIu64 ")", st->start, st->next);
+		fprintf(f, ", %" PRIu64 " datagrams, %" PRIu64 " dups, %" PRIu64
+			" nack-reqs (%" PRIu64 " bytes), %" PRIu64 " missing-close",
+			c->pt_datagrams, st ? st->dups : 0, c->pt_nack_reqs, c->pt_nacked,
+			c->pt_missing);
+		if (c->pt_sync)
+			fprintf(f, ", lost at the source %" PRIu64 " (PT_SYNC at %" PRIu64 ")",
+				c->pt_sync_lost, c->pt_sync_offset);
+		fputc('\n', f);
+	}
 }
 
 static void session_finish(struct rec *r, struct rec_session *s, bool report)
@@ -550,8 +623,10 @@ static void session_finish(struct rec *r, struct rec_session *s, bool report)
 			fputs("\r\033[K", stderr);
 			r->drawn = false;
 		}
-		if (!r->o.quiet)
+		if (!r->o.quiet) {
 			cap_summary(&s->cap, stdout);
+			pt_summary(s, rs, stdout);
+		}
 		printf("capture: %s\n", s->cap.dir);
 		if (s->cap_err)
 			printf("capture write error: %s%s%s\n", tvh_errstr(s->cap_err),
@@ -665,11 +740,13 @@ static void on_datagram(struct rec *r, const uint8_t *buf, size_t len,
 	s->last_rx_ns = now;
 	s->datagrams++;
 	s->bytes += len;
-	if (buf[5] == TVP_DATA) {
+	if (buf[5] == TVP_DATA || buf[5] == TVP_PT) {
 		uint32_t cpu = tvh_le16(buf + 16) & TVP_STREAM_CPU_MASK;
 
-		if (cpu < RECV_MAX_CPUS)
+		if (cpu < RECV_MAX_CPUS && buf[5] == TVP_DATA)
 			s->cpu[cpu].datagrams++;
+		else if (cpu < RECV_MAX_CPUS)
+			s->cpu[cpu].pt_datagrams++;
 	}
 }
 

@@ -23,6 +23,7 @@
 #include "host-tools/le.h"
 #include "host-tools/record.h"
 #include "host-tools/tvt.h"
+#include "net/recv.h"
 #include "tests/host/helpers.h"
 #include "tests/host/json_check.h"
 
@@ -585,6 +586,111 @@ static void test_human(void **state)
 	assert_string_equal(b, "45.6M");
 }
 
+/*
+ * PT over the network as `tracevisor record` wires it: net/recv.c's ops.pt
+ * into cap_pt.  PT datagrams arrive out of order, twice, and the stream's
+ * FIRST last; cpuN.pt and trace.tvt's PT chunks get the bytes once, in
+ * stream order, with no gap; a gap still open at close is one (losses.json
+ * pt_gap_bytes) and the bytes after it follow.
+ */
+struct pt_rx {
+	struct cap *cap;
+	uint64_t missing;
+};
+
+static void ptrx_pt(void *ctx, uint64_t session, uint32_t cpu, uint64_t offset,
+		    const uint8_t *bytes, size_t len)
+{
+	struct pt_rx *x = ctx;
+
+	(void)session;
+	assert_int_equal(cap_pt(x->cap, cpu, offset, bytes, len), 0);
+}
+
+static void ptrx_missing(void *ctx, uint64_t session, uint32_t cpu, uint64_t offset,
+			 uint64_t count)
+{
+	struct pt_rx *x = ctx;
+
+	(void)session;
+	(void)cpu;
+	(void)offset;
+	x->missing += count;
+}
+
+static uint8_t ptpat(uint64_t o)
+{
+	return (uint8_t)(o * 13 + o / 256);
+}
+
+static int ptrx_feed(struct receiver *rx, uint64_t off, size_t len, uint16_t flags)
+{
+	uint8_t bytes[TVP_PT_MAX_PAYLOAD], dg[TVP_MAX_DATAGRAM];
+	int n;
+
+	for (size_t i = 0; i < len; i++)
+		bytes[i] = ptpat(off + i);
+	n = proto_encode_pt_flags(dg, sizeof(dg), 0x77, 2, flags, off, bytes, len);
+	assert_true(n > 0);
+	return recv_feed(rx, dg, (size_t)n, 1);
+}
+
+static void test_pt_stream_in_order(void **state)
+{
+	static const uint64_t order[] = { 3, 1, 4, 1, 5, 2, 6, 0, 3, 7 };
+	struct recv_ops ops = { .pt = ptrx_pt, .pt_missing = ptrx_missing };
+	struct receiver *rx = calloc(1, sizeof(*rx));
+	struct tvp_hello h;
+	struct cap c;
+	struct pt_rx x = { &c, 0 };
+	char *out = outdir("ptrx");
+	char path[4200];
+	uint8_t *file, *want;
+	size_t flen;
+	struct jval *loss;
+	const struct jval *c2;
+
+	(void)state;
+	assert_non_null(rx);
+	recv_init(rx, &ops, &x, 0);
+	hello_fill(&h, "pt box");
+	h.cpu_count = 3;
+	h.source = TV_SOURCE_PT;
+	h.caps |= TVP_CAP_PT_STREAM;
+	assert_int_equal(cap_open(&c, out, 0x77, &h, "127.0.0.1:5000", 1700000001000000000ull), 0);
+	/* Eight datagrams of 1000 bytes from offset 4096, 0 (FIRST) late. */
+	for (unsigned i = 0; i < sizeof(order) / sizeof(order[0]); i++)
+		assert_int_equal(ptrx_feed(rx, 4096 + order[i] * 1000, 1000,
+					   order[i] == 0 ? TVP_PT_F_FIRST : 0), 0);
+	assert_int_equal(recv_session_get(rx, 0x77)->pt[2].records, 8000);
+	assert_int_equal(recv_session_get(rx, 0x77)->pt[2].dups, 2);   /* 1 held, 3 delivered */
+	/* Then a datagram after a gap of 500 bytes that never comes. */
+	assert_int_equal(ptrx_feed(rx, 4096 + 8500, 700, 0), 0);
+	assert_int_equal(recv_close(rx, 0x77), 0);
+	assert_int_equal(x.missing, 500);
+	assert_int_equal(cap_close(&c, 1700000002000000000ull), 0);
+
+	snprintf(path, sizeof(path), "%s/cpu2.pt", c.dir);
+	file = (uint8_t *)th_read_file(path, &flen);
+	assert_int_equal(flen, 8700);
+	want = malloc(8700);
+	assert_non_null(want);
+	for (uint64_t i = 0; i < 8700; i++)
+		want[i] = ptpat(4096 + (i < 8000 ? i : i + 500));
+	assert_memory_equal(file, want, 8700);
+	loss = parse_file(c.dir, "losses.json");
+	c2 = &json_get(loss, "cpus")->items[0];
+	assert_true(num(c2, "cpu") == 2);
+	assert_true(num(c2, "pt_bytes") == 8700);
+	assert_true(num(c2, "pt_gap_bytes") == 500);
+	json_free(loss);
+	free(file);
+	free(want);
+	cap_free(&c);
+	free(rx);
+	free(out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -600,6 +706,7 @@ int main(void)
 		cmocka_unit_test(test_parse_key),
 		cmocka_unit_test(test_parse_cpus),
 		cmocka_unit_test(test_human),
+		cmocka_unit_test(test_pt_stream_in_order),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
