@@ -575,6 +575,10 @@ build_bochs_trace() {
 		grep -q 'Model a subset of Intel Processor Trace' "$out/bin/bochs" ||
 			{ echo "built bochs has no cpu: pt option" >&2; return 1; }
 	fi
+	if grep -q '^0004-intel-pt-vmx.patch$' "$BOCHS_TRACE_PATCH_DIR/series"; then
+		grep -q 'VMCS guest IA32_RTIT_CTL invalid' "$out/bin/bochs" ||
+			{ echo "built bochs has no PT VMX controls (patch 0004)" >&2; return 1; }
+	fi
 	printf '%s\n' "$key_text" >"$out/.stamp"
 }
 

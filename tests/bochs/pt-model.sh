@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bochs/pt-model.sh - the Bochs Intel PT model (tests/bench/bochs-patches
-# 0003, docs/BOCHS-MODEL.md) checked against ground truth, without
-# tracevisor.
+# 0003 and 0004, docs/BOCHS-MODEL.md) checked against ground truth,
+# without tracevisor.
 #
 # build/pttest.efi (tests/payload/pttest.c + pt_code.S) runs as OVMF's boot
 # program on one CPU with `cpu: pt=1`, runs known code with PT on under
@@ -22,6 +22,10 @@
 #     the same configuration; a table entry with a reserved bit: Error;
 #   - filters: CR3 match / mismatch, User only at CPL 0, one IP range
 #     (flow = Bochs's trace restricted to the range);
+#   - VMX (patch 0004): IA32_VMX_MISC[14] = 1, the load/clear IA32_RTIT_CTL
+#     controls and GUEST_IA32_RTIT_CTL; VM entries to a 4-instruction guest:
+#     the packets of the entry and the exit and libipt's flow of the guest,
+#     a host tracing root up to the entry, the entry check, controls 0;
 #   - the same program under the binary without the option: no PT.
 # The model's binary: TV_BOCHS_BIN, else BOCHS_TRACE from build/deps.mk.
 set -uo pipefail
@@ -334,13 +338,69 @@ if [ -n "$tstat" ] && [ $(( tstat & 0x30 )) = $((0x20)) ] && [[ "$tlast2" =~ ^ti
 else
 	tv_fail "pt-model: TraceStop" "status ${tstat:-none}, last packets '$tlast2', flow rc $(cat "$work/tstop.flow.rc"), last IP $(tail -n1 "$work/tstop.ips") (want $tcall)"
 fi
-# VMX: IA32_VMX_MISC[14] = 0, so VMXON clears TraceEn, setting it in VMX
-# root raises #GP, and after VMXOFF it can be set again.
-if grep -qx 'PTTEST vmx misc14 0 vmxon 0 ctl-after-vmxon 0x0000000000002004' <<<"$out" &&
-	grep -qx 'PTTEST gp vmx-root-traceen 1' <<<"$out" && grep -qx 'PTTEST gp after-vmxoff-traceen 0' <<<"$out"; then
-	tv_ok "pt-model: VMX_MISC[14] = 0: VMXON clears TraceEn, WRMSR TraceEn in VMX root #GP, allowed again after VMXOFF"
+# VMX (patch 0004): IA32_VMX_MISC[14] = 1, so VMXON keeps TraceEn and
+# setting it in VMX root does not #GP; entry control 18 / exit control 25
+# allowed; GUEST_IA32_RTIT_CTL (0x2814) reads back, 0x2815 its high half.
+if grep -qx 'PTTEST vmx misc14 1 entry-load-rtit 1 exit-clear-rtit 1 vmxon 0 ctl-after-vmxon 0x0000000000002005 ctl-in-root 0x0000000000002005 field 0x0000000200002005 field-hi 0x0000000000000002' <<<"$out" &&
+	grep -qx 'PTTEST gp vmx-root-traceen 0' <<<"$out" && grep -qx 'PTTEST gp after-vmxoff-traceen 0' <<<"$out"; then
+	tv_ok "pt-model: VMX_MISC[14] = 1: VMXON keeps TraceEn, WRMSR TraceEn in VMX root allowed; load/clear IA32_RTIT_CTL allowed-1; GUEST_IA32_RTIT_CTL VMWRITE/VMREAD"
 else
-	tv_fail "pt-model: VMX_MISC[14] = 0" "$(grep -E '^PTTEST (vmx|gp vmx|gp after)' <<<"$out" | tr '\n' ' ')"
+	tv_fail "pt-model: VMX_MISC[14] = 1" "$(grep -E '^PTTEST (vmx |gp vmx|gp after)' <<<"$out" | tr '\n' ' ')"
+fi
+# vmfield NAME FIELD: a field of the run's "PTTEST vmxrun" line
+vmfield() { awk -v n="$1" -v f="$2" '$1 == "PTTEST" && $2 == "vmxrun" && $3 == n { for (i = 4; i < NF; i++) if ($i == f) print $(i + 1) }' <<<"$out"; }
+# pktseq NAME: the run's packets, one word each (pip with its NR bit)
+pktseq() { awk '$1 ~ /^0x/ { w = $2; if (w == "pip") w = w "/" $4; printf "%s ", w }' "$work/$1.pkt"; }
+# the guest's instructions (CALL, RET, XOR, JZ) up to its VMCALL
+guest_ips=$(printf '%s %s %s %s' "$(addr ptt_guest)" "$(addr ptt_guest_leaf)" \
+	"$(printf '0x%016x' $((base + symtab[ptt_guest] + 5)))" "$(printf '0x%016x' $((base + symtab[ptt_guest] + 7)))")
+# vm_guest_flow NAME: libipt's flow is the guest's 4 instructions, enabled
+# at ptt_guest, async-disabled at its VMCALL (the FUP of the VM exit)
+vm_guest_flow() {
+	flow "$1"
+	[ "$(cat "$work/$1.flow.rc")" = 0 ] && [ "$(tr '\n' ' ' <"$work/$1.ips")" = "$guest_ips " ] &&
+		grep -q "^# event enabled $(addr ptt_guest)$" "$work/$1.flow" &&
+		[ "$(grep '^# event async-disabled' "$work/$1.flow" | tail -1)" = "# event async-disabled at $(addr ptt_guest_vmcall)" ]
+}
+for r in vmentry vmroot vmbad vmnoctl; do
+	extract $r
+	[ "$(stat -c %s "$work/$r.bin")" = "$(vmfield $r bytes)" ] || tv_fail "pt-model: $r: output dumped whole" "$(vmfield $r bytes) bytes"
+done
+# Entry with "load IA32_RTIT_CTL" = TraceEn|OS|BranchEn (host not tracing):
+# the enabling packets of a WRMSR (PSB+, its PIP NR = 1 in the guest) and
+# the entry's PIP NR = 1, TIP.PGE at the guest RIP; the guest's 2 TNT bits;
+# exit (VMCALL) with "clear IA32_RTIT_CTL": FUP at the VMCALL + TIP.PGD, the
+# field saved, IA32_RTIT_CTL 0 in VMX root.
+seq=$(pktseq vmentry)
+if [ "$(vmfield vmentry reason)" = 0x0000000000000012 ] && [ "$(vmfield vmentry ctl-after)" = 0x0000000000000000 ] &&
+	[ "$(vmfield vmentry field)" = 0x0000000000002005 ] &&
+	[ "$seq" = "psb cbr mode pip/nr=1 psbend pip/nr=1 tip.pge tnt.8 fup tip.pgd " ] && vm_guest_flow vmentry; then
+	tv_ok "pt-model: VM entry loads IA32_RTIT_CTL (PSB+, PIP NR=1, TIP.PGE at the guest RIP), VM exit saves and clears it (FUP at the VMCALL, TIP.PGD); libipt flow = the guest's 4 instructions"
+else
+	tv_fail "pt-model: VM entry/exit with load/clear IA32_RTIT_CTL" "$(grep -m1 'vmxrun vmentry' <<<"$out"); packets: $seq; flow: $(grep -v '^# event type' "$work/vmentry.flow" | tr '\n' ' ')"
+fi
+# The host traced VMX root up to the VMLAUNCH: its trace ends there (FUP at
+# the VMLAUNCH + TIP.PGD), then the guest's starts (no PSB: PacketByteCnt
+# is not 0; CBR, PIP NR=1, TIP.PGE).
+seq=$(pktseq vmroot)
+if [ "$(vmfield vmroot reason)" = 0x0000000000000012 ] && [ "$(vmfield vmroot ctl-after)" = 0x0000000000000000 ] &&
+	[ "$seq" = "psb cbr mode pip/nr=0 psbend tip.pge fup tip.pgd cbr pip/nr=1 tip.pge tnt.8 fup tip.pgd " ] &&
+	vm_guest_flow vmroot && grep -q "^# event enabled $(addr ptt_vmlaunch)$" "$work/vmroot.flow" &&
+	grep -q "^# event async-disabled at $(addr ptt_vmlaunch)$" "$work/vmroot.flow"; then
+	tv_ok "pt-model: VM entry while the host traces root: FUP at the VMLAUNCH + TIP.PGD first, then the guest's trace"
+else
+	tv_fail "pt-model: VM entry while the host traces root" "$(grep -m1 'vmxrun vmroot' <<<"$out"); packets: $seq; flow: $(grep -v '^# event type' "$work/vmroot.flow" | tr '\n' ' ')"
+fi
+# A reserved bit (CYCEn) in GUEST_IA32_RTIT_CTL: VM entry fails for invalid
+# guest state (exit reason 33 | bit 31), nothing written; without the two
+# controls an entry/exit leaves IA32_RTIT_CTL, the field and the output alone.
+if [ "$(vmfield vmbad reason)" = 0x0000000080000021 ] && [ "$(vmfield vmbad bytes)" = 0 ] &&
+	[ "$(vmfield vmbad ctl-after)" = 0x0000000000000000 ] &&
+	[ "$(vmfield vmnoctl reason)" = 0x0000000000000012 ] && [ "$(vmfield vmnoctl bytes)" = 0 ] &&
+	[ "$(vmfield vmnoctl ctl-after)" = 0x0000000000000000 ] && [ "$(vmfield vmnoctl field)" = 0x0000000000002005 ]; then
+	tv_ok "pt-model: GUEST_IA32_RTIT_CTL with a reserved bit: VM entry fails (0x80000021); controls 0: nothing loaded, traced or saved"
+else
+	tv_fail "pt-model: VM entry check / controls 0" "$(grep -E 'vmxrun vm(bad|noctl)' <<<"$out" | tr '\n' ' ')"
 fi
 tv_keep_log "$log"
 
