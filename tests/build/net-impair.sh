@@ -2,8 +2,11 @@
 # build/net-impair.sh - tracevisor record behind the impairment relay
 # (tests/net/udp_relay.c: 5% drop, 2% duplicate, 5% reorder, both ways,
 # seeded): zero records lost, every one once and in order, and the
-# receiver did ask for retransmissions.  The relay stands in for netem,
-# which build/net-netem.sh uses where the qdisc exists.
+# receiver did ask for retransmissions.  CPU 0's PT stream (300000 bytes
+# through a 16 KiB PT byte ring) comes through the same relay: resent,
+# acknowledged, and cpu0.pt is the pattern byte for byte.  The relay
+# stands in for netem, which build/net-netem.sh uses where the qdisc
+# exists.
 set -uo pipefail
 . "$(dirname "$0")/../net/lib.sh"
 net_enter "$@"
@@ -21,7 +24,8 @@ net_bg "$TV_RELAY" -l "127.0.0.1:$rport" -t "127.0.0.1:$port" --drop 5 --dup 2 -
 	--seed 7 --stats "$NET_WORK/relay.stats" --pcap "$NET_WORK/relay.pcap"
 relay=$NET_LAST
 sleep 0.2
-timeout 180 "$TV_FAKE" send --to "127.0.0.1:$rport" "${args[@]}" >"$NET_WORK/send.log" 2>&1
+timeout 180 "$TV_FAKE" send --to "127.0.0.1:$rport" "${args[@]}" --pt 300000 --pt-ring-bytes 16384 \
+	>"$NET_WORK/send.log" 2>&1
 src=$?
 kill -INT "$relay"
 net_wait_pid "$relay" 10
@@ -40,7 +44,7 @@ else
 	tv_fail "$T: the relay dropped, duplicated and reordered" "$(tr '\n' ';' <"$NET_WORK/relay.stats")"
 fi
 dir=$(sed -n 's/^capture: //p' "$NET_WORK/rec.log" | head -1)
-"$TV_FAKE" verify --tvt "$dir/trace.tvt" --losses "$dir/losses.json" "${args[@]}" \
+"$TV_FAKE" verify --tvt "$dir/trace.tvt" --losses "$dir/losses.json" "${args[@]}" --pt 300000 \
 	>"$NET_WORK/verify.log" 2>&1
 vrc=$?
 if [ "$vrc" = 0 ] && [ "$(grep -c 'records 20000 dup 0 bad 0 missing 0 .* order 0$' "$NET_WORK/verify.log")" = 2 ]; then
@@ -60,4 +64,14 @@ if grep -q '^lost records: 0 ' "$NET_WORK/dump.log"; then
 	tv_ok "$T: tracevisor dump: 0 lost"
 else
 	tv_fail "$T: tracevisor dump: 0 lost" "$(grep lost "$NET_WORK/dump.log" | head -2)"
+fi
+"$TV_FAKE" pt-pattern --pt 300000 >"$NET_WORK/pt.expected"
+if cmp -s "$NET_WORK/pt.expected" "$dir/cpu0.pt" &&
+	grep -q '^pt cpu 0 bytes 300000 dup 0 bad 0 missing 0$' "$NET_WORK/verify.log" &&
+	grep -Eq '^pt cpu 0 produced 300000 sent 300000 retransmitted [1-9][0-9]* acked 300000 .* gone 0$' \
+		"$NET_WORK/send.log"; then
+	tv_ok "$T: PT stream resent and acknowledged, cpu0.pt and the PT chunks are the pattern ($(grep '^pt ' "$NET_WORK/send.log" | cut -d' ' -f8-9))"
+else
+	tv_fail "$T: PT stream resent and acknowledged, cpu0.pt and the PT chunks are the pattern" \
+		"$(grep '^pt ' "$NET_WORK/send.log"); $(grep '^pt ' "$NET_WORK/verify.log"); $(ls -l "$dir/cpu0.pt" 2>&1)"
 fi

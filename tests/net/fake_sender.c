@@ -7,7 +7,7 @@
  *   fake_sender verify  --tvt FILE [options]       check a capture
  *   fake_sender garbage --to ADDR:PORT [--count N] [--seed S]
  *   fake_sender blast   --to ADDR:PORT --datagrams N [--rate DPS]
- *   fake_sender pt-pattern --pt N              the PT bytes send --pt N sends
+ *   fake_sender pt-pattern --pt N              the PT bytes send --pt N produces
  *
  * send: N CPUs, each with its own struct tv_trace_ring (vmm/trace_ring.c)
  * of --ring-bytes and --overflow policy, filled with a deterministic
@@ -18,9 +18,23 @@
  * overwrite records before they are acknowledged.  At the end it prints,
  * per CPU, what the exporter counted ("cpu N produced P sent S
  * retransmitted R lost_overwrite L") and "done" once every record was
- * acknowledged or declared lost.  --pt N also sends N raw PT bytes of
- * CPU 0 in PT datagrams (straight from proto_encode_pt: the exporter has
- * no PT streams yet).
+ * acknowledged or declared lost.
+ *
+ * --pt N: CPU 0 also has a PT stream.  A struct pt_byte_ring
+ * (vmm/trace_pt.h) of --pt-ring-bytes (a power of two, default 64 KiB)
+ * is attached with export_attach_pt, so the exporter is its consumer: it
+ * sends the bytes in PT datagrams (FIRST on the one at offset 0), resends
+ * on NACK and ack timeout, and releases ring space only when the
+ * receiver acknowledges it.  The fake is the producer (the traced CPU's
+ * drain): as CPU 0's records are produced it writes the pattern byte
+ * pt_pattern(o) at stream offset o, N bytes spread evenly over the
+ * records, as much as the ring has room for (the rest waits for acks; a
+ * real drain would refuse and count it, the fake keeps the pattern
+ * whole).  The producer side is this file's own (pt_produce, the ring's
+ * producer contract from vmm/trace_pt.h): pt_byte_ring_write lives in
+ * vmm/trace_pt.c with the PT backend, which a host program cannot link.
+ * "done" then also needs every PT byte acknowledged; "pt cpu 0 ..." gives
+ * the exporter's PT counters.
  *
  * verify: generates the same pattern again (same --seed, --cpus,
  * --records, --ring-bytes) and compares every record of a .tvt file with
@@ -28,6 +42,11 @@
  * written out as the full branch it stands for is accepted).  Prints per
  * CPU "cpu N records R dup D bad B missing M [ranges]" and the missing
  * ranges as "missing cpu N first F count C"; exit 0 when no record is bad.
+ * With --pt N it also checks CPU 0's PT chunks against pt_pattern at
+ * their offsets ("pt cpu 0 bytes B dup D bad X missing M"): exit 0 only
+ * when every byte 0..N-1 came once, right, and nothing beyond.
+ *
+ * pt-pattern: the N bytes of the PT pattern (what cpu0.pt must hold).
  *
  * garbage: datagrams a receiver must refuse, of every kind (random bytes,
  * short, bad magic, bad CRC, wrong version, truncated, oversized, session
@@ -59,6 +78,7 @@
 #include "host-tools/le.h"
 #include "net/export.h"
 #include "net/proto.h"
+#include "vmm/trace_pt.h"
 #include "vmm/trace_ring.h"
 
 #define MAX_CPUS 64
@@ -82,12 +102,13 @@ static struct {
 	double pause_ms;          /* pause between bursts */
 	uint8_t key[EXPORT_KEY_MAX];
 	size_t keylen;
-	uint64_t pt_bytes;        /* send: raw PT bytes for CPU 0 (PT datagrams) */
+	uint64_t pt_bytes;        /* send, verify: PT bytes of CPU 0 (its PT stream) */
+	uint64_t pt_ring_bytes;   /* send: CPU 0's PT byte ring */
 	double linger;            /* send: seconds to go on after the last ack */
 } opt = {
 	.cpus = 2, .records = 10000, .ring_bytes = 1u << 20, .overflow = TV_OVERFLOW_STOP,
 	.seed = 1, .session = 0x5eed000000000001ull, .machine = "fake", .burst = 64,
-	.timeout = 60, .count = 100, .linger = 0.3,
+	.timeout = 60, .count = 100, .linger = 0.3, .pt_ring_bytes = 1u << 16,
 };
 
 static volatile sig_atomic_t stop;
@@ -276,22 +297,39 @@ static int op_marker(void *ctx, const struct tvp_ctl_marker *m, const char *labe
 	return 0;
 }
 
-/*
- * The exporter has no PT streams yet: PT datagrams of CPU 0 straight from
- * the encoder, byte at offset o = (o * 7 + o / 251) & 0xff, unacknowledged.
- */
-static uint64_t send_pt(int fd, uint64_t off)
+/* ---- PT: the pattern and the producer of CPU 0's PT byte ring ---------------- */
+
+/* The PT byte at stream offset off (not a valid PT packet stream: raw bytes). */
+static uint8_t pt_pattern(uint64_t off)
 {
-	uint8_t b[1000], dg[TVP_MAX_DATAGRAM];
-	uint64_t n = opt.pt_bytes - off < sizeof(b) ? opt.pt_bytes - off : sizeof(b);
-	int len;
+	return (uint8_t)((off * 7 + off / 251) & 0xff);
+}
+
+static struct pt_byte_ring pt_ring;
+
+/*
+ * The producer side of pt_ring (as pt_byte_ring_write): write the pattern
+ * up to stream offset upto, as far as the room the consumer left allows;
+ * bytes first, then head with release.  Returns the new head.
+ */
+static uint64_t pt_produce(struct pt_byte_ring *r, uint64_t upto)
+{
+	uint64_t head = r->head;      /* only the producer writes it */
+	uint64_t room = r->size - (head - pt_byte_ring_tail(r));
+	uint64_t n = upto - head < room ? upto - head : room;
 
 	for (uint64_t i = 0; i < n; i++)
-		b[i] = (uint8_t)(((off + i) * 7 + (off + i) / 251) & 0xff);
-	len = proto_encode_pt(dg, sizeof(dg), opt.session, 0, off, b, (size_t)n);
-	if (len < 0 || net_send(&fd, dg, (size_t)len))
-		return 0;
-	return n;
+		r->data[(head + i) & (r->size - 1)] = pt_pattern(head + i);
+	__atomic_store_n(&r->head, head + n, __ATOMIC_RELEASE);
+	return head + n;
+}
+
+/* PT bytes due once CPU 0 has produced `records` records: spread evenly. */
+static uint64_t pt_due(uint64_t records)
+{
+	if (!opt.records || records >= opt.records)
+		return opt.pt_bytes;
+	return (uint64_t)((unsigned __int128)opt.pt_bytes * records / opt.records);
 }
 
 static int cmd_send(void)
@@ -304,7 +342,7 @@ static int cmd_send(void)
 	static struct gen g[MAX_CPUS];
 	static uint8_t buf[65536];
 	struct export_config cfg;
-	uint64_t t0 = now_ns(), deadline, produced[MAX_CPUS] = { 0 }, done_at = 0, pt_sent = 0;
+	uint64_t t0 = now_ns(), deadline, produced[MAX_CPUS] = { 0 }, done_at = 0, pt_head = 0;
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0), err;
 	bool done = false;
 	int sz = 4 << 20;
@@ -354,6 +392,22 @@ static int cmd_send(void)
 			return 1;
 		}
 	}
+	if (opt.pt_bytes) {
+		/* Before the first export_poll: the HELLO says a PT stream follows. */
+		uint8_t *mem = malloc(opt.pt_ring_bytes ? opt.pt_ring_bytes : 1);
+
+		if (!mem)
+			die("malloc");
+		memset(&pt_ring, 0, sizeof(pt_ring));
+		pt_ring.data = mem;
+		pt_ring.size = opt.pt_ring_bytes;
+		err = export_attach_pt(&ex, 0, &pt_ring);
+		if (err) {
+			fprintf(stderr, "fake_sender: export_attach_pt: %s (--pt-ring-bytes a power "
+				"of two?)\n", proto_strerror(err));
+			return 1;
+		}
+	}
 	deadline = t0 + (uint64_t)(opt.timeout * 1e9);
 	while (!stop) {
 		uint64_t now = now_ns();
@@ -385,9 +439,10 @@ static int cmd_send(void)
 			uint64_t until = now + (uint64_t)(opt.pause_ms * 1e6);
 
 			do {
+				/* CPU 0's PT bytes follow its records; a full ring waits for acks. */
+				if (opt.pt_bytes)
+					pt_head = pt_produce(&pt_ring, pt_due(produced[0]));
 				export_poll(&ex, now_ns());
-				if (pt_sent < opt.pt_bytes)
-					pt_sent += send_pt(fd, pt_sent);
 				while ((n = recv(fd, buf, sizeof(buf), 0)) >= 0)
 					export_input(&ex, buf, (size_t)n, now_ns());
 				pf.revents = 0;
@@ -397,8 +452,13 @@ static int cmd_send(void)
 		for (unsigned c = 0; c < opt.cpus; c++) {
 			const struct tvp_hb_cpu *k = export_counters(&ex, c);
 
-			if (produced[c] < opt.records || !k || k->acked != rings[c]->next_seq ||
-			    pt_sent < opt.pt_bytes)
+			if (produced[c] < opt.records || !k || k->acked != rings[c]->next_seq)
+				all = false;
+		}
+		if (opt.pt_bytes) {
+			const struct export_pt_counters *k = export_pt_counters(&ex, 0);
+
+			if (pt_head < opt.pt_bytes || !k || k->acked != opt.pt_bytes)
 				all = false;
 		}
 		if (all && !done_at)
@@ -422,6 +482,14 @@ static int cmd_send(void)
 		       k->retransmitted, k->lost_overwrite, k->acked, rings[c]->next_seq,
 		       rings[c]->lost_records, unsent(c));
 	}
+	if (opt.pt_bytes) {
+		const struct export_pt_counters *k = export_pt_counters(&ex, 0);
+
+		printf("pt cpu 0 produced %" PRIu64 " sent %" PRIu64 " retransmitted %" PRIu64
+		       " acked %" PRIu64 " head %" PRIu64 " tail %" PRIu64 " gone %" PRIu64 "\n",
+		       pt_head, k->sent, k->retransmitted, k->acked, pt_byte_ring_head(&pt_ring),
+		       pt_byte_ring_tail(&pt_ring), ex.st.pt_gone);
+	}
 	printf("datagrams %" PRIu64 " acks %" PRIu64 " nack_ranges %" PRIu64
 	       " control_applied %" PRIu64 " ctl_bad_auth %u\n", ex.st.datagrams, ex.st.acks,
 	       ex.st.nack_ranges, ctl_applied, ex.st.ctl_bad_auth);
@@ -432,6 +500,7 @@ static int cmd_send(void)
 		free(rings[c]);
 		free(tx_seen[c]);
 	}
+	free(pt_ring.data);
 	return done ? 0 : 1;
 }
 
@@ -566,9 +635,58 @@ static int check_losses(struct expect *e)
 	return bad ? 1 : 0;
 }
 
+/* CPU 0's PT stream as the capture's PT chunks hold it (verify --pt N). */
+struct pt_expect {
+	uint8_t *seen;            /* per offset 0..N-1: came */
+	uint64_t got, dup, bad;
+};
+
+/* A PT chunk: each byte must be pt_pattern at its offset, below N, once. */
+static void pt_check_chunk(struct pt_expect *x, const struct tvt_chunk *ch)
+{
+	for (uint64_t i = 0; i < ch->length; i++) {
+		uint64_t off = ch->first + i;
+
+		if (ch->cpu != 0 || off >= opt.pt_bytes || ch->payload[i] != pt_pattern(off)) {
+			if (x->bad++ < 5)
+				printf("pt cpu %u offset %" PRIu64 ": byte differs or not produced\n",
+				       ch->cpu, off);
+		} else if (x->seen[off]) {
+			x->dup++;
+		} else {
+			x->seen[off] = 1;
+			x->got++;
+		}
+	}
+}
+
+/* Prints "pt cpu 0 bytes B dup D bad X missing M"; returns the bad count. */
+static uint64_t pt_report(const struct pt_expect *x)
+{
+	uint64_t missing = 0;
+
+	for (uint64_t o = 0; o < opt.pt_bytes;) {
+		uint64_t t = o;
+
+		if (x->seen[o]) {
+			o++;
+			continue;
+		}
+		while (t < opt.pt_bytes && !x->seen[t])
+			t++;
+		printf("missing pt cpu 0 offset %" PRIu64 " count %" PRIu64 "\n", o, t - o);
+		missing += t - o;
+		o = t;
+	}
+	printf("pt cpu 0 bytes %" PRIu64 " dup %" PRIu64 " bad %" PRIu64 " missing %" PRIu64 "\n",
+	       x->got, x->dup, x->bad, missing);
+	return x->bad + x->dup + missing;
+}
+
 static int cmd_verify(void)
 {
 	static struct expect e[MAX_CPUS];
+	struct pt_expect pt = { 0 };
 	struct tvt_reader rd;
 	struct tvt_chunk ch;
 	int got, bad_chunks = 0;
@@ -580,11 +698,17 @@ static int cmd_verify(void)
 	}
 	for (unsigned c = 0; c < opt.cpus; c++)
 		expect_build(&e[c], c);
+	if (opt.pt_bytes && !(pt.seen = calloc(opt.pt_bytes, 1)))
+		die("calloc");
 	while ((got = tvt_next_chunk(&rd, &ch)) != 0) {
 		uint64_t seq;
 
 		if (got < 0) {
 			bad_chunks++;
+			continue;
+		}
+		if (ch.kind == TVT_KIND_PT && opt.pt_bytes) {
+			pt_check_chunk(&pt, &ch);
 			continue;
 		}
 		if (ch.kind != TVT_KIND_RECORDS)
@@ -648,6 +772,10 @@ static int cmd_verify(void)
 		       x->dup, x->bad, missing, x->expanded, x->order);
 		total_bad += x->bad + x->order;
 	}
+	/* PT: every byte once and right (the receiver delivers each once). */
+	if (opt.pt_bytes)
+		total_bad += pt_report(&pt);
+	free(pt.seen);
 	printf("damaged chunks %d\n", bad_chunks);
 	tvt_reader_close(&rd);
 	if (opt.losses && check_losses(e))
@@ -835,7 +963,8 @@ static void usage(void)
 	fputs("usage: fake_sender send|verify|garbage|blast|pt-pattern [--to ADDR:PORT]\n"
 	      "         [--cpus N] [--records N] [--ring-bytes B] [--overflow stop|overwrite]\n"
 	      "         [--seed S] [--session HEX] [--machine NAME] [--burst N] [--rate R]\n"
-	      "         [--timeout S] [--pause-ms MS] [--key-hex HEX] [--pt N] [--linger S]\n"
+	      "         [--timeout S] [--pause-ms MS] [--key-hex HEX] [--pt N]\n"
+	      "         [--pt-ring-bytes B] [--linger S]\n"
 	      "         [--tvt FILE] [--losses FILE] [--count N] [--datagrams N]\n", stderr);
 	exit(2);
 }
@@ -861,6 +990,7 @@ int main(int argc, char **argv)
 		{ "pause-ms", required_argument, NULL, 'P' },
 		{ "key-hex", required_argument, NULL, 'K' },
 		{ "pt", required_argument, NULL, 'p' },
+		{ "pt-ring-bytes", required_argument, NULL, 'B' },
 		{ "linger", required_argument, NULL, 'l' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -898,6 +1028,7 @@ int main(int argc, char **argv)
 		case 'D': opt.datagrams = strtoull(optarg, NULL, 0); break;
 		case 'P': opt.pause_ms = strtod(optarg, NULL); break;
 		case 'p': opt.pt_bytes = strtoull(optarg, NULL, 0); break;
+		case 'B': opt.pt_ring_bytes = strtoull(optarg, NULL, 0); break;
 		case 'l': opt.linger = strtod(optarg, NULL); break;
 		case 'K':
 			for (opt.keylen = 0; optarg[2 * opt.keylen] && optarg[2 * opt.keylen + 1] &&
@@ -920,7 +1051,7 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	if (!strcmp(cmd, "pt-pattern")) {     /* the --pt bytes, to compare cpu0.pt with */
 		for (uint64_t off = 0; off < opt.pt_bytes; off++)
-			putchar((int)(((off * 7 + off / 251) & 0xff)));
+			putchar(pt_pattern(off));
 		return 0;
 	}
 	if (!strcmp(cmd, "verify")) {
