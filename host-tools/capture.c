@@ -421,12 +421,49 @@ int cap_init(struct cap *c, const char *outdir, uint64_t session, const char *pe
 	return 0;
 }
 
+/* The machine name of the HELLO ("" without one), NUL terminated; its length. */
+static size_t hello_machine(const struct cap *c, char machine[TVP_MACHINE_LEN + 1])
+{
+	size_t mlen = 0;
+
+	if (c->have_hello) {
+		mlen = field_len(c->hello.machine, TVP_MACHINE_LEN);
+		memcpy(machine, c->hello.machine, mlen);
+	}
+	machine[mlen] = '\0';
+	return mlen;
+}
+
+/*
+ * A new, empty directory outdir/<name>, or <name>.1, .2, ... when taken
+ * (never one that exists: mkdir says who got it); its path in
+ * out[0..CAP_DIR_MAX).  Returns 0, -TVH_ERR_INVALID (too long) or
+ * -TVH_ERR_IO (errno kept).
+ */
+static int new_dir(const struct cap *c, const char *name, char *out)
+{
+	for (unsigned k = 0;; k++) {
+		int n;
+
+		if (k == 0)
+			n = snprintf(out, CAP_DIR_MAX, "%s/%s", c->outdir, name);
+		else
+			n = snprintf(out, CAP_DIR_MAX, "%s/%s.%u", c->outdir, name, k);
+		if (n < 0 || (size_t)n >= CAP_DIR_MAX - 16)
+			return -TVH_ERR_INVALID;
+		if (!mkdir(out, 0755))
+			return 0;
+		if (errno != EEXIST || k >= 999)
+			return -TVH_ERR_IO;
+	}
+}
+
 int cap_begin(struct cap *c)
 {
 	char name[CAP_MACHINE_DIR + 32], path[CAP_DIR_MAX + 32];
 	struct tvt_file_info info;
 	char machine[TVP_MACHINE_LEN + 1];
-	size_t mlen = 0;
+	size_t mlen;
 	int n, err;
 
 	if (!c || !c->session || c->closed)
@@ -435,28 +472,18 @@ int cap_begin(struct cap *c)
 		return 0;
 	if (c->error)
 		return c->error;
-	if (c->have_hello) {
-		mlen = field_len(c->hello.machine, TVP_MACHINE_LEN);
-		memcpy(machine, c->hello.machine, mlen);
-	}
-	machine[mlen] = '\0';
+	mlen = hello_machine(c, machine);
 	n = cap_dir_name(name, sizeof(name), machine, mlen, c->session);
 	if (n < 0)
 		return cap_fail(c, n);
 	if (mkdir_p(c->outdir))
 		return cap_io(c);
-	for (unsigned k = 0;; k++) {
-		if (k == 0)
-			n = snprintf(c->dir, sizeof(c->dir), "%s/%s", c->outdir, name);
-		else
-			n = snprintf(c->dir, sizeof(c->dir), "%s/%s.%u", c->outdir, name, k);
-		if (n < 0 || (size_t)n >= sizeof(c->dir) - 16)
-			return cap_fail(c, -TVH_ERR_INVALID);
-		if (!mkdir(c->dir, 0755))
-			break;
-		if (errno != EEXIST || k >= 999)
-			return cap_io(c);
+	err = new_dir(c, name, c->dir);
+	if (err) {
+		c->dir[0] = '\0';
+		return cap_fail(c, err);
 	}
+	c->dir_named = c->have_hello;
 	if (path_in(c, path, sizeof(path), "trace.tvt"))
 		return cap_fail(c, -TVH_ERR_INVALID);
 	c->f = fopen(path, "wb");
@@ -500,6 +527,34 @@ int cap_open(struct cap *c, const char *outdir, uint64_t session,
 	return cap_begin(c);
 }
 
+/*
+ * The directory was made before the HELLO (as "unknown-<session>"): give
+ * it the machine's name now.  The new name is taken with mkdir first (so
+ * nothing that exists is replaced), then the directory is renamed onto
+ * that empty one; the open files (trace.tvt, cpuN.pt) go with it, and
+ * every later path is made from c->dir.  Tried once; when it fails the
+ * directory keeps its name (meta.json has the machine either way).
+ */
+static void dir_rename(struct cap *c)
+{
+	char name[CAP_MACHINE_DIR + 32], unnamed[CAP_MACHINE_DIR + 32];
+	char machine[TVP_MACHINE_LEN + 1], to[CAP_DIR_MAX];
+	size_t mlen = hello_machine(c, machine);
+
+	c->dir_named = true;
+	if (!c->dir[0] || cap_dir_name(name, sizeof(name), machine, mlen, c->session) < 0 ||
+	    cap_dir_name(unnamed, sizeof(unnamed), NULL, 0, c->session) < 0 ||
+	    !strcmp(name, unnamed))
+		return;        /* no name in the HELLO (or "unknown"): nothing to change */
+	if (new_dir(c, name, to))
+		return;
+	if (rename(c->dir, to)) {
+		rmdir(to);
+		return;
+	}
+	memcpy(c->dir, to, strlen(to) + 1);
+}
+
 int cap_set_hello(struct cap *c, const struct tvp_hello *hello)
 {
 	if (!c || !hello || c->closed || !c->session)
@@ -508,6 +563,8 @@ int cap_set_hello(struct cap *c, const struct tvp_hello *hello)
 	c->hello = *hello;
 	if (!c->f)
 		return cap_begin(c);
+	if (!c->dir_named)
+		dir_rename(c);
 	return write_atomic(c, "meta.json", meta_body);
 }
 
@@ -673,7 +730,8 @@ int cap_pt(struct cap *c, uint32_t cpu, uint64_t offset, const void *bytes, size
 		return -TVH_ERR_INVALID;
 	if (c->error)
 		return c->error;
-	err = cap_begin(c);          /* PT is not held in memory */
+	/* PT is written at once: a HELLO that comes later renames the directory. */
+	err = cap_begin(c);
 	if (err)
 		return err;
 	p = cpu_get(c, cpu);

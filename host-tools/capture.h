@@ -24,6 +24,14 @@
  * meta.json is written when the capture opens and again at close;
  * losses.* at close (written to a temporary name, then renamed).
  *
+ * The directory's name needs the HELLO: records that come before it are
+ * held in memory (cap_init), PT bytes are not (cap_pt begins the capture).
+ * A capture begun without a HELLO is "unknown-<session>" until the HELLO
+ * arrives; cap_set_hello then renames the directory to the machine's
+ * name, so the name is right whenever the HELLO comes before cap_close.
+ * trace.tvt's file header keeps the (empty) machine name it was begun
+ * with; meta.json has the HELLO's.
+ *
  * Errors (negative enum tvh_error, text from tvh_errstr):
  *   -TVH_ERR_INVALID  NULL argument, CPU index >= TVP_MAX_CPUS, a records
  *                     payload that is not whole records, a capture that
@@ -107,6 +115,7 @@ struct cap_cpu {
 struct cap {
 	char outdir[CAP_DIR_MAX];
 	char dir[CAP_DIR_MAX];   /* the session directory ("" until cap_begin) */
+	bool dir_named;          /* dir has its final name (made or renamed after a HELLO) */
 	char peer[64];           /* "a.b.c.d:port" the datagrams came from */
 	uint64_t session;
 	bool have_hello;
@@ -146,7 +155,13 @@ int cap_begin(struct cap *c);
 int cap_open(struct cap *c, const char *outdir, uint64_t session,
 	     const struct tvp_hello *hello, const char *peer, uint64_t now_ns);
 
-/* cap_set_hello - the machine's HELLO: begins the capture, or redoes meta.json. */
+/*
+ * cap_set_hello - the machine's HELLO: begins the capture, or redoes
+ * meta.json; a capture begun without a HELLO ("unknown-<session>") is
+ * first renamed to <machine>-<session> (".1", ... when taken; the open
+ * files move with the directory).  A failed rename is not an error: the
+ * directory keeps its name.
+ */
 int cap_set_hello(struct cap *c, const struct tvp_hello *hello);
 
 /*
@@ -166,7 +181,11 @@ int cap_records(struct cap *c, uint32_t cpu, uint64_t first_seq,
  */
 int cap_stream_start(struct cap *c, uint32_t cpu, uint64_t seq);
 
-/* cap_pt - PT bytes of CPU cpu from stream offset `offset`, in order. */
+/*
+ * cap_pt - PT bytes of CPU cpu from stream offset `offset`, in order.
+ * Written at once (not held): begins the capture if needed, so PT before
+ * the HELLO opens "unknown-<session>" until cap_set_hello renames it.
+ */
 int cap_pt(struct cap *c, uint32_t cpu, uint64_t offset, const void *bytes,
 	   size_t len);
 

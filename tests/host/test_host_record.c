@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <arpa/inet.h>
+#include <dirent.h>
 
 #include <cmocka.h>
 
@@ -691,6 +692,179 @@ static void test_pt_stream_in_order(void **state)
 	free(out);
 }
 
+static void ptrx_hello(void *ctx, uint64_t session, uint64_t addr, const struct tvp_hello *h)
+{
+	struct pt_rx *x = ctx;
+
+	(void)session;
+	(void)addr;
+	assert_int_equal(cap_set_hello(x->cap, h), 0);
+}
+
+/* Entries of directory dir, "." and ".." left out. */
+static unsigned dir_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	unsigned n = 0;
+
+	assert_non_null(d);
+	while ((e = readdir(d)))
+		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	closedir(d);
+	return n;
+}
+
+/*
+ * PT bytes before the HELLO (the HELLO lost once on a lossy link): the PT
+ * stream starts the capture as unknown-<session>, and the HELLO, when it
+ * comes, renames the directory with the open files in it; PT bytes and
+ * CPUs after it land there too.  Through recv.c, as record.c wires it.
+ */
+static void test_pt_before_hello(void **state)
+{
+	struct recv_ops ops = { .pt = ptrx_pt, .pt_missing = ptrx_missing, .hello = ptrx_hello };
+	struct receiver *rx = calloc(1, sizeof(*rx));
+	struct tvp_hello h, other;
+	struct cap c;
+	struct pt_rx x = { &c, 0 };
+	char *out = outdir("ptfirst");
+	char path[4200], first[CAP_DIR_MAX];
+	uint8_t dg[TVP_MAX_DATAGRAM], *file, want[3000];
+	size_t flen;
+	struct stat sb;
+	struct jval *meta;
+	const struct jval *pt;
+	struct tvt_reader r;
+	struct tvt_chunk ch;
+	uint64_t pt_at = 0;
+	unsigned chunks = 0;
+	int n;
+
+	(void)state;
+	assert_non_null(rx);
+	recv_init(rx, &ops, &x, 0);
+	assert_int_equal(cap_init(&c, out, 0x77, "10.0.0.2:7", 5), 0);
+	/* Two PT datagrams of CPU 2, FIRST at 0: delivered, the capture begins. */
+	assert_int_equal(ptrx_feed(rx, 0, 1000, TVP_PT_F_FIRST), 0);
+	assert_int_equal(ptrx_feed(rx, 1000, 1000, 0), 0);
+	assert_non_null(strstr(c.dir, "/unknown-0000000000000077"));
+	assert_false(c.have_hello);
+	snprintf(first, sizeof(first), "%s", c.dir);
+	snprintf(path, sizeof(path), "%s/cpu2.pt", first);
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(sb.st_size, 2000);
+	/* The HELLO: the same directory, now with the machine's name. */
+	hello_fill(&h, "pt box");
+	h.cpu_count = 4;
+	h.source = TV_SOURCE_PT;
+	h.caps |= TVP_CAP_PT_STREAM;
+	n = proto_encode_hello(dg, sizeof(dg), 0x77, &h);
+	assert_true(n > 0);
+	assert_int_equal(recv_feed(rx, dg, (size_t)n, 1), 0);
+	assert_true(c.have_hello);
+	assert_non_null(strstr(c.dir, "/pt_box-0000000000000077"));
+	assert_int_not_equal(stat(first, &sb), 0);          /* moved, not copied */
+	assert_int_equal(dir_entries(out), 1);
+	/* A later HELLO with another name changes nothing. */
+	hello_fill(&other, "other");
+	assert_int_equal(cap_set_hello(&c, &other), 0);
+	assert_non_null(strstr(c.dir, "/pt_box-0000000000000077"));
+	assert_int_equal(cap_set_hello(&c, &h), 0);
+	/* More of CPU 2 (its file was open across the rename), a new CPU. */
+	assert_int_equal(ptrx_feed(rx, 2000, 1000, 0), 0);
+	assert_int_equal(cap_pt(&c, 3, 500, "abc", 3), 0);
+	assert_int_equal(recv_close(rx, 0x77), 0);
+	assert_int_equal(x.missing, 0);
+	assert_int_equal(cap_close(&c, 6), 0);
+	assert_int_equal(dir_entries(out), 1);
+
+	snprintf(path, sizeof(path), "%s/cpu2.pt", c.dir);
+	file = th_read_file(path, &flen);
+	assert_int_equal(flen, 3000);
+	for (uint64_t i = 0; i < 3000; i++)
+		want[i] = ptpat(i);
+	assert_memory_equal(file, want, 3000);
+	free(file);
+	snprintf(path, sizeof(path), "%s/cpu3.pt", c.dir);
+	file = th_read_file(path, &flen);
+	assert_int_equal(flen, 3);
+	free(file);
+	meta = parse_file(c.dir, "meta.json");
+	assert_string_equal(json_get(meta, "machine")->str, "pt box");
+	assert_true(json_get(meta, "hello_received")->b);
+	assert_true(json_get(meta, "complete")->b);
+	pt = json_get(json_get(meta, "files"), "pt");
+	assert_int_equal(pt->len, 2);
+	assert_string_equal(pt->items[0].str, "cpu2.pt");
+	assert_string_equal(pt->items[1].str, "cpu3.pt");
+	json_free(meta);
+	snprintf(path, sizeof(path), "%s/losses.json", c.dir);
+	assert_int_equal(stat(path, &sb), 0);
+	/* trace.tvt: every PT chunk at its offset; its header was written unnamed. */
+	snprintf(path, sizeof(path), "%s/trace.tvt", c.dir);
+	assert_int_equal(tvt_reader_open(&r, path), 0);
+	assert_string_equal(r.info.machine, "");
+	while (tvt_next_chunk(&r, &ch) == 1) {
+		if (ch.kind != TVT_KIND_PT || ch.cpu != 2)
+			continue;
+		assert_int_equal(ch.first, pt_at);
+		pt_at += ch.length;
+		chunks++;
+	}
+	assert_int_equal(pt_at, 3000);
+	assert_int_equal(chunks, 3);
+	tvt_reader_close(&r);
+	cap_free(&c);
+	free(rx);
+	free(out);
+}
+
+/* The renamed-to name is taken: ".1" like a new capture, the other one untouched. */
+static void test_pt_before_hello_name_taken(void **state)
+{
+	struct cap c;
+	struct tvp_hello h;
+	char *out = outdir("pttaken");
+	char path[4200];
+	struct stat sb;
+	FILE *f;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/m-0000000000000079", out);
+	assert_int_equal(mkdir(out, 0755), 0);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/m-0000000000000079/keep", out);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fclose(f);
+	assert_int_equal(cap_init(&c, out, 0x79, NULL, 0), 0);
+	assert_int_equal(cap_pt(&c, 0, 0, "xyz", 3), 0);
+	assert_non_null(strstr(c.dir, "/unknown-0000000000000079"));
+	hello_fill(&h, "m");
+	assert_int_equal(cap_set_hello(&c, &h), 0);
+	assert_non_null(strstr(c.dir, "/m-0000000000000079.1"));
+	assert_int_equal(cap_close(&c, 0), 0);
+	assert_int_equal(stat(path, &sb), 0);               /* the other one's file */
+	snprintf(path, sizeof(path), "%s/m-0000000000000079/cpu0.pt", out);
+	assert_int_not_equal(stat(path, &sb), 0);
+	snprintf(path, sizeof(path), "%s/cpu0.pt", c.dir);
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(sb.st_size, 3);
+	assert_int_equal(dir_entries(out), 2);
+	cap_free(&c);
+	/* A HELLO without a name: unknown-<session> stays. */
+	assert_int_equal(cap_init(&c, out, 0x7a, NULL, 0), 0);
+	assert_int_equal(cap_pt(&c, 0, 0, "xyz", 3), 0);
+	hello_fill(&h, "");
+	assert_int_equal(cap_set_hello(&c, &h), 0);
+	assert_non_null(strstr(c.dir, "/unknown-000000000000007a"));
+	assert_null(strstr(c.dir, ".1"));
+	assert_int_equal(cap_close(&c, 0), 0);
+	cap_free(&c);
+	free(out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -707,6 +881,8 @@ int main(void)
 		cmocka_unit_test(test_parse_cpus),
 		cmocka_unit_test(test_human),
 		cmocka_unit_test(test_pt_stream_in_order),
+		cmocka_unit_test(test_pt_before_hello),
+		cmocka_unit_test(test_pt_before_hello_name_taken),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
