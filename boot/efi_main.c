@@ -227,6 +227,7 @@ static void trace_setup_from_config(struct vmx_boot_params *p, const struct tv_c
 	p->trace.ring_kb = cfg->trace_buffer_kb;
 	p->trace.stop_after = cfg->trace_stop_after;
 	p->trace.filter = cfg->trace_filter;
+	p->trace.pt = cfg->trace_pt;
 	p->trace.start_addr = cfg->trace_start_address;
 	switch (cfg->trace_start) {
 	case TV_TRIG_BOOT:

@@ -27,6 +27,7 @@ void config_defaults(struct tv_config *cfg)
 	cfg->trace_stop_after = 0;
 	trace_filter_all(&cfg->trace_filter);
 	memset(cfg->trace_filter.ranges, 0, sizeof(cfg->trace_filter.ranges));
+	trace_pt_opts_default(&cfg->trace_pt);
 	cfg->trace_all_cpus = true;
 	memset(cfg->trace_cpus, 0, sizeof(cfg->trace_cpus));
 	cfg->nic = CONFIG_NIC_AUTO;
@@ -305,6 +306,75 @@ static int key_trace_stop_after(struct tv_config *cfg, const char *val, char *er
 		return -1;
 	}
 	cfg->trace_stop_after = n;
+	return 0;
+}
+
+/* One "name=N" of pt_options: N in 0..15 into *out; -1 when malformed. */
+static int pt_opt_num(const char *tok, size_t len, size_t name_len, uint8_t *out)
+{
+	unsigned n = 0;
+	size_t i = name_len + 1;
+
+	if (len <= i || tok[name_len] != '=' || len - i > 2)
+		return -1;
+	for (; i < len; i++) {
+		if (tok[i] < '0' || tok[i] > '9')
+			return -1;
+		n = n * 10 + (unsigned)(tok[i] - '0');
+	}
+	if (n > 15)
+		return -1;
+	*out = (uint8_t)n;
+	return 0;
+}
+
+/*
+ * pt_options = a comma-separated list: tsc | notsc, retc | noretc,
+ * mtc=N, cyc=N, psb=N (N 0..15, the IA32_RTIT_CTL encodings), or
+ * default.  Whether the CPU can is checked when a window opens.
+ */
+static int key_pt_options(struct tv_config *cfg, const char *val, char *err, size_t errlen)
+{
+	struct trace_pt_opts o;
+	const char *p = val;
+
+	trace_pt_opts_default(&o);
+	while (*p) {
+		size_t len = strcspn(p, ",");
+		int bad = 0;
+
+#define TOK(s) (len == sizeof(s) - 1 && !strncmp(p, s, len))
+		if (TOK("default"))
+			trace_pt_opts_default(&o);
+		else if (TOK("tsc"))
+			o.tsc = 1;
+		else if (TOK("notsc"))
+			o.tsc = 0;
+		else if (TOK("retc"))
+			o.dis_retc = 0;
+		else if (TOK("noretc"))
+			o.dis_retc = 1;
+		else if (len > 3 && !strncmp(p, "mtc", 3))
+			bad = pt_opt_num(p, len, 3, &o.mtc_freq), o.mtc = 1;
+		else if (len > 3 && !strncmp(p, "cyc", 3))
+			bad = pt_opt_num(p, len, 3, &o.cyc_thresh), o.cyc = 1;
+		else if (len > 3 && !strncmp(p, "psb", 3))
+			bad = pt_opt_num(p, len, 3, &o.psb_freq);
+		else
+			bad = 1;
+#undef TOK
+		if (bad || !len) {
+			snprintf(err, errlen, "pt_options: '%.*s' is not tsc, notsc, retc, noretc, mtc=N, cyc=N, psb=N (N 0..15) or default",
+				 (int)len, p);
+			return -1;
+		}
+		p += len;
+		if (*p == ',' && !*++p) {
+			snprintf(err, errlen, "pt_options: empty item after ','");
+			return -1;
+		}
+	}
+	cfg->trace_pt = o;
 	return 0;
 }
 
@@ -738,6 +808,7 @@ static const struct config_key {
 	{ "trace_start", key_trace_start },
 	{ "trace_stop_after", key_trace_stop_after },
 	{ "trace_cpl", key_trace_cpl },
+	{ "pt_options", key_pt_options },
 	{ "trace_cr3", key_trace_cr3 },
 	{ "trace_ip", key_trace_ip },
 	{ "trace_cpus", key_trace_cpus },
@@ -953,6 +1024,20 @@ void config_log(const struct tv_config *cfg)
 		 cfg->trace_filter.cpl == TRACE_CPL_USER ? "user" : "all",
 		 (unsigned long long)cfg->trace_filter.cr3, cfg->trace_filter.nranges,
 		 cfg->trace_all_cpus ? "all" : "list");
+	{
+		const struct trace_pt_opts *o = &cfg->trace_pt;
+		char pt[64];
+		int n = snprintf(pt, sizeof(pt), "%s,%s", o->tsc ? "tsc" : "notsc",
+				 o->dis_retc ? "noretc" : "retc");
+
+		if (o->mtc && n > 0 && (size_t)n < sizeof(pt))
+			n += snprintf(pt + n, sizeof(pt) - (size_t)n, ",mtc=%u", o->mtc_freq);
+		if (o->cyc && n > 0 && (size_t)n < sizeof(pt))
+			n += snprintf(pt + n, sizeof(pt) - (size_t)n, ",cyc=%u", o->cyc_thresh);
+		if (o->psb_freq && n > 0 && (size_t)n < sizeof(pt))
+			snprintf(pt + n, sizeof(pt) - (size_t)n, ",psb=%u", o->psb_freq);
+		log_info("config: pt_options=%s", pt);
+	}
 	{
 		char ip[24] = "dhcp";
 

@@ -49,6 +49,7 @@ struct tv_config {
 	uint32_t trace_buffer_kb;      /* per CPU, power of two */
 	uint64_t trace_stop_after;     /* branch records per window, 0 = unlimited */
 	struct trace_filter trace_filter; /* cpl, cr3 (0 = any), IP ranges */
+	struct trace_pt_opts trace_pt;  /* pt_options: PT packet options */
 	bool trace_all_cpus;           /* trace_cpus = all */
 	uint32_t trace_cpus[CONFIG_TRACE_CPUS_MAX / 32]; /* bit n: CPU index n */
 

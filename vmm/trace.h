@@ -44,6 +44,26 @@ struct trace_filter {
 	struct trace_range ranges[TRACE_MAX_RANGES];
 };
 
+/*
+ * Intel PT packet options beyond branches (config key pt_options,
+ * docs/CONFIG.md; vmm/trace_pt.h struct pt_options): each is checked
+ * against the CPU's leaf 14H when a window opens, never dropped.
+ */
+struct trace_pt_opts {
+	uint8_t tsc;              /* TSCEn (default on) */
+	uint8_t dis_retc;         /* DisRETC: no RET compression */
+	uint8_t mtc, mtc_freq;    /* MTCEn, MTCFreq 0..15 */
+	uint8_t cyc, cyc_thresh;  /* CYCEn, CycThresh 0..15 */
+	uint8_t psb_freq;         /* PSBFreq 0..15 (0: the reset value) */
+	uint8_t reserved;
+};
+
+/* trace_pt_opts_default - TSC packets on, everything else off. */
+static inline void trace_pt_opts_default(struct trace_pt_opts *o)
+{
+	*o = (struct trace_pt_opts){ .tsc = 1 };
+}
+
 /* trace_filter_all - a filter that passes everything. */
 static inline void trace_filter_all(struct trace_filter *f)
 {

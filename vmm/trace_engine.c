@@ -558,6 +558,13 @@ static int pt_window_setup(struct per_cpu *cpu)
 	}
 	pt_options_default(&o);
 	o.filter = *cpu_filter(t);
+	o.tsc_en = setup.pt.tsc;
+	o.dis_retc = setup.pt.dis_retc;
+	o.mtc_en = setup.pt.mtc;
+	o.mtc_freq = setup.pt.mtc_freq;
+	o.cyc_en = setup.pt.cyc;
+	o.cyc_thresh = setup.pt.cyc_thresh;
+	o.psb_freq = setup.pt.psb_freq;
 	rc = pt_rtit_ctl(&t->pt_caps, &o, &rtit, why, sizeof(why));
 	if (!rc)
 		rc = pt_arm(&t->pt, &rtit, &t->pt_guest_ctl);

@@ -102,6 +102,7 @@ struct trace_setup {
 	uint64_t stop_after;      /* branch records per window, 0 = no limit */
 	uint64_t start_addr;      /* TV_TRIG_ADDRESS: guest-physical address */
 	struct trace_filter filter;
+	struct trace_pt_opts pt;  /* source = pt: packet options */
 };
 
 /* Per-CPU engine state, inside struct per_cpu. */

@@ -375,6 +375,39 @@ static void test_trace_start(void **state)
 	assert_int_equal(cfg.trace_start_address, 0);
 }
 
+/* pt_options: the list, each item's range, a bad item named, the default. */
+static void test_pt_options(void **state)
+{
+	static const char *const bad[] = {
+		"pt_options = mtc\n", "pt_options = mtc=16\n", "pt_options = cyc=x\n",
+		"pt_options = psb=123\n", "pt_options = tsc,,retc\n", "pt_options = tsc,\n",
+		"pt_options = fast\n", "pt_options = mtc=-1\n",
+	};
+
+	(void)state;
+	assert_int_equal(parse(""), 0);
+	assert_int_equal(cfg.trace_pt.tsc, 1);
+	assert_int_equal(cfg.trace_pt.dis_retc + cfg.trace_pt.mtc + cfg.trace_pt.cyc + cfg.trace_pt.psb_freq, 0);
+	assert_int_equal(parse("pt_options = notsc,noretc,mtc=3,cyc=0,psb=15\n"), 0);
+	assert_int_equal(cfg.trace_pt.tsc, 0);
+	assert_int_equal(cfg.trace_pt.dis_retc, 1);
+	assert_int_equal(cfg.trace_pt.mtc, 1);
+	assert_int_equal(cfg.trace_pt.mtc_freq, 3);
+	assert_int_equal(cfg.trace_pt.cyc, 1);
+	assert_int_equal(cfg.trace_pt.cyc_thresh, 0);
+	assert_int_equal(cfg.trace_pt.psb_freq, 15);
+	assert_int_equal(parse("pt_options = mtc=9,default,retc\n"), 0);
+	assert_int_equal(cfg.trace_pt.tsc, 1);
+	assert_int_equal(cfg.trace_pt.mtc, 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(parse(bad[i]), 1);
+		assert_one_error(1, "pt_options:");
+		assert_int_equal(cfg.trace_pt.tsc, 1);    /* left at the default */
+	}
+	assert_int_equal(parse("pt_options = fast\n"), 1);
+	assert_one_error(1, "'fast' is not");
+}
+
 static void test_trace_stop_after_cpl_cr3(void **state)
 {
 	(void)state;
@@ -1086,6 +1119,7 @@ int main(void)
 		cmocka_unit_test(test_trace_buffer_kb),
 		cmocka_unit_test(test_trace_start),
 		cmocka_unit_test(test_trace_stop_after_cpl_cr3),
+		cmocka_unit_test(test_pt_options),
 		cmocka_unit_test(test_trace_ip_ranges),
 		cmocka_unit_test(test_trace_cpus),
 		cmocka_unit_test(test_trace_keys_bad_values),

@@ -56,6 +56,7 @@ static void engine(uint8_t source, uint8_t start, uint64_t stop_after)
 	s.ring_kb = 16;
 	s.stop_after = stop_after;
 	trace_filter_all(&s.filter);
+	trace_pt_opts_default(&s.pt);
 	trace_engine_init(&s, read_phys, NULL, on_window);
 }
 

@@ -98,6 +98,7 @@ static void engine(uint8_t source, uint8_t start, uint64_t stop_after, uint32_t 
 	s.stop_after = stop_after;
 	trace_filter_all(&s.filter);
 	s.filter.cpl = cpl;
+	trace_pt_opts_default(&s.pt);
 	trace_engine_init(&s, read_phys, NULL, on_window);
 	trace_msr_configure((enum tv_source)source);
 }
@@ -1143,6 +1144,35 @@ static void test_pt_filter_refused(void **state)
 	assert_int_equal(vmcs(VMCS_GUEST_IA32_RTIT_CTL), PT_CTL_WANT & ~(1ull << 3));   /* OS only */
 }
 
+/* pt_options reach IA32_RTIT_CTL exactly, and what leaf 14H lacks is refused. */
+static void test_pt_options(void **state)
+{
+	struct trace_setup s;
+
+	(void)state;
+	pt_engine(true);
+	memset(&s, 0, sizeof(s));
+	s.source = TV_SOURCE_PT;
+	s.overflow = TV_OVERFLOW_STOP;
+	s.start = TV_TRIG_HYPERCALL;
+	s.ring_kb = 16;
+	trace_filter_all(&s.filter);
+	/* Kaby Lake R: MTC periods 0x249 (0, 3, 6, 9), CYC 0x3fff, PSB 0x3f */
+	s.pt = (struct trace_pt_opts){ .tsc = 0, .dis_retc = 1, .mtc = 1, .mtc_freq = 3,
+				       .cyc = 1, .cyc_thresh = 2, .psb_freq = 5 };
+	trace_engine_init(&s, read_phys, NULL, on_window);
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_RTIT_CTL),
+			 (PT_CTL_WANT & ~(1ull << 10)) | 1ull << 11 | 1ull << 9 | 3ull << 14 |
+			 1ull << 1 | 2ull << 19 | 5ull << 24);
+	assert_int_equal(vmcall(TV_HC_TRACE_STOP), TV_HC_OK);
+	s.pt.mtc_freq = 1;
+	trace_engine_init(&s, read_phys, NULL, on_window);
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_ENOSYS);
+	assert_non_null(strstr(logbuf, "pt window not opened: "));
+	assert_non_null(strstr(logbuf, "mtc_freq 1"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1174,6 +1204,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pt_byte_ring_full, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pt_refused_without_controls, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pt_filter_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pt_options, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
