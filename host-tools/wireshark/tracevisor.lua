@@ -68,6 +68,7 @@ local f = {
 	count = ProtoField.uint16("tracevisor.data.count", "Records"),
 	f_base = ProtoField.bool("tracevisor.data.base", "BASE", 16, nil, 0x0001),
 	f_retx = ProtoField.bool("tracevisor.data.retransmit", "RETRANSMIT", 16, nil, 0x0002),
+	f_first = ProtoField.bool("tracevisor.data.first", "FIRST", 16, nil, 0x0004),
 	rec_type = ProtoField.uint8("tracevisor.rec.type", "Record type", base.DEC, REC_TYPES),
 	rec_size = ProtoField.uint16("tracevisor.rec.size", "Record size"),
 	rec_seq = ProtoField.uint64("tracevisor.rec.seq", "Record seq"),
@@ -76,6 +77,9 @@ local f = {
 
 	pt_offset = ProtoField.uint64("tracevisor.pt.offset", "PT offset"),
 	pt_len = ProtoField.uint32("tracevisor.pt.len", "PT bytes"),
+	-- PT flags: DATA's bits 1 and 2 (bit 0, BASE, has no use for PT and stays 0)
+	pt_retx = ProtoField.bool("tracevisor.pt.retransmit", "RETRANSMIT", 16, nil, 0x0002),
+	pt_first = ProtoField.bool("tracevisor.pt.first", "FIRST", 16, nil, 0x0004),
 
 	cum = ProtoField.uint64("tracevisor.ack.cum", "Cumulative"),
 	highest = ProtoField.uint64("tracevisor.ack.highest", "Highest"),
@@ -221,7 +225,10 @@ local function dissect_body(ty, tvb, tree, pinfo, len, info)
 	elseif ty == 4 then -- PT
 		tree:add_le(f.pt_offset, tvb(o, 8))
 		tree:add(f.pt_len, tvb(o + 16, len - o - 16), len - o - 16)
-		return string.format("offset %s, %d bytes", u64s(tvb, o), len - o - 16)
+		local fl = tvb(18, 2):le_uint()
+		return string.format("offset %s, %d bytes%s%s", u64s(tvb, o), len - o - 16,
+			bit32.band(fl, 0x0004) ~= 0 and ", FIRST" or "",
+			bit32.band(fl, 0x0002) ~= 0 and ", RETRANSMIT" or "")
 	elseif ty == 5 then -- ACK
 		local n = tvb(o + 16, 2):le_uint()
 		tree:add_le(f.cum, tvb(o, 8))
@@ -329,6 +336,10 @@ function p.dissector(tvb, pinfo, root)
 	if ty == 3 then
 		ft:add_le(f.f_base, tvb(18, 2))
 		ft:add_le(f.f_retx, tvb(18, 2))
+		ft:add_le(f.f_first, tvb(18, 2))
+	elseif ty == 4 then
+		ft:add_le(f.pt_retx, tvb(18, 2))
+		ft:add_le(f.pt_first, tvb(18, 2))
 	end
 	local ci = tree:add_le(f.crc, tvb(20, 4))
 	local good = crc32(tvb:bytes(), len) == tvb(20, 4):le_uint()

@@ -4,8 +4,10 @@
 # records itself: the impairment relay writes every datagram it delivers
 # between the fake machine and `tracevisor record` (an overwriting ring
 # and 10% drop, so LOSS and NACK ranges occur; --start with a key, so
-# CONTROL and CONTROL_REPLY occur).  Every message type the run produced
-# is decoded with the right fields, and every CRC checks out.
+# CONTROL and CONTROL_REPLY occur; 30000 PT bytes, about 24 PT datagrams,
+# so a drop among them gives NACK ranges on every run).  Every message
+# type the run produced is decoded with the right fields, the PT FIRST
+# flag on the stream's first datagram, and every CRC checks out.
 set -uo pipefail
 . "$(dirname "$0")/../net/lib.sh"
 net_enter "$@"
@@ -31,7 +33,7 @@ relay=$NET_LAST
 sleep 0.2
 # --linger 3: the receiver resends START every 0.5 s until the reply gets
 # through the lossy relay; the machine must still be there to answer.
-timeout 120 "$TV_FAKE" send --to "127.0.0.1:$rport" "${args[@]}" --key-hex "$key" --pt 3000 --linger 3 \
+timeout 120 "$TV_FAKE" send --to "127.0.0.1:$rport" "${args[@]}" --key-hex "$key" --pt 30000 --linger 3 \
 	--pause-ms 20 >"$NET_WORK/send.log" 2>&1
 kill -INT "$relay"
 net_wait_pid "$relay" 10
@@ -42,7 +44,7 @@ fields=(-e tracevisor.type -e tracevisor.session -e tracevisor.cpu -e tracevisor
 	-e tracevisor.hello.machine -e tracevisor.data.first_seq -e tracevisor.data.count
 	-e tracevisor.ack.cum -e tracevisor.ack.nranges -e tracevisor.hb.produced
 	-e tracevisor.loss.count -e tracevisor.ctl.op -e tracevisor.reply.status
-	-e tracevisor.hello_ack.seq -e tracevisor.pt.offset)
+	-e tracevisor.hello_ack.seq -e tracevisor.pt.offset -e tracevisor.pt.first)
 HOME=$NET_WORK timeout 120 tshark -n -X "lua_script:$lua" -r "$NET_WORK/run.pcap" -T fields \
 	-E separator=/t -E occurrence=f "${fields[@]}" >"$NET_WORK/fields.txt" 2>"$NET_WORK/tshark.log"
 trc=$?
@@ -76,6 +78,14 @@ check "DATA with cpu, first seq and count" 3 7 '^[1-9][0-9]*$'
 check "ACK with a cumulative ack" 5 8 '^[0-9]+$'
 check "ACK with NACK ranges" 5 9 '^[1-9]'
 check "PT with its stream offset" 4 15 '^[0-9]+$'
+# The PT stream's first datagram carries FIRST (the receiver acked the
+# stream, so it came through the relay), and only that one.
+n=$(awk -F'\t' '$1 == 4 && $16 == "1" { print $15 }' "$NET_WORK/fields.txt" | sort -u | tr '\n' ' ')
+if [ "$n" = "0 " ]; then
+	tv_ok "$T: PT FIRST flag decoded, on offset 0 only"
+else
+	tv_fail "$T: PT FIRST flag decoded, on offset 0 only" "offsets with FIRST: '$n'"
+fi
 check "HEARTBEAT with counters" 6 10 '^[0-9]+$'
 check "LOSS with a count" 7 11 '^[1-9]'
 check "CONTROL START" 8 12 '^1$'
