@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "boot/chainload.h"
+#include "boot/ebs_hook.h"
 #include "boot/efi_util.h"
 #include "boot/vmx_boot.h"
 #include "boot/libc_glue.h"
@@ -233,11 +234,11 @@ static void trace_setup_from_config(struct vmx_boot_params *p, const struct tv_c
 	case TV_TRIG_BOOT:
 	case TV_TRIG_HYPERCALL:
 	case TV_TRIG_ADDRESS:
+	case TV_TRIG_EXIT_BOOT_SERVICES:
 		p->trace.start = cfg->trace_start;
 		break;
 	default:
-		log_err("trace: trace_start=%s is not implemented yet; windows open by hypercall",
-			cfg->trace_start == TV_TRIG_KERNEL_ENTRY ? "kernel_entry" : "exit_boot_services");
+		log_err("trace: trace_start=kernel_entry is not implemented yet (address:0xADDR takes a known entry); windows open by hypercall");
 		p->trace.start = TV_TRIG_HYPERCALL;
 		break;
 	}
@@ -340,6 +341,8 @@ static void virtualize(const struct cpu_caps *caps, const struct tv_config *cfg,
 	net_for_resident(&p, cfg, nic, tsc_hz);
 	if (vmx_boot(&p))
 		log_warn("vmx: booting unvirtualized");
+	else if (p.trace.source != TV_SOURCE_NONE && p.trace.start == TV_TRIG_EXIT_BOOT_SERVICES)
+		ebs_hook_install();
 }
 
 /* The TSC rate, measured against the firmware's Stall() (20 ms). */

@@ -82,6 +82,9 @@ enum exit_action exit_vmcall(struct exit_ctx *ctx)
 		memcpy(label + 8, &rdx, 8);
 		status = hooks && hooks->marker ? hooks->marker(ctx->cpu, rbx, label) : TV_HC_ENOSYS;
 		break;
+	case TV_HC_EVENT:
+		status = hooks && hooks->event ? hooks->event(ctx->cpu, rbx) : TV_HC_ENOSYS;
+		break;
 	case TV_HC_SEAL:
 		if (hypercall_sealed()) {
 			status = TV_HC_EINVAL;

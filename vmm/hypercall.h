@@ -29,6 +29,11 @@
  *                      of label text, little-endian: byte i of the label
  *                      is byte i of RCX for i < 8, byte i - 8 of RDX for
  *                      i >= 8 (not NUL-terminated when all 16 are used)
+ *   TV_HC_EVENT        RBX = enum tv_hc_event: a boot event happened on
+ *                      this CPU (tracevisor's own ExitBootServices hook
+ *                      makes it); opens the window when trace_start names
+ *                      that event, else changes nothing (TV_HC_OK);
+ *                      TV_HC_EINVAL for an unknown event (ABI 2)
  *
  * Errors: TV_HC_EINVAL  unknown function number
  *         TV_HC_ENOSYS  no tracing backend configured (no hook registered)
@@ -46,7 +51,7 @@
 #include <stdint.h>
 
 /* Bumped whenever a function is added or a register's meaning changes. */
-#define TV_HC_ABI_VERSION 1
+#define TV_HC_ABI_VERSION 2
 
 /* "TRVS" in memory order: RBX of TV_HC_PROBE. */
 #define TV_HC_PROBE_MAGIC 0x53565254u
@@ -61,6 +66,7 @@ enum tv_hc_function {
 	TV_HC_TRACE_START = 1,
 	TV_HC_TRACE_STOP = 2,
 	TV_HC_MARKER = 3,
+	TV_HC_EVENT = 4,
 	/*
 	 * Boot-time only, used by tracevisor's own boot code before it hands
 	 * the machine to the OS loader; once sealed both return TV_HC_EINVAL,
@@ -72,6 +78,11 @@ enum tv_hc_function {
 	 */
 	TV_HC_DEVIRT = 0x100,
 	TV_HC_SEAL = 0x101,
+};
+
+/* RBX of TV_HC_EVENT. */
+enum tv_hc_event {
+	TV_HC_EVENT_EXIT_BOOT_SERVICES = 1,   /* the OS loader called ExitBootServices */
 };
 
 /* Status codes in RAX (the Linux errno numbers, negated). */
@@ -97,6 +108,7 @@ struct hypercall_hooks {
 	int (*trace_start)(struct per_cpu *cpu, uint64_t flags);
 	int (*trace_stop)(struct per_cpu *cpu);
 	int (*marker)(struct per_cpu *cpu, uint64_t id, const char label[TV_HC_LABEL_LEN]);
+	int (*event)(struct per_cpu *cpu, uint64_t event);
 };
 
 /*

@@ -67,10 +67,30 @@ static int hc_marker(struct per_cpu *cpu, uint64_t id, const char label[TV_HC_LA
 	return TV_HC_OK;
 }
 
+/*
+ * A boot event from tracevisor's own hook in the firmware (boot/ebs_hook.c):
+ * the window opens here when trace_start names the event.  Any CPL 0 code
+ * could make the call; the worst it can do is open a window early, which
+ * TV_HC_TRACE_START allows anyway.
+ */
+static uint64_t guest_linear_ip(void);
+
+static int hc_event(struct per_cpu *cpu, uint64_t event)
+{
+	if (event != TV_HC_EVENT_EXIT_BOOT_SERVICES)
+		return TV_HC_EINVAL;
+	log_info("trace: cpu %u: ExitBootServices called at %#llx", cpu->index,
+		 (unsigned long long)guest_linear_ip());
+	if (setup.start != TV_TRIG_EXIT_BOOT_SERVICES)
+		return TV_HC_OK;
+	return trace_start(cpu, TV_TRIG_EXIT_BOOT_SERVICES);
+}
+
 static const struct hypercall_hooks hooks = {
 	.trace_start = hc_start,
 	.trace_stop = hc_stop,
 	.marker = hc_marker,
+	.event = hc_event,
 };
 
 void trace_engine_init(const struct trace_setup *s, gmem_read_phys_fn read_phys,

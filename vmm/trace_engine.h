@@ -96,7 +96,7 @@ struct page_pool;
 struct trace_setup {
 	uint8_t source;           /* enum tv_source; TV_SOURCE_NONE = no tracing */
 	uint8_t overflow;         /* enum tv_overflow */
-	uint8_t start;            /* TV_TRIG_BOOT, TV_TRIG_HYPERCALL or TV_TRIG_ADDRESS */
+	uint8_t start;            /* TV_TRIG_BOOT, _HYPERCALL, _ADDRESS or _EXIT_BOOT_SERVICES */
 	uint8_t reserved;
 	uint32_t ring_kb;         /* per CPU */
 	uint64_t stop_after;      /* branch records per window, 0 = no limit */

@@ -68,9 +68,9 @@ static enum exit_action vmcall(uint64_t rax, uint64_t rbx, uint64_t rcx, uint64_
 /* --- hooks that record their arguments ---------------------------------------- */
 
 static struct {
-	int starts, stops, markers;
+	int starts, stops, markers, events;
 	struct per_cpu *cpu;
-	uint64_t flags, id;
+	uint64_t flags, id, event;
 	char label[TV_HC_LABEL_LEN];
 	int ret;
 } rec;
@@ -99,10 +99,19 @@ static int rec_marker(struct per_cpu *c, uint64_t id, const char label[TV_HC_LAB
 	return rec.ret;
 }
 
+static int rec_event(struct per_cpu *c, uint64_t event)
+{
+	rec.events++;
+	rec.cpu = c;
+	rec.event = event;
+	return rec.ret;
+}
+
 static const struct hypercall_hooks rec_hooks = {
 	.trace_start = rec_start,
 	.trace_stop = rec_stop,
 	.marker = rec_marker,
+	.event = rec_event,
 };
 
 /* --- tests ------------------------------------------------------------------------ */
@@ -212,11 +221,36 @@ static void test_hooks_called_with_arguments(void **state)
 	assert_int_equal(vm_get(VMCS_GUEST_RIP), GUEST_RIP + 4 * 3);
 }
 
+/*
+ * TV_HC_EVENT (the ExitBootServices thunk): the event in RBX reaches the
+ * hook, and RCX/RDX (the firmware call's arguments) are left alone.
+ */
+static void test_event_keeps_arguments(void **state)
+{
+	(void)state;
+	memset(&rec, 0, sizeof(rec));
+	hypercall_set_hooks(&rec_hooks);
+	vmcall(TV_HC_EVENT, TV_HC_EVENT_EXIT_BOOT_SERVICES, 0x1111222233334444ull, 0x5555666677778888ull);
+	assert_int_equal(rec.events, 1);
+	assert_ptr_equal(rec.cpu, &cpu);
+	assert_int_equal(rec.event, TV_HC_EVENT_EXIT_BOOT_SERVICES);
+	assert_int_equal(regs.rax, 0);
+	assert_int_equal(regs.rbx, TV_HC_EVENT_EXIT_BOOT_SERVICES);
+	assert_int_equal(regs.rcx, 0x1111222233334444ull);
+	assert_int_equal(regs.rdx, 0x5555666677778888ull);
+	rec.ret = TV_HC_EINVAL;
+	vmcall(TV_HC_EVENT, 77, 0, 0);
+	assert_int_equal((int64_t)regs.rax, TV_HC_EINVAL);
+	hypercall_set_hooks(NULL);
+	vmcall(TV_HC_EVENT, TV_HC_EVENT_EXIT_BOOT_SERVICES, 0, 0);
+	assert_int_equal((int64_t)regs.rax, TV_HC_ENOSYS);
+}
+
 static void test_unknown_function_einval(void **state)
 {
 	(void)state;
 	hypercall_set_hooks(&rec_hooks);
-	vmcall(4, 0, 0, 0);
+	vmcall(5, 0, 0, 0);
 	assert_int_equal((int64_t)regs.rax, TV_HC_EINVAL);
 	vmcall(0x100000000ull, 0, 0, 0);  /* in 64-bit mode all of RAX counts */
 	assert_int_equal((int64_t)regs.rax, TV_HC_EINVAL);
@@ -377,6 +411,7 @@ int main(void)
 		cmocka_unit_test_setup(test_probe, setup),
 		cmocka_unit_test_setup(test_no_backend_enosys, setup),
 		cmocka_unit_test_setup(test_hooks_called_with_arguments, setup),
+		cmocka_unit_test_setup(test_event_keeps_arguments, setup),
 		cmocka_unit_test_setup(test_unknown_function_einval, setup),
 		cmocka_unit_test_setup(test_32bit_caller, setup),
 		cmocka_unit_test_setup(test_real_mode_caller_is_cpl0, setup),

@@ -307,6 +307,50 @@ static void test_boot_trigger(void **state)
 	assert_int_equal(ev[0].u.startstop.trigger, TV_TRIG_BOOT);
 }
 
+/*
+ * trace_start = exit_boot_services: the thunk's TV_HC_EVENT opens the
+ * window (trigger exit-boot-services) and MTF steps from the next
+ * instruction; with another trace_start the event only logs; an unknown
+ * event is refused.
+ */
+static void test_exit_boot_services_trigger(void **state)
+{
+	struct trace_event ev[4];
+
+	(void)state;
+	engine(TV_SOURCE_MTF, TV_TRIG_HYPERCALL, 0);
+	regs.rbx = TV_HC_EVENT_EXIT_BOOT_SERVICES;
+	regs.rax = TV_HC_EVENT;
+	hw_fake_vmcs_set(VMCS_EXIT_REASON, EXIT_REASON_VMCALL);
+	hw_fake_vmcs_set(VMCS_EXIT_INSTRUCTION_LEN, 3);
+	assert_int_equal(vmx_exit_dispatch(&cpu, &regs), EXIT_RESUME);
+	assert_int_equal((int32_t)regs.rax, TV_HC_OK);
+	assert_false(cpu.trace.active);
+
+	engine(TV_SOURCE_MTF, TV_TRIG_EXIT_BOOT_SERVICES, 0);
+	hw_fake_vmcs_set(VMCS_GUEST_RIP, 0x1000);
+	regs.rbx = TV_HC_EVENT_EXIT_BOOT_SERVICES;
+	regs.rax = TV_HC_EVENT;
+	assert_int_equal(vmx_exit_dispatch(&cpu, &regs), EXIT_RESUME);
+	assert_int_equal((int32_t)regs.rax, TV_HC_OK);
+	assert_true(cpu.trace.active);
+	assert_true(mtf_in_vmcs());
+	assert_int_equal(events(ev, 4), 1);
+	assert_int_equal(ev[0].type, TV_REC_START);
+	assert_int_equal(ev[0].u.startstop.trigger, TV_TRIG_EXIT_BOOT_SERVICES);
+	assert_int_equal(ev[0].u.startstop.rip, 0x1000);
+	/* a second call (a stale map key makes loaders retry): the window stays */
+	regs.rbx = TV_HC_EVENT_EXIT_BOOT_SERVICES;
+	regs.rax = TV_HC_EVENT;
+	assert_int_equal(vmx_exit_dispatch(&cpu, &regs), EXIT_RESUME);
+	assert_int_equal((int32_t)regs.rax, TV_HC_EBUSY);
+	assert_int_equal(cpu.trace.windows, 1);
+	regs.rbx = 9;
+	regs.rax = TV_HC_EVENT;
+	assert_int_equal(vmx_exit_dispatch(&cpu, &regs), EXIT_RESUME);
+	assert_int_equal((int32_t)regs.rax, TV_HC_EINVAL);
+}
+
 static void test_wait_for_sipi_records_nothing(void **state)
 {
 	struct trace_event ev[4];
@@ -450,6 +494,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_marker_and_limits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_boot_trigger, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_exit_boot_services_trigger, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wait_for_sipi_records_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_requests_from_another_cpu, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_filter_request, setup, teardown),
