@@ -333,6 +333,7 @@ static void virtualize(const struct cpu_caps *caps, const struct tv_config *cfg,
 	p.tsc_hz = tsc_hz;
 	p.heartbeat_s = cfg->heartbeat_s;
 	p.poll_us = cfg->poll_us;
+	p.pt_drain_us = cfg->pt_drain_us;
 	for (uint32_t i = 0; i < cfg->npci_hide; i++)
 		if (pci_hide_add(cfg->pci_hide[i].bus, cfg->pci_hide[i].dev, cfg->pci_hide[i].fn))
 			log_err("pci: cannot hide %02x:%02x.%x: list full", cfg->pci_hide[i].bus,

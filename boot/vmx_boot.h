@@ -21,6 +21,7 @@ struct vmx_boot_params {
 	uint64_t tsc_hz;             /* measured at boot */
 	uint32_t heartbeat_s;        /* config: 0 = off */
 	uint32_t poll_us;            /* config: period of the poll hook (hv_set_poll_hook) */
+	uint32_t pt_drain_us;        /* config: source = pt drain tick, 0 = off */
 	struct trace_setup trace;    /* what to trace; ring_kb per CPU */
 	bool trace_cpu_all;          /* every CPU gets a ring, else trace_cpus */
 	uint32_t trace_cpus[8];      /* bit n: CPU index n traces */

@@ -40,6 +40,7 @@ void config_defaults(struct tv_config *cfg)
 	cfg->control_key_len = 0;
 	strcpy(cfg->machine, "tracevisor");
 	cfg->poll_us = PREEMPT_POLL_US_DEFAULT;
+	cfg->pt_drain_us = CONFIG_PT_DRAIN_US_DEFAULT;
 	cfg->npci_hide = 0;
 }
 
@@ -756,6 +757,19 @@ static int key_poll_us(struct tv_config *cfg, const char *val, char *err, size_t
 	return 0;
 }
 
+static int key_pt_drain_us(struct tv_config *cfg, const char *val, char *err, size_t errlen)
+{
+	uint64_t us;
+
+	if (parse_u64(val, &us) || (us && (us < PREEMPT_POLL_US_MIN || us > PREEMPT_POLL_US_MAX))) {
+		snprintf(err, errlen, "pt_drain_us must be 0 (off) or %u..%u microseconds",
+			 PREEMPT_POLL_US_MIN, PREEMPT_POLL_US_MAX);
+		return -1;
+	}
+	cfg->pt_drain_us = (uint32_t)us;
+	return 0;
+}
+
 static int key_pci_hide(struct tv_config *cfg, const char *val, char *err, size_t errlen)
 {
 	struct pci_bdf f[CONFIG_PCI_HIDE_MAX];
@@ -821,6 +835,7 @@ static const struct config_key {
 	{ "control_key", key_control_key },
 	{ "machine", key_machine },
 	{ "poll_us", key_poll_us },
+	{ "pt_drain_us", key_pt_drain_us },
 	{ "pci_hide", key_pci_hide },
 };
 
@@ -1036,7 +1051,7 @@ void config_log(const struct tv_config *cfg)
 			n += snprintf(pt + n, sizeof(pt) - (size_t)n, ",cyc=%u", o->cyc_thresh);
 		if (o->psb_freq && n > 0 && (size_t)n < sizeof(pt))
 			snprintf(pt + n, sizeof(pt) - (size_t)n, ",psb=%u", o->psb_freq);
-		log_info("config: pt_options=%s", pt);
+		log_info("config: pt_options=%s pt_drain_us=%u", pt, cfg->pt_drain_us);
 	}
 	{
 		char ip[24] = "dhcp";

@@ -144,7 +144,7 @@ void vcpu_periodic(struct per_cpu *cpu)
 	bool timer = (cpu->pin & PIN_PREEMPTION_TIMER) != 0;
 	uint64_t now;
 
-	if (!cpu->poll_period_tsc && (!timer || !cpu->timer_period_tsc))
+	if (!cpu->poll_period_tsc && (!timer || (!cpu->timer_period_tsc && !cpu->drain_period_tsc)))
 		return;
 	now = hw_rdtsc();
 	preempt_poll(cpu, now);
@@ -156,6 +156,12 @@ void vcpu_periodic(struct per_cpu *cpu)
 		/* Far behind (a long stop): skip the missed beats. */
 		if ((int64_t)(now - cpu->next_beat_tsc) >= 0)
 			cpu->next_beat_tsc = now + cpu->timer_period_tsc;
+	}
+	/* The drain tick: this exit was the point (trace_before_entry drains). */
+	if (cpu->drain_period_tsc && (int64_t)(now - cpu->next_drain_tsc) >= 0) {
+		cpu->next_drain_tsc += cpu->drain_period_tsc;
+		if ((int64_t)(now - cpu->next_drain_tsc) >= 0)
+			cpu->next_drain_tsc = now + cpu->drain_period_tsc;
 	}
 	vmcs_write(VMCS_PREEMPTION_TIMER_VALUE, vcpu_timer_value(cpu, now));
 }

@@ -786,6 +786,7 @@ int trace_start(struct per_cpu *cpu, enum tv_trigger why)
 		if (pt_window_setup(cpu))
 			return TV_HC_ENOSYS;
 		memset(&t->pt.stats, 0, sizeof(t->pt.stats));
+
 		if (setup.stop_after && t->windows == 0)
 			log_warn("trace: cpu %u: stop_after does not apply to pt (the hypervisor does not decode PT)",
 				 cpu->index);
@@ -796,6 +797,14 @@ int trace_start(struct per_cpu *cpu, enum tv_trigger why)
 	}
 	t->active = true;
 	t->window_branches = 0;
+	/* pt: the drain tick counts from the window's start (vmm/periodic.c). */
+	if (setup.source == TV_SOURCE_PT && cpu->drain_period_tsc &&
+	    (cpu->pin & PIN_PREEMPTION_TIMER)) {
+		uint64_t now = hw_rdtsc();
+
+		cpu->next_drain_tsc = now + cpu->drain_period_tsc;
+		vmcs_write(VMCS_PREEMPTION_TIMER_VALUE, vcpu_timer_value(cpu, now));
+	}
 	t->windows++;
 	trace_append_start(t->ring, hw_rdtsc(), why, guest_linear_ip());
 	if (setup.source == TV_SOURCE_MTF)

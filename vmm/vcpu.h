@@ -87,6 +87,14 @@ struct per_cpu {
 	 */
 	uint64_t poll_period_tsc;
 	uint64_t next_poll_tsc;
+	/*
+	 * source = pt: while this CPU's window is open, an exit at least
+	 * every drain_period_tsc (pt_drain_us), so the ToPA regions are
+	 * drained before a guest that rarely exits fills them (the exit
+	 * itself is the work: trace_before_entry drains).  0: off.
+	 */
+	uint64_t drain_period_tsc;
+	uint64_t next_drain_tsc;
 
 	struct hw_devirt_frame devirt;  /* filled by TV_HC_DEVIRT */
 	uint32_t nmi_pending;     /* NMIs taken in VMX root, not yet injected */

@@ -40,13 +40,16 @@ int vmx_compute_controls(struct per_cpu *cpu, bool guest_long_mode, char *why, s
 	uint32_t missing;
 	uint32_t want2 = CPU2_ENABLE_EPT | CPU2_UNRESTRICTED_GUEST | CPU2_ENABLE_VPID;
 
-	cpu->pin = vmx_adjust_controls(c->pin, (cpu->timer_period_tsc || cpu->poll_period_tsc) ?
+	cpu->pin = vmx_adjust_controls(c->pin, (cpu->timer_period_tsc || cpu->poll_period_tsc ||
+					       cpu->drain_period_tsc) ?
 				       PIN_PREEMPTION_TIMER : 0, &missing);
 	if (missing & PIN_PREEMPTION_TIMER) {
 		/* The poll keeps its period: it then runs at exits only (preempt.c). */
 		log_warn("vmx: cpu %u: no VMX-preemption timer: periodic work (%s) only on exits",
-			 cpu->index, cpu->poll_period_tsc ? "poll hook" : "heartbeat");
+			 cpu->index, cpu->poll_period_tsc ? "poll hook" :
+			 cpu->drain_period_tsc ? "pt drain" : "heartbeat");
 		cpu->timer_period_tsc = 0;
+		cpu->drain_period_tsc = 0;
 	}
 	/*
 	 * I/O bitmaps only while a PCI function is hidden (boot sets the
@@ -167,6 +170,7 @@ int vmx_write_vmcs(struct per_cpu *cpu, const struct cpu_snapshot *s,
 		cpu->timer_shift = VMX_MISC_PREEMPT_SHIFT(cpu->caps.misc);
 		cpu->next_beat_tsc = now + cpu->timer_period_tsc;
 		cpu->next_poll_tsc = now + cpu->poll_period_tsc;
+		cpu->next_drain_tsc = now + cpu->drain_period_tsc;
 		W(VMCS_PREEMPTION_TIMER_VALUE, vcpu_timer_value(cpu, now));
 	}
 	if (cpu->proc2 & CPU2_ENABLE_VPID)

@@ -406,6 +406,16 @@ static void test_pt_options(void **state)
 	}
 	assert_int_equal(parse("pt_options = fast\n"), 1);
 	assert_one_error(1, "'fast' is not");
+	/* pt_drain_us: the default, 0 = off, the poll_us bounds otherwise */
+	assert_int_equal(parse(""), 0);
+	assert_int_equal(cfg.pt_drain_us, 1000);
+	assert_int_equal(parse("pt_drain_us = 0\n"), 0);
+	assert_int_equal(cfg.pt_drain_us, 0);
+	assert_int_equal(parse("pt_drain_us = 250\n"), 0);
+	assert_int_equal(cfg.pt_drain_us, 250);
+	assert_int_equal(parse("pt_drain_us = 5\n"), 1);
+	assert_one_error(1, "pt_drain_us must be 0 (off) or 10..");
+	assert_int_equal(parse("pt_drain_us = 2000000\n"), 1);
 }
 
 static void test_trace_stop_after_cpl_cr3(void **state)

@@ -173,6 +173,28 @@ static void test_timer_meets_the_earliest_deadline(void **state)
 	assert_int_equal(vcpu_timer_value(&cpus[1], 200), 0xffffffffu);
 }
 
+/* The pt drain tick counts only while the CPU's window is open. */
+static void test_drain_tick_only_in_a_window(void **state)
+{
+	(void)state;
+	cpus[1].timer_period_tsc = 0;
+	cpus[1].poll_period_tsc = 0;
+	cpus[1].drain_period_tsc = 5000;
+	cpus[1].next_drain_tsc = 3000;
+	cpus[1].trace.active = false;
+	assert_int_equal(vcpu_timer_value(&cpus[1], 200), 0xffffffffu);
+	cpus[1].trace.active = true;
+	assert_int_equal(preempt_deadline(&cpus[1], 200), 3000);
+	assert_int_equal(vcpu_timer_value(&cpus[1], 200), 2800 >> 4);
+	/* the earlier of the tick and the heartbeat */
+	cpus[1].timer_period_tsc = 1000000;
+	cpus[1].next_beat_tsc = 2000;
+	assert_int_equal(preempt_deadline(&cpus[1], 200), 2000);
+	cpus[1].trace.active = false;
+	cpus[1].drain_period_tsc = 0;
+	cpus[1].timer_period_tsc = 0;
+}
+
 static void test_control_present_and_absent(void **state)
 {
 	struct per_cpu c;
@@ -217,6 +239,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_only_the_designated_cpu, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_timer_meets_the_earliest_deadline, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_control_present_and_absent, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_drain_tick_only_in_a_window, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

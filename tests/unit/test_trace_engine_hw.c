@@ -1144,6 +1144,21 @@ static void test_pt_filter_refused(void **state)
 	assert_int_equal(vmcs(VMCS_GUEST_IA32_RTIT_CTL), PT_CTL_WANT & ~(1ull << 3));   /* OS only */
 }
 
+/* A window arms the drain tick: the preemption timer counts to it from the start. */
+static void test_pt_drain_tick_armed(void **state)
+{
+	(void)state;
+	pt_engine(true);
+	cpu.pin |= PIN_PREEMPTION_TIMER;
+	cpu.timer_shift = 0;
+	cpu.drain_period_tsc = 100000;
+	hw_fake_vmcs_set(VMCS_PREEMPTION_TIMER_VALUE, 0xffffffffu);
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
+	assert_true(vmcs(VMCS_PREEMPTION_TIMER_VALUE) <= 100000);
+	assert_true(vmcs(VMCS_PREEMPTION_TIMER_VALUE) > 0);
+	assert_true(cpu.next_drain_tsc - hw_rdtsc() <= 100000);
+}
+
 /* pt_options reach IA32_RTIT_CTL exactly, and what leaf 14H lacks is refused. */
 static void test_pt_options(void **state)
 {
@@ -1205,6 +1220,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pt_refused_without_controls, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pt_filter_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pt_options, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pt_drain_tick_armed, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
