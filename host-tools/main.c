@@ -518,8 +518,11 @@ static void pt_usage(FILE *f)
 	fputs("Usage: tracevisor pt FILE.tvt --cpu N -o OUT.pt\n"
 	      "Write CPU N's raw Intel PT byte stream, for libipt's ptdump and ptxed\n"
 	      "(ptxed --pt OUT.pt --elf PATH:BASE ...).  Runs of the stream and the\n"
-	      "gaps between them (lost PT data) are listed on stderr; the runs are\n"
-	      "written back to back, so decoders resynchronise at the next PSB.\n"
+	      "gaps between them (lost PT data) are listed on stderr, with the\n"
+	      "losses the CPU's PT_SYNC records count (cuts: the stream offsets go\n"
+	      "on, the bytes do not belong together); the runs are written back to\n"
+	      "back and unchanged, so decoders resynchronise at the next PSB, except\n"
+	      "across a cut, where a decoder may report an error.\n"
 	      "\n"
 	      "  --cpu N             the CPU (required)\n"
 	      "  -o, --output FILE   the PT file ('-': stdout)\n"
@@ -598,7 +601,9 @@ static void pt_decode_usage(FILE *f)
 	      "over an image built from the ELF files' executable segments, and\n"
 	      "print each instruction (or, with --branches, each taken transfer).\n"
 	      "Decode errors are printed with their stream offset; decoding resumes\n"
-	      "at the next PSB.\n"
+	      "at the next PSB.  The stream is decoded in runs split at gaps between\n"
+	      "PT chunks and at the losses the CPU's PT_SYNC records count (pt_lost\n"
+	      "grew: a cut), each printed as a [gap ...] line.\n"
 	      "\n"
 	      "  --cpu N             the CPU (required with a .tvt)\n"
 	      "  --elf PATH[@BASE]   code for the decoder and symbols (repeatable)\n"
@@ -736,6 +741,13 @@ static int ptd_item(void *ctx, const struct tvh_pt_item *it)
 	return 0;
 }
 
+static void print_cut(const struct tvh_pt_cut *cut)
+{
+	printf("[gap: %" PRIu64 " PT bytes lost at offset 0x%" PRIx64
+	       " (counted by PT_SYNC); decoding resumes at the next PSB]\n",
+	       cut->lost, cut->offset);
+}
+
 int read_file(const char *path, uint8_t **data, size_t *len)
 {
 	FILE *f = fopen(path, "rb");
@@ -802,6 +814,7 @@ static int cmd_pt_decode(int argc, char **argv)
 	struct pt_image *img = NULL;
 	struct ptd_print pp;
 	bool damaged = false;
+	size_t ci = 0;
 	int ret;
 
 	ret = parse_file_cmd(argc, argv, "hq", lo, &c, ptd_opt, &po, pt_decode_usage);
@@ -863,9 +876,14 @@ static int cmd_pt_decode(int argc, char **argv)
 		struct tvh_pt_stats st;
 		uint64_t prev_end = i ? ps.runs[i - 1].offset + ps.runs[i - 1].len : 0;
 
+		/* In stream order: cuts (PT_SYNC-counted losses), gaps, cuts. */
+		while (ci < ps.ncuts && ps.cuts[ci].offset <= prev_end)
+			print_cut(&ps.cuts[ci++]);
 		if (run->offset > prev_end)
 			printf("[gap: %" PRIu64 " PT bytes lost before offset 0x%" PRIx64 "]\n",
 			       run->offset - prev_end, run->offset);
+		while (ci < ps.ncuts && ps.cuts[ci].offset <= run->offset)
+			print_cut(&ps.cuts[ci++]);
 		ret = tvh_pt_decode(run->data, run->len, run->offset, img, &po.pt,
 				    ptd_item, &pp, &st);
 		if (ret) {
@@ -879,6 +897,8 @@ static int cmd_pt_decode(int argc, char **argv)
 		total.syncs += st.syncs;
 		total.errors += st.errors;
 	}
+	while (ci < ps.ncuts)
+		print_cut(&ps.cuts[ci++]);
 	if (fflush(stdout) || ferror(stdout)) {
 		msg("writing failed: %s", strerror(errno));
 		ret = EXIT_ERR;
@@ -886,10 +906,11 @@ static int cmd_pt_decode(int argc, char **argv)
 	}
 	if (!c.quiet)
 		fprintf(stderr, "tracevisor pt-decode: %" PRIu64 " PT bytes, %" PRIu64
-			" lost; %" PRIu64 " instructions, %" PRIu64 " branches, %" PRIu64
+			" lost in gaps, %" PRIu64 " lost at %zu cuts (counted by PT_SYNC); %"
+			PRIu64 " instructions, %" PRIu64 " branches, %" PRIu64
 			" events, %" PRIu64 " syncs, %" PRIu64 " decode errors\n",
-			ps.bytes, ps.gap_bytes, total.insns, total.branches,
-			total.events, total.syncs, total.errors);
+			ps.bytes, ps.gap_bytes, ps.cut_bytes, ps.ncuts, total.insns,
+			total.branches, total.events, total.syncs, total.errors);
 	if (!total.syncs)
 		msg("no PSB found: nothing decoded");
 	if (damaged)

@@ -15,10 +15,86 @@
 #include "host-tools/error.h"
 #include "host-tools/pt.h"
 
+/* ---- cuts: losses the record stream counts ------------------------------- */
+
+struct cut_list {
+	struct tvh_pt_cut *v;
+	size_t n, cap;
+	uint64_t last_lost;      /* the previous PT_SYNC's pt_lost */
+};
+
+/* A PT_SYNC whose pt_lost grew adds a cut at its pt_offset. */
+static int cuts_on_event(struct cut_list *c, const struct tvh_event *ev)
+{
+	uint64_t lost;
+
+	if (ev->kind != TVH_EV_RECORD || ev->rec->type != TV_REC_PT_SYNC)
+		return 0;
+	lost = ev->rec->u.pt_sync.pt_lost;
+	if (lost <= c->last_lost) {
+		c->last_lost = lost;      /* equal, or the producer started over */
+		return 0;
+	}
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? 2 * c->cap : 16;
+		struct tvh_pt_cut *v = realloc(c->v, cap * sizeof(*v));
+
+		if (!v)
+			return -TVH_ERR_NOMEM;
+		c->v = v;
+		c->cap = cap;
+	}
+	c->v[c->n].offset = ev->rec->u.pt_sync.pt_offset;
+	c->v[c->n++].lost = lost - c->last_lost;
+	c->last_lost = lost;
+	return 0;
+}
+
+static int cmp_cut(const void *a, const void *b)
+{
+	const struct tvh_pt_cut *x = a, *y = b;
+
+	return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+/* Sort by offset and merge cuts at the same offset. */
+static void cuts_finish(struct cut_list *c)
+{
+	size_t k = 0;
+
+	if (!c->n)
+		return;
+	qsort(c->v, c->n, sizeof(*c->v), cmp_cut);
+	for (size_t i = 1; i < c->n; i++) {
+		if (c->v[i].offset == c->v[k].offset)
+			c->v[k].lost += c->v[i].lost;
+		else
+			c->v[++k] = c->v[i];
+	}
+	c->n = k + 1;
+}
+
+/* Index of the first cut at or after offset (c->n if none). */
+static size_t cut_at_or_after(const struct cut_list *c, uint64_t offset)
+{
+	size_t lo = 0, hi = c->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (c->v[mid].offset < offset)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* ---- collecting ---------------------------------------------------------- */
 
 struct collect {
 	struct tvh_pt_stream *s;
+	struct cut_list cuts;
 };
 
 static int collect_fn(void *ctx, const struct tvh_event *ev)
@@ -27,6 +103,8 @@ static int collect_fn(void *ctx, const struct tvh_event *ev)
 	struct tvh_pt_stream *s = c->s;
 	struct tvh_pt_run *run;
 
+	if (ev->kind == TVH_EV_RECORD)
+		return cuts_on_event(&c->cuts, ev);
 	if (ev->kind == TVH_EV_PT_GAP) {
 		s->gap_bytes += ev->count;
 		return 0;
@@ -62,11 +140,69 @@ static int collect_fn(void *ctx, const struct tvh_event *ev)
 	return 0;
 }
 
+/* Split s's runs at the cuts strictly inside them; the later pieces are copies. */
+static int split_at_cuts(struct tvh_pt_stream *s, const struct cut_list *c)
+{
+	struct tvh_pt_run *v;
+	bool *copy;
+	size_t n = s->nruns, k = 0;
+
+	for (size_t i = 0; i < s->nruns; i++) {
+		const struct tvh_pt_run *r = &s->runs[i];
+
+		for (size_t j = cut_at_or_after(c, r->offset + 1);
+		     j < c->n && c->v[j].offset < r->offset + r->len; j++)
+			n++;
+	}
+	if (n == s->nruns)
+		return 0;
+	v = calloc(n, sizeof(*v));
+	copy = calloc(n, sizeof(*copy));
+	if (!v || !copy)
+		goto nomem;
+	for (size_t i = 0; i < s->nruns; i++) {
+		const struct tvh_pt_run *r = &s->runs[i];
+		uint64_t end = r->offset + r->len;
+		size_t j = cut_at_or_after(c, r->offset + 1);
+
+		v[k++] = *r;
+		for (; j < c->n && c->v[j].offset < end; j++) {
+			uint64_t at = c->v[j].offset;
+			uint64_t next = j + 1 < c->n && c->v[j + 1].offset < end ?
+					c->v[j + 1].offset : end;
+			struct tvh_pt_run *t = &v[k];
+
+			v[k - 1].len = (size_t)(at - v[k - 1].offset);
+			t->offset = at;
+			t->len = t->cap = (size_t)(next - at);
+			t->data = malloc(t->len);
+			if (!t->data)
+				goto nomem;
+			copy[k++] = true;
+			memcpy(t->data, r->data + (at - r->offset), t->len);
+		}
+	}
+	free(copy);
+	free(s->runs);
+	s->runs = v;
+	s->nruns = n;
+	return 0;
+nomem:
+	/* s->runs still owns the original buffers. */
+	for (size_t m = 0; v && copy && m < k; m++)
+		if (copy[m])
+			free(v[m].data);
+	free(v);
+	free(copy);
+	return -TVH_ERR_NOMEM;
+}
+
 void tvh_pt_stream_free(struct tvh_pt_stream *s)
 {
 	for (size_t i = 0; i < s->nruns; i++)
 		free(s->runs[i].data);
 	free(s->runs);
+	free(s->cuts);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -74,7 +210,7 @@ int tvh_pt_collect(struct tvt_reader *r, uint32_t cpu, struct tvh_pt_stream *out
 		   struct tvh_stats *stats, struct tvh_progress *progress)
 {
 	struct tvh_walk_opts wo = { .cpu = cpu, .want_pt = true, .progress = progress };
-	struct collect c = { out };
+	struct collect c = { .s = out };
 	struct tvh_stats local;
 	int ret;
 
@@ -82,6 +218,13 @@ int tvh_pt_collect(struct tvt_reader *r, uint32_t cpu, struct tvh_pt_stream *out
 	ret = tvh_walk(r, &wo, collect_fn, &c, stats ? stats : &local);
 	if (!stats)
 		tvh_stats_free(&local);
+	cuts_finish(&c.cuts);
+	if (!ret)
+		ret = split_at_cuts(out, &c.cuts);
+	out->cuts = c.cuts.v;
+	out->ncuts = c.cuts.n;
+	for (size_t i = 0; i < out->ncuts; i++)
+		out->cut_bytes += out->cuts[i].lost;
 	if (!ret && !out->nruns)
 		ret = -TVH_ERR_NOT_FOUND;
 	if (ret)
@@ -89,50 +232,114 @@ int tvh_pt_collect(struct tvt_reader *r, uint32_t cpu, struct tvh_pt_stream *out
 	return ret;
 }
 
-struct extract {
-	FILE *out;
-	FILE *runs;
-	uint64_t written;
-	uint64_t run_start;      /* stream offset of the current run */
-	uint64_t run_out;        /* output offset of the current run */
-	uint64_t next;           /* stream offset following the last byte */
-	bool in_run;
+/* What the extraction saw, listed after the walk (cuts come from records). */
+struct x_item {
+	bool gap;
+	bool head;               /* gap: before the capture */
+	uint64_t start;          /* run: first stream offset; gap: where */
+	uint64_t end;            /* run: one past the last; gap: start + count */
+	uint64_t out;            /* run: output offset of start */
 };
 
-static void end_run(struct extract *x)
+struct extract {
+	FILE *out;
+	uint64_t written;
+	struct x_item *items;
+	size_t nitems, cap;
+	struct cut_list cuts;
+};
+
+static struct x_item *x_add(struct extract *x)
 {
-	if (x->in_run && x->runs)
-		fprintf(x->runs, "run: stream offsets 0x%" PRIx64 "..0x%" PRIx64
-			" at output offset 0x%" PRIx64 " (%" PRIu64 " bytes)\n",
-			x->run_start, x->next, x->run_out, x->next - x->run_start);
-	x->in_run = false;
+	if (x->nitems == x->cap) {
+		size_t cap = x->cap ? 2 * x->cap : 16;
+		struct x_item *v = realloc(x->items, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		x->items = v;
+		x->cap = cap;
+	}
+	memset(&x->items[x->nitems], 0, sizeof(x->items[0]));
+	return &x->items[x->nitems++];
 }
 
 static int extract_fn(void *ctx, const struct tvh_event *ev)
 {
 	struct extract *x = ctx;
+	struct x_item *it = x->nitems ? &x->items[x->nitems - 1] : NULL;
 
+	if (ev->kind == TVH_EV_RECORD)
+		return cuts_on_event(&x->cuts, ev);
 	if (ev->kind == TVH_EV_PT_GAP) {
-		end_run(x);
-		if (x->runs)
-			fprintf(x->runs, "gap: %" PRIu64 " bytes lost at stream offset 0x%"
-				PRIx64 "%s\n", ev->count, ev->pt_offset,
-				ev->gap == TVH_GAP_HEAD ? " (before the capture)" : "");
+		it = x_add(x);
+		if (!it)
+			return -TVH_ERR_NOMEM;
+		it->gap = true;
+		it->head = ev->gap == TVH_GAP_HEAD;
+		it->start = ev->pt_offset;
+		it->end = ev->pt_offset + ev->count;
 		return 0;
 	}
 	if (ev->kind != TVH_EV_PT || !ev->len)
 		return 0;
-	if (!x->in_run || ev->pt_offset != x->next) {
-		end_run(x);
-		x->in_run = true;
-		x->run_start = ev->pt_offset;
-		x->run_out = x->written;
+	if (!it || it->gap || ev->pt_offset != it->end) {
+		it = x_add(x);
+		if (!it)
+			return -TVH_ERR_NOMEM;
+		it->start = it->end = ev->pt_offset;
+		it->out = x->written;
 	}
 	if (fwrite(ev->data, 1, ev->len, x->out) != ev->len)
 		return -TVH_ERR_IO;
 	x->written += ev->len;
-	x->next = ev->pt_offset + ev->len;
+	it->end += ev->len;
 	return 0;
+}
+
+static void list_run(FILE *f, uint64_t start, uint64_t end, uint64_t out)
+{
+	fprintf(f, "run: stream offsets 0x%" PRIx64 "..0x%" PRIx64
+		" at output offset 0x%" PRIx64 " (%" PRIu64 " bytes)\n",
+		start, end, out, end - start);
+}
+
+static void list_cut(FILE *f, const struct tvh_pt_cut *c)
+{
+	fprintf(f, "gap: %" PRIu64 " bytes lost at stream offset 0x%" PRIx64
+		" (counted by PT_SYNC; offsets go on, bytes before and after do not"
+		" belong together)\n", c->lost, c->offset);
+}
+
+/* Runs and gaps in stream order, each cut where it falls. */
+static void list_items(const struct extract *x, FILE *f)
+{
+	size_t ci = 0;
+
+	for (size_t i = 0; i < x->nitems; i++) {
+		const struct x_item *it = &x->items[i];
+		uint64_t start = it->start, out = it->out;
+
+		while (ci < x->cuts.n && x->cuts.v[ci].offset <= it->start)
+			list_cut(f, &x->cuts.v[ci++]);
+		if (it->gap) {
+			fprintf(f, "gap: %" PRIu64 " bytes lost at stream offset 0x%"
+				PRIx64 "%s\n", it->end - it->start, it->start,
+				it->head ? " (before the capture)" : "");
+			continue;
+		}
+		for (; ci < x->cuts.n && x->cuts.v[ci].offset < it->end; ci++) {
+			uint64_t at = x->cuts.v[ci].offset;
+
+			list_run(f, start, at, out);
+			list_cut(f, &x->cuts.v[ci]);
+			out += at - start;
+			start = at;
+		}
+		list_run(f, start, it->end, out);
+	}
+	while (ci < x->cuts.n)
+		list_cut(f, &x->cuts.v[ci++]);
 }
 
 int64_t tvh_pt_extract(struct tvt_reader *r, uint32_t cpu, FILE *out,
@@ -140,14 +347,18 @@ int64_t tvh_pt_extract(struct tvt_reader *r, uint32_t cpu, FILE *out,
 		       struct tvh_progress *progress)
 {
 	struct tvh_walk_opts wo = { .cpu = cpu, .want_pt = true, .progress = progress };
-	struct extract x = { .out = out, .runs = runs_out };
+	struct extract x = { .out = out };
 	struct tvh_stats local;
 	int ret;
 
 	ret = tvh_walk(r, &wo, extract_fn, &x, stats ? stats : &local);
 	if (!stats)
 		tvh_stats_free(&local);
-	end_run(&x);
+	cuts_finish(&x.cuts);
+	if (runs_out)
+		list_items(&x, runs_out);
+	free(x.items);
+	free(x.cuts.v);
 	if (ret)
 		return ret;
 	if (fflush(out) || ferror(out))

@@ -4,11 +4,17 @@
  * libipt's ptdump/ptxed) and instruction-flow decoding with libipt.
  *
  * PT chunks carry the stream's running byte offset; a gap between chunks
- * is PT data lost (ToPA full, dropped on the wire).  Decoding treats each
- * gap-free run as its own buffer (the decoder resynchronises at the next
- * PSB anyway) and reports every position as a stream offset, so errors
- * point at the same bytes in `tracevisor pt` output only when there was
- * no gap (the extraction concatenates runs; it prints the runs' offsets).
+ * is PT data lost on the way (dropped on the wire, overwritten).  Losses
+ * on the traced machine (ToPA STOP, an operational error, bytes a full
+ * stream ring refused) take no stream offsets: the producer counts them
+ * in TV_REC_PT_SYNC.pt_lost, written at pt_offset = where the bytes stop
+ * (vmm/trace_pt.c).  So a PT_SYNC whose pt_lost grew is a *cut*: the
+ * bytes before and after it do not belong together, although their
+ * offsets are consecutive.  Decoding treats each run free of gaps and
+ * cuts as its own buffer (the decoder resynchronises at the next PSB)
+ * and reports every position as a stream offset, so errors point at the
+ * same bytes in `tracevisor pt` output only when there was no gap (the
+ * extraction concatenates runs; it prints the runs' offsets).
  */
 #ifndef TVH_PT_H
 #define TVH_PT_H
@@ -23,7 +29,7 @@
 #include "host-tools/tvt.h"
 #include "host-tools/walk.h"
 
-/* One gap-free run of a CPU's PT stream. */
+/* One run of a CPU's PT stream, free of gaps and cuts. */
 struct tvh_pt_run {
 	uint64_t offset;         /* stream offset of data[0] */
 	uint8_t *data;
@@ -31,17 +37,34 @@ struct tvh_pt_run {
 	size_t cap;              /* allocated bytes of data */
 };
 
+/*
+ * A loss the record stream counts: a PT_SYNC whose pt_lost is above the
+ * CPU's previous PT_SYNC's (0 before the first).  When PT_SYNC records
+ * were lost in between, the loss happened at or before offset.
+ */
+struct tvh_pt_cut {
+	uint64_t offset;         /* the PT_SYNC's pt_offset */
+	uint64_t lost;           /* how much pt_lost grew (ToPA STOP: 1, size unknown) */
+};
+
 struct tvh_pt_stream {
 	struct tvh_pt_run *runs;
 	size_t nruns;
 	uint64_t bytes;
 	uint64_t gap_bytes;      /* between runs and before the first */
+	struct tvh_pt_cut *cuts; /* sorted by offset, one per offset */
+	size_t ncuts;
+	uint64_t cut_bytes;      /* sum of cuts[].lost */
 };
 
 /*
- * tvh_pt_collect - read CPU cpu's PT stream into memory.  stats (may be
- * NULL) receives the walk's statistics (caller frees).  Returns 0,
- * -TVH_ERR_NOT_FOUND (no PT data for cpu), -TVH_ERR_NOMEM, walk errors.
+ * tvh_pt_collect - read CPU cpu's PT stream into memory, split into runs
+ * at byte gaps and at the cuts its PT_SYNC records mark (records and PT
+ * chunks are separate streams: the cuts are applied after the walk).
+ * A cut at a run's first byte or in a gap splits nothing but is listed.
+ * stats (may be NULL) receives the walk's statistics (caller frees).
+ * Returns 0, -TVH_ERR_NOT_FOUND (no PT data for cpu), -TVH_ERR_NOMEM,
+ * walk errors.
  */
 int tvh_pt_collect(struct tvt_reader *r, uint32_t cpu, struct tvh_pt_stream *out,
 		   struct tvh_stats *stats, struct tvh_progress *progress);
@@ -49,9 +72,11 @@ void tvh_pt_stream_free(struct tvh_pt_stream *s);
 
 /*
  * tvh_pt_extract - write CPU cpu's PT bytes to out, runs back to back
- * (no copy in memory).  runs_out (may be NULL) gets a description of
- * every run and gap, one line each.  Returns the bytes written or
- * -TVH_ERR_NOT_FOUND, -TVH_ERR_IO, walk errors.
+ * (no copy in memory; cuts change no byte).  runs_out (may be NULL) gets
+ * a description of every run, gap and cut, one line each, in stream
+ * order, after the walk ("gap: N bytes lost at stream offset X" for both;
+ * a cut says "(counted by PT_SYNC)").  Returns the bytes written or
+ * -TVH_ERR_NOT_FOUND, -TVH_ERR_IO, -TVH_ERR_NOMEM, walk errors.
  */
 int64_t tvh_pt_extract(struct tvt_reader *r, uint32_t cpu, FILE *out,
 		       FILE *runs_out, struct tvh_stats *stats,

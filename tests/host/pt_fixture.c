@@ -99,9 +99,15 @@ static struct pt_packet ip_pkt(enum pt_packet_type t, uint64_t ip)
 void ptf_encode(const struct pt_fixture *f, uint8_t *buf, size_t cap,
 		size_t *len, int tnt_first)
 {
+	ptf_encode_at(f, buf, cap, len, tnt_first, NULL);
+}
+
+void ptf_encode_at(const struct pt_fixture *f, uint8_t *buf, size_t cap,
+		   size_t *len, int tnt_first, size_t pkt_off[PTF_NPACKETS + 1])
+{
 	struct pt_config cfg;
 	struct pt_encoder *e;
-	struct pt_packet p[7];
+	struct pt_packet p[PTF_NPACKETS];
 	uint64_t off;
 
 	pt_config_init(&cfg);
@@ -122,9 +128,31 @@ void ptf_encode(const struct pt_fixture *f, uint8_t *buf, size_t cap,
 	p[4].payload.tnt.payload = ((uint64_t)(tnt_first & 1) << 5) | 0x1e;
 	p[5] = ip_pkt(ppt_tip, ptf_sym(f, "target"));
 	p[6] = ip_pkt(ppt_tip_pgd, PTF_OUTSIDE);
-	for (int i = 0; i < 7; i++)
+	for (int i = 0; i < PTF_NPACKETS; i++) {
+		if (pkt_off) {
+			assert_int_equal(pt_enc_get_offset(e, &off), 0);
+			pkt_off[i] = (size_t)off;
+		}
 		assert_true(pt_enc_next(e, &p[i]) > 0);
+	}
 	assert_int_equal(pt_enc_get_offset(e, &off), 0);
+	if (pkt_off)
+		pkt_off[PTF_NPACKETS] = (size_t)off;
 	pt_free_encoder(e);
 	*len = (size_t)off;
+}
+
+void ptf_encode_cut(const struct pt_fixture *f, uint8_t *buf, size_t cap,
+		    size_t *len, size_t *cut, size_t *resume)
+{
+	size_t a[PTF_NPACKETS + 1], n = 0, tnt;
+
+	ptf_encode_at(f, buf, cap, &n, 1, a);
+	tnt = a[PTF_TIP] - a[PTF_TNT];
+	*cut = a[PTF_TIP];
+	assert_true(*cut + tnt < cap);
+	memmove(buf + *cut, buf + a[PTF_TNT], tnt);
+	*resume = *cut + tnt;
+	*len = *resume;
+	ptf_encode(f, buf, cap, len, 1);
 }

@@ -45,4 +45,24 @@ uint64_t ptf_sym(const struct pt_fixture *f, const char *name);
 void ptf_encode(const struct pt_fixture *f, uint8_t *buf, size_t cap,
 		size_t *len, int tnt_first);
 
+/* The packets of a run, in order, and ptf_encode_at's pkt_off[] indexes. */
+enum { PTF_PSB, PTF_PSBEND, PTF_MODE, PTF_TIP_PGE, PTF_TNT, PTF_TIP, PTF_TIP_PGD,
+       PTF_NPACKETS };
+
+/* ptf_encode that also gives each packet's offset in buf (pkt_off may be
+ * NULL); pkt_off[PTF_NPACKETS] is the end of the run. */
+void ptf_encode_at(const struct pt_fixture *f, uint8_t *buf, size_t cap,
+		   size_t *len, int tnt_first, size_t pkt_off[PTF_NPACKETS + 1]);
+
+/*
+ * ptf_encode_cut - a stream with a loss in it, as the hypervisor writes
+ * one (the lost bytes take no stream offsets): a run up to its TNT
+ * (ending at *cut, where the TIP for `jmp *%rax` should come), then a
+ * stray TNT (what the hardware wrote after the loss), then a whole run
+ * whose PSB is at *resume.  Decoded straight across *cut, the stray TNT
+ * is a decode error; split at *cut, both pieces decode cleanly.
+ */
+void ptf_encode_cut(const struct pt_fixture *f, uint8_t *buf, size_t cap,
+		    size_t *len, size_t *cut, size_t *resume);
+
 #endif /* TVH_TEST_PT_FIXTURE_H */

@@ -404,6 +404,51 @@ static void test_pt_commands(void **state)
 	free(raw);
 }
 
+/* A loss counted by PT_SYNC in the middle of a packet sequence. */
+static void test_pt_cut(void **state)
+{
+	uint8_t pt[1024];
+	size_t len, cut, resume;
+	struct recbuf rec = { 0 };
+	struct th_tvt t;
+	char *path, *out, *err, *args, *want, *raw = th_path("cut.pt");
+
+	(void)state;
+	ptf_encode_cut(&fx, pt, sizeof(pt), &len, &cut, &resume);
+	rb_pt_sync(&rec, 100, cut, 1);
+	th_tvt_begin(&t, "lab", 7);
+	th_tvt_chunk(&t, 0, TVT_KIND_PT, 0, 0, pt, len);
+	th_tvt_records(&t, 0, 0, &rec);
+	th_tvt_end(&t);
+	path = th_tvt_save(&t, "cut.tvt");
+	th_tvt_free(&t);
+	rb_free(&rec);
+
+	assert_true(asprintf(&args, "pt-decode '%s' --cpu 0 --elf '%s'", path, fx.elf) > 0);
+	assert_int_equal(cli(args, &out, &err), 0);
+	assert_null(strstr(out, "[error"));
+	assert_true(asprintf(&want, "[gap: 1 PT bytes lost at offset 0x%zx (counted by PT_SYNC);"
+			     " decoding resumes at the next PSB]\n[sync at offset 0x%zx]\n",
+			     cut, resume) > 0);
+	assert_true(th_contains(out, want));
+	assert_true(th_contains(err, ", 0 lost in gaps, 1 lost at 1 cuts (counted by PT_SYNC);"));
+	assert_true(th_contains(err, " 0 decode errors"));
+	free(want);
+	free(out);
+	free(err);
+	free(args);
+
+	assert_true(asprintf(&args, "pt '%s' --cpu 0 -o '%s'", path, raw) > 0);
+	assert_int_equal(cli(args, NULL, &err), 0);
+	assert_true(asprintf(&want, "gap: 1 bytes lost at stream offset 0x%zx (counted by PT_SYNC", cut) > 0);
+	assert_true(th_contains(err, want));
+	free(want);
+	free(err);
+	free(args);
+	free(raw);
+	free(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -414,6 +459,7 @@ int main(void)
 		cmocka_unit_test(test_symbolize),
 		cmocka_unit_test(test_drcov_and_chrome),
 		cmocka_unit_test(test_pt_commands),
+		cmocka_unit_test(test_pt_cut),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -317,6 +317,154 @@ static void test_from_tvt(void **state)
 	th_tvt_free(&t);
 }
 
+/*
+ * A loss the record stream counts (PT_SYNC pt_lost 0 -> 1) in the middle
+ * of a packet sequence: the run is cut there, nothing fails to decode,
+ * decoding resumes at the next PSB with the whole flow.
+ */
+static void test_pt_sync_cut(void **state)
+{
+	uint8_t buf[1024];
+	struct recbuf rec = { 0 }, other = { 0 };
+	struct th_tvt t;
+	struct tvt_reader r;
+	struct tvh_pt_stream ps;
+	struct tvh_stats s;
+	struct got g = { 0 };
+	size_t len, cut, resume;
+	char *runs = NULL, *bytes = NULL, *want;
+	size_t runs_len, bytes_len;
+	FILE *rf, *bf;
+
+	(void)state;
+	ptf_encode_cut(&fx, buf, sizeof(buf), &len, &cut, &resume);
+	/* Straight across the cut: the stray TNT is an error. */
+	assert_int_equal(tvh_pt_decode(buf, len, 0, image, NULL, collect, &g, NULL), 0);
+	assert_true(g.errors >= 1);
+	assert_int_equal(g.err[0], -pte_bad_query);
+	assert_true(g.err_off[0] >= cut);
+
+	rb_pt_sync(&rec, 100, 0, 0);
+	rb_pt_sync(&rec, 200, cut, 1);
+	rb_pt_sync(&rec, 300, len, 1);
+	rb_pt_sync(&other, 100, 3, 5);              /* another CPU's loss */
+	th_tvt_begin(&t, "m", 1);
+	/* PT first, mid-packet chunk boundaries; the records come after. */
+	th_tvt_chunk(&t, 1, TVT_KIND_PT, TVT_CHUNK_F_STREAM_START, 0, buf, cut + 1);
+	th_tvt_chunk(&t, 1, TVT_KIND_PT, 0, cut + 1, buf + cut + 1, len - cut - 1);
+	th_tvt_records(&t, 0, 0, &other);
+	th_tvt_records(&t, 1, 0, &rec);
+	th_tvt_end(&t);
+	assert_int_equal(tvt_reader_open_mem(&r, t.buf, t.len), 0);
+
+	assert_int_equal(tvh_pt_collect(&r, 1, &ps, &s, NULL), 0);
+	assert_int_equal(ps.nruns, 2);
+	assert_int_equal(ps.runs[0].offset, 0);
+	assert_int_equal(ps.runs[0].len, cut);
+	assert_int_equal(ps.runs[1].offset, cut);
+	assert_int_equal(ps.runs[1].len, len - cut);
+	assert_memory_equal(ps.runs[1].data, buf + cut, len - cut);
+	assert_int_equal(ps.ncuts, 1);
+	assert_int_equal(ps.cuts[0].offset, cut);
+	assert_int_equal(ps.cuts[0].lost, 1);
+	assert_int_equal(ps.cut_bytes, 1);
+	assert_int_equal(ps.gap_bytes, 0);
+	assert_int_equal(ps.bytes, len);
+
+	/* Before the cut: a prefix of the flow, no error (the run just ends). */
+	memset(&g, 0, sizeof(g));
+	assert_int_equal(tvh_pt_decode(ps.runs[0].data, ps.runs[0].len, 0, image,
+				       NULL, collect, &g, NULL), 0);
+	assert_int_equal(g.errors, 0);
+	/* libipt stops at the last TNT bit (16 here) or at the jump (18). */
+	assert_true(g.n >= 11 && g.n <= fx.nflow - 2);
+	for (unsigned i = 0; i < g.n; i++)
+		assert_int_equal(g.ip[i], fx.flow[i]);
+	/* After it: nothing until the next PSB, then all of it. */
+	memset(&g, 0, sizeof(g));
+	assert_int_equal(tvh_pt_decode(ps.runs[1].data, ps.runs[1].len,
+				       ps.runs[1].offset, image, NULL, collect, &g,
+				       NULL), 0);
+	assert_int_equal(g.errors, 0);
+	assert_int_equal(g.syncs, 1);
+	assert_int_equal(g.sync_off[0], resume);
+	assert_int_equal(g.n, fx.nflow);
+	expect_flow(&g, 0);
+	tvh_pt_stream_free(&ps);
+	tvh_stats_free(&s);
+
+	/* Extraction: the bytes unchanged, the cut listed between two runs. */
+	rf = open_memstream(&runs, &runs_len);
+	bf = open_memstream(&bytes, &bytes_len);
+	assert_int_equal(tvh_pt_extract(&r, 1, bf, rf, NULL, NULL), (int64_t)len);
+	fclose(rf);
+	fclose(bf);
+	assert_int_equal(bytes_len, len);
+	assert_memory_equal(bytes, buf, len);
+	assert_true(asprintf(&want, "run: stream offsets 0x0..0x%zx at output offset 0x0 (%zu bytes)\n"
+			     "gap: 1 bytes lost at stream offset 0x%zx (counted by PT_SYNC;",
+			     cut, cut, cut) > 0);
+	assert_true(th_contains(runs, want));
+	free(want);
+	assert_true(asprintf(&want, "run: stream offsets 0x%zx..0x%zx at output offset 0x%zx",
+			     cut, len, cut) > 0);
+	assert_true(th_contains(runs, want));
+	free(want);
+	free(runs);
+	free(bytes);
+	tvt_reader_close(&r);
+	th_tvt_free(&t);
+	rb_free(&rec);
+	rb_free(&other);
+}
+
+/* Cuts at a run's start, in a byte gap, after the end; a producer restart. */
+static void test_pt_sync_cut_places(void **state)
+{
+	struct enc x;
+	struct recbuf rec = { 0 };
+	struct th_tvt t;
+	struct tvt_reader r;
+	struct tvh_pt_stream ps;
+	size_t len;
+
+	(void)state;
+	enc_begin(&x);
+	encode_run(&x, 1);
+	len = enc_end(&x);
+	rb_pt_sync(&rec, 1, 0, 2);                  /* at the first byte */
+	rb_pt_sync(&rec, 2, len + 10, 3);           /* in the gap */
+	rb_pt_sync(&rec, 3, len + 10, 3);           /* nothing new */
+	rb_pt_sync(&rec, 4, 2 * len + 100, 7);      /* after the end */
+	rb_pt_sync(&rec, 5, 5, 0);                  /* restart: 0 again */
+	rb_pt_sync(&rec, 6, 7, 1);                  /* inside run 0 */
+	th_tvt_begin(&t, "m", 1);
+	th_tvt_records(&t, 2, 0, &rec);
+	th_tvt_chunk(&t, 2, TVT_KIND_PT, 0, 0, x.buf, len);
+	th_tvt_chunk(&t, 2, TVT_KIND_PT, 0, len + 50, x.buf, len);
+	th_tvt_end(&t);
+	assert_int_equal(tvt_reader_open_mem(&r, t.buf, t.len), 0);
+	assert_int_equal(tvh_pt_collect(&r, 2, &ps, NULL, NULL), 0);
+	assert_int_equal(ps.ncuts, 4);
+	assert_int_equal(ps.cuts[0].offset, 0);
+	assert_int_equal(ps.cuts[0].lost, 2);
+	assert_int_equal(ps.cuts[1].offset, 7);
+	assert_int_equal(ps.cuts[2].offset, len + 10);
+	assert_int_equal(ps.cuts[3].lost, 4);
+	assert_int_equal(ps.cut_bytes, 2 + 1 + 1 + 4);
+	assert_int_equal(ps.gap_bytes, 50);
+	assert_int_equal(ps.nruns, 3);              /* split only at 7 */
+	assert_int_equal(ps.runs[0].len, 7);
+	assert_int_equal(ps.runs[1].offset, 7);
+	assert_int_equal(ps.runs[1].len, len - 7);
+	assert_int_equal(ps.runs[2].offset, len + 50);
+	assert_int_equal(ps.runs[2].len, len);
+	tvh_pt_stream_free(&ps);
+	tvt_reader_close(&r);
+	th_tvt_free(&t);
+	rb_free(&rec);
+}
+
 static void test_names_and_cpu_parsing(void **state)
 {
 	struct pt_cpu c;
@@ -348,6 +496,8 @@ int main(void)
 		cmocka_unit_test(test_error_then_resync),
 		cmocka_unit_test(test_no_code_and_garbage),
 		cmocka_unit_test(test_from_tvt),
+		cmocka_unit_test(test_pt_sync_cut),
+		cmocka_unit_test(test_pt_sync_cut_places),
 		cmocka_unit_test(test_names_and_cpu_parsing),
 	};
 
