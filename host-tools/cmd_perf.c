@@ -16,6 +16,7 @@
 #include "host-tools/drcov.h"
 #include "host-tools/error.h"
 #include "host-tools/info.h"
+#include "host-tools/ptbranch.h"
 #include "host-tools/pwalk.h"
 #include "host-tools/report.h"
 #include "host-tools/script.h"
@@ -29,6 +30,14 @@
 	"                      DIR holds for its name (debug path, FvFile GUID,\n" \
 	"                      file name) at the recorded base; KASLR kernels\n" \
 	"                      come out right from the kernel's IMAGE record\n"
+/* script, report, coverage: PT captures (pt_walk). */
+#define PT_HELP \
+	"\nIntel PT (source pt): with modules (--image, --image-dir) each CPU's PT\n" \
+	"stream is decoded with libipt over the modules' code bytes (the ELF/PE\n" \
+	"files given) and each taken transfer is used as a branch; PT losses\n" \
+	"(gaps, PT_SYNC cuts) and decode errors are PT_GAP lines and restart\n" \
+	"decoding at the next PSB.  Without modules PT cannot be decoded: each\n" \
+	"CPU with PT bytes is named on stderr.\n"
 #define COMMON_HELP \
 	"  -q, --quiet         no progress or summary on stderr\n" \
 	"      --progress      progress on stderr even for small files\n" \
@@ -85,6 +94,78 @@ static int finish_walk(int ret, const struct tvh_stats *s, const char *path)
 		return walk_failed(ret, path);
 	warn_damage(s, path);
 	return tvh_stats_damaged(s) ? EXIT_DAMAGED : EXIT_OK;
+}
+
+/* What PT decoding did in a walk (pt_walk). */
+struct pt_result {
+	struct tvh_ptbr_stats st;
+	bool decoded;            /* modules were given: PT was decoded */
+};
+
+/* Say, for each CPU with PT bytes, that they need --image to be decoded. */
+static void warn_pt_undecoded(const struct tvh_stats *s, const char *what)
+{
+	for (uint32_t i = 0; i < s->ncpus; i++)
+		if (s->cpus[i].pt_bytes)
+			msg("cpu%u: %" PRIu64 " bytes of Intel PT not decoded: %s", s->cpus[i].cpu,
+			    s->cpus[i].pt_bytes, what);
+}
+
+/*
+ * pt_walk - tvh_pwalk(ops, ctx), with each CPU's Intel PT stream decoded
+ * into branch records for ops (ptbranch.h) when modules are loaded: PT
+ * decoding needs the code bytes, from the same --image/--elf files.
+ * Without modules, PT is only counted and each CPU that has some is named
+ * on stderr.  Returns tvh_pwalk's value, -TVH_ERR_PT (image setup).
+ */
+static int pt_walk(struct common *c, struct tvt_reader *r, struct tvh_walk_opts *wo,
+		   unsigned threads, const struct tvh_pwalk_ops *ops, void *ctx,
+		   struct tvh_stats *s, struct pt_result *pr)
+{
+	struct pt_image *img;
+	struct tvh_ptbr b;
+	int ret;
+
+	memset(pr, 0, sizeof(*pr));
+	if (!c->st.nmods) {
+		ret = tvh_pwalk(r, wo, threads, ops, ctx, s);
+		if (!ret)
+			warn_pt_undecoded(s, "PT needs the code to be decoded: give the "
+					  "modules with --image PATH[@BASE] (or --image-dir)");
+		return ret;
+	}
+	ret = tvh_pt_image(&c->st, &img);
+	if (ret) {
+		memset(s, 0, sizeof(*s));
+		return ret;
+	}
+	tvh_ptbr_init(&b, ops, ctx, img, NULL);
+	wo->want_pt = true;
+	ret = tvh_pwalk(r, wo, threads, &tvh_ptbr_ops, &b, s);
+	pt_image_free(img);
+	pr->st = b.stats;
+	pr->decoded = true;
+	if (!ret && b.stats.cpus && !c->quiet)
+		fprintf(stderr, "tracevisor %s: Intel PT of %u CPU%s: %" PRIu64 " bytes decoded"
+			" into %" PRIu64 " branches, %" PRIu64 " syncs, %" PRIu64
+			" decode errors; lost %" PRIu64 " bytes in gaps, %" PRIu64
+			" at %" PRIu64 " cuts (counted by PT_SYNC)\n", cmd_name,
+			b.stats.cpus, b.stats.cpus == 1 ? "" : "s", b.stats.bytes,
+			b.stats.branches, b.stats.syncs, b.stats.errors,
+			b.stats.gap_bytes, b.stats.cut_bytes, b.stats.cuts);
+	if (!ret && b.stats.errors)
+		msg("%" PRIu64 " PT decode errors (each a PT_GAP; decoding resumed at the"
+		    " next PSB): wrong or missing --image code, or damaged PT", b.stats.errors);
+	return ret;
+}
+
+/* finish_walk, and status 3 when PT had decode errors. */
+static int finish_pt_walk(const struct tvh_stats *s, const struct pt_result *pr,
+			  const char *path)
+{
+	int ret = finish_walk(0, s, path);
+
+	return ret == EXIT_OK && pr->st.errors ? EXIT_DAMAGED : ret;
 }
 
 /* ---- info ---------------------------------------------------------------- */
@@ -184,6 +265,10 @@ void script_usage(FILE *f)
 	      "  -j, --threads N     decoding threads (default: one per processor)\n"
 	      "  -o, --output FILE   write there instead of stdout\n"
 	      COMMON_HELP
+	      PT_HELP
+	      "A branch decoded from PT ends in pt@0xOFF (the decoder's stream offset);\n"
+	      "its number is its index among the CPU's PT branches.  They come after\n"
+	      "the CPU's records.\n"
 	      EXIT_HELP
 	      "\nExamples:\n"
 	      "  tracevisor script trace.tvt --image vmlinux@0xffffffff9a000000\n"
@@ -296,6 +381,7 @@ int cmd_script(int argc, char **argv)
 	struct common c = { .cpu = -1 };
 	struct script_opts so = { 0 };
 	struct script_run run = { .c = &c, .o = &so };
+	struct pt_result pr;
 	struct tvt_reader r;
 	struct tvh_stats s;
 	struct tvh_walk_opts wo;
@@ -317,7 +403,7 @@ int cmd_script(int argc, char **argv)
 	}
 	progress_init(&c, &r, "script");
 	wo = (struct tvh_walk_opts){ .cpu = c.cpu, .progress = &c.prog };
-	ret = tvh_pwalk(&r, &wo, so.threads, &ops, &run, &s);
+	ret = pt_walk(&c, &r, &wo, so.threads, &ops, &run, &s, &pr);
 	tvh_progress_done(&c.prog);
 	if (ret == -TVH_ERR_IO || run.failed) {
 		msg("%s: write failed: %s", outp, strerror(errno));
@@ -331,7 +417,7 @@ int cmd_script(int argc, char **argv)
 		if (!ret) {
 			if (c.cpu >= 0 && !tvh_stats_cpu(&s, (uint32_t)c.cpu))
 				msg("%s: no data for CPU %" PRId64, argv[optind], c.cpu);
-			ret = finish_walk(0, &s, argv[optind]);
+			ret = finish_pt_walk(&s, &pr, argv[optind]);
 		}
 	}
 	tvh_stats_free(&s);
@@ -368,6 +454,7 @@ void report_usage(FILE *f)
 	      "  -j, --threads N     decoding threads (default: one per processor)\n"
 	      "  -o, --output FILE   write there instead of stdout\n"
 	      COMMON_HELP
+	      PT_HELP
 	      EXIT_HELP
 	      "\nExamples:\n"
 	      "  tracevisor report trace.tvt --image build/payload.so@0x1e1ef000\n"
@@ -466,6 +553,7 @@ int cmd_report(int argc, char **argv)
 	struct common c = { .cpu = -1 };
 	struct report_opts ro = { .sort = TVH_SORT_BRANCHES, .top = 20 };
 	struct report_run run = { 0 };
+	struct pt_result pr;
 	struct tvt_reader r;
 	struct tvh_stats s;
 	struct tvh_walk_opts wo;
@@ -481,7 +569,7 @@ int cmd_report(int argc, char **argv)
 		goto out;
 	progress_init(&c, &r, "report");
 	wo = (struct tvh_walk_opts){ .cpu = c.cpu, .progress = &c.prog };
-	ret = tvh_pwalk(&r, &wo, ro.threads, &ops, &run, &s);
+	ret = pt_walk(&c, &r, &wo, ro.threads, &ops, &run, &s, &pr);
 	tvh_progress_done(&c.prog);
 	if (ret) {
 		ret = walk_failed(ret, argv[optind]);
@@ -524,7 +612,7 @@ int cmd_report(int argc, char **argv)
 		ret = close_out(out, outp);
 	}
 	if (!ret)
-		ret = finish_walk(0, &s, argv[optind]);
+		ret = finish_pt_walk(&s, &pr, argv[optind]);
 done:
 	for (size_t i = 0; i < run.n; i++) {
 		tvh_report_cpu_free(run.v[i]);
@@ -567,6 +655,9 @@ void coverage_usage(FILE *f)
 	      "  --flavor NAME       the 'DRCOV FLAVOR' (default tracevisor)\n"
 	      "  -j, --threads N     decoding threads (default: one per processor)\n"
 	      COMMON_HELP
+	      PT_HELP
+	      "From PT, a block starts at a transfer's target (the code from a PSB or\n"
+	      "TIP.PGE up to the first transfer is not counted yet).\n"
 	      EXIT_HELP
 	      "\nExamples:\n"
 	      "  tracevisor coverage trace.tvt --image prog@0x400000 -o prog.drcov\n"
@@ -651,6 +742,7 @@ int cmd_coverage(int argc, char **argv)
 	struct common c = { .cpu = -1 };
 	struct coverage_opts co = { .flavor = "tracevisor" };
 	struct coverage_run run;
+	struct pt_result pr;
 	struct tvt_reader r;
 	struct tvh_stats s;
 	struct tvh_walk_opts wo;
@@ -686,7 +778,7 @@ int cmd_coverage(int argc, char **argv)
 	run.st = &c.st;
 	tvh_drcov_init(&run.total, &c.st);
 	wo = (struct tvh_walk_opts){ .cpu = c.cpu, .progress = &c.prog };
-	ret = tvh_pwalk(&r, &wo, co.threads, &ops, &run, &s);
+	ret = pt_walk(&c, &r, &wo, co.threads, &ops, &run, &s, &pr);
 	tvh_progress_done(&c.prog);
 	if (ret) {
 		ret = walk_failed(ret, argv[optind]);
@@ -715,7 +807,7 @@ int cmd_coverage(int argc, char **argv)
 				ds->cross_module, ds->backwards, ds->too_big);
 		if (!run.total.nbbs)
 			msg("no basic block fell inside the given modules (check @BASE)");
-		ret = finish_walk(0, &s, argv[optind]);
+		ret = finish_pt_walk(&s, &pr, argv[optind]);
 	}
 	tvh_drcov_free(&run.total);
 	tvh_stats_free(&s);
@@ -737,7 +829,9 @@ void timeline_usage(FILE *f)
 	      "symbol, instant events for CR3 changes, start/stop, markers, log\n"
 	      "lines, images and lost records.  Time comes from the TSC and the\n"
 	      "TSC frequency in the trace; without them, from sequence numbers.\n"
-	      "'chrome' is the old name of this command (same options).\n"
+	      "'chrome' is the old name of this command (same options).  Intel PT is\n"
+	      "not decoded here yet (CPUs with PT are named on stderr; script, report\n"
+	      "and coverage decode it).\n"
 	      "\n"
 	      "Options:\n"
 	      "  -o, --output FILE   the JSON file ('-': stdout)\n"
@@ -814,6 +908,8 @@ int cmd_timeline(int argc, char **argv)
 				" slices closed by loss\n", cmd_name, c.out, cs.events,
 				cs.slices, cs.instants, cs.tsc_time ? "TSC" : "sequence numbers",
 				cs.unmatched_returns, cs.closed_by_loss);
+		warn_pt_undecoded(&cs.walk, "timeline does not decode PT yet (script, "
+				  "report and coverage do, with --image)");
 		ret = finish_walk(0, &cs.walk, argv[optind]);
 	}
 	tvh_stats_free(&cs.walk);

@@ -210,6 +210,7 @@ int tvh_drcov_event(void *ctx, const struct tvh_event *ev)
 		break;
 	case TVH_EV_MALFORMED:
 	case TVH_EV_GAP:
+	case TVH_EV_PT_GAP:      /* PT lost or undecodable (ptbranch.h) */
 		c->have = false;
 		return 0;
 	default:

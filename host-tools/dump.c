@@ -5,6 +5,8 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include <intel-pt.h>
+
 #include "host-tools/dump.h"
 #include "host-tools/error.h"
 #include "host-tools/text.h"
@@ -162,10 +164,16 @@ int tvh_dump_event(void *ctx, const struct tvh_event *ev)
 				PRIu64 "\n", "-", ev->cpu, "PT", ev->pt_offset, ev->len);
 		return 0;
 	case TVH_EV_PT_GAP:
+		if (ev->gap == TVH_GAP_PT_ERROR) {
+			fprintf(out, "%12s cpu%-2u %-8s offset 0x%" PRIx64 ": PT decode error: %s"
+				" (resumes at the next PSB)\n", "-", ev->cpu, "PT_GAP",
+				ev->pt_offset, pt_errstr(pt_errcode(ev->err)));
+			return 0;
+		}
 		fprintf(out, "%12s cpu%-2u %-8s offset 0x%" PRIx64 ": %" PRIu64
 			" PT bytes lost (%s)\n", "-", ev->cpu, "PT_GAP", ev->pt_offset,
 			ev->count, ev->gap == TVH_GAP_HEAD ? "before the first chunk" :
-			"offset gap");
+			ev->gap == TVH_GAP_PT_CUT ? "counted by PT_SYNC" : "offset gap");
 		return 0;
 	case TVH_EV_RING:
 		if (!d->records)

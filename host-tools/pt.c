@@ -17,14 +17,8 @@
 
 /* ---- cuts: losses the record stream counts ------------------------------- */
 
-struct cut_list {
-	struct tvh_pt_cut *v;
-	size_t n, cap;
-	uint64_t last_lost;      /* the previous PT_SYNC's pt_lost */
-};
-
 /* A PT_SYNC whose pt_lost grew adds a cut at its pt_offset. */
-static int cuts_on_event(struct cut_list *c, const struct tvh_event *ev)
+static int cuts_on_event(struct tvh_pt_cuts *c, const struct tvh_event *ev)
 {
 	uint64_t lost;
 
@@ -58,7 +52,7 @@ static int cmp_cut(const void *a, const void *b)
 }
 
 /* Sort by offset and merge cuts at the same offset. */
-static void cuts_finish(struct cut_list *c)
+static void cuts_finish(struct tvh_pt_cuts *c)
 {
 	size_t k = 0;
 
@@ -75,7 +69,7 @@ static void cuts_finish(struct cut_list *c)
 }
 
 /* Index of the first cut at or after offset (c->n if none). */
-static size_t cut_at_or_after(const struct cut_list *c, uint64_t offset)
+static size_t cut_at_or_after(const struct tvh_pt_cuts *c, uint64_t offset)
 {
 	size_t lo = 0, hi = c->n;
 
@@ -92,14 +86,8 @@ static size_t cut_at_or_after(const struct cut_list *c, uint64_t offset)
 
 /* ---- collecting ---------------------------------------------------------- */
 
-struct collect {
-	struct tvh_pt_stream *s;
-	struct cut_list cuts;
-};
-
-static int collect_fn(void *ctx, const struct tvh_event *ev)
+int tvh_pt_collect_event(struct tvh_pt_collector *c, const struct tvh_event *ev)
 {
-	struct collect *c = ctx;
 	struct tvh_pt_stream *s = c->s;
 	struct tvh_pt_run *run;
 
@@ -141,7 +129,7 @@ static int collect_fn(void *ctx, const struct tvh_event *ev)
 }
 
 /* Split s's runs at the cuts strictly inside them; the later pieces are copies. */
-static int split_at_cuts(struct tvh_pt_stream *s, const struct cut_list *c)
+static int split_at_cuts(struct tvh_pt_stream *s, const struct tvh_pt_cuts *c)
 {
 	struct tvh_pt_run *v;
 	bool *copy;
@@ -197,6 +185,26 @@ nomem:
 	return -TVH_ERR_NOMEM;
 }
 
+static int collect_fn(void *ctx, const struct tvh_event *ev)
+{
+	return tvh_pt_collect_event(ctx, ev);
+}
+
+int tvh_pt_collect_finish(struct tvh_pt_collector *c, int ret)
+{
+	struct tvh_pt_stream *out = c->s;
+
+	cuts_finish(&c->cuts);
+	if (!ret)
+		ret = split_at_cuts(out, &c->cuts);
+	out->cuts = c->cuts.v;
+	out->ncuts = c->cuts.n;
+	memset(&c->cuts, 0, sizeof(c->cuts));
+	for (size_t i = 0; i < out->ncuts; i++)
+		out->cut_bytes += out->cuts[i].lost;
+	return ret;
+}
+
 void tvh_pt_stream_free(struct tvh_pt_stream *s)
 {
 	for (size_t i = 0; i < s->nruns; i++)
@@ -210,7 +218,7 @@ int tvh_pt_collect(struct tvt_reader *r, uint32_t cpu, struct tvh_pt_stream *out
 		   struct tvh_stats *stats, struct tvh_progress *progress)
 {
 	struct tvh_walk_opts wo = { .cpu = cpu, .want_pt = true, .progress = progress };
-	struct collect c = { .s = out };
+	struct tvh_pt_collector c = { .s = out };
 	struct tvh_stats local;
 	int ret;
 
@@ -218,13 +226,7 @@ int tvh_pt_collect(struct tvt_reader *r, uint32_t cpu, struct tvh_pt_stream *out
 	ret = tvh_walk(r, &wo, collect_fn, &c, stats ? stats : &local);
 	if (!stats)
 		tvh_stats_free(&local);
-	cuts_finish(&c.cuts);
-	if (!ret)
-		ret = split_at_cuts(out, &c.cuts);
-	out->cuts = c.cuts.v;
-	out->ncuts = c.cuts.n;
-	for (size_t i = 0; i < out->ncuts; i++)
-		out->cut_bytes += out->cuts[i].lost;
+	ret = tvh_pt_collect_finish(&c, ret);
 	if (!ret && !out->nruns)
 		ret = -TVH_ERR_NOT_FOUND;
 	if (ret)
@@ -246,7 +248,7 @@ struct extract {
 	uint64_t written;
 	struct x_item *items;
 	size_t nitems, cap;
-	struct cut_list cuts;
+	struct tvh_pt_cuts cuts;
 };
 
 static struct x_item *x_add(struct extract *x)
@@ -423,6 +425,18 @@ static int report(struct dec *x, struct tvh_pt_item *it)
 	return x->fn ? x->fn(x->ctx, it) : 0;
 }
 
+/* The decoder's time at a branch: the last TSC (with MTC/CYC), if any. */
+static void branch_time(struct dec *x, struct tvh_pt_item *it)
+{
+	uint64_t tsc;
+
+	it->offset = dec_offset(x);
+	if (pt_insn_time(x->d, &tsc, NULL, NULL) >= 0) {
+		it->has_tsc = true;
+		it->tsc = tsc;
+	}
+}
+
 static int on_insn(struct dec *x, const struct pt_insn *insn)
 {
 	struct tvh_pt_item it = { .kind = TVH_PT_INSN, .insn = insn, .ip = insn->ip };
@@ -436,9 +450,11 @@ static int on_insn(struct dec *x, const struct pt_insn *insn)
 
 		if (!(fallthrough && x->last.iclass == ptic_cond_jump)) {
 			it.kind = TVH_PT_BRANCH;
+			it.insn = &x->last;
 			it.from = x->last.ip;
 			it.to = insn->ip;
 			it.iclass = x->last.iclass;
+			branch_time(x, &it);
 			x->st->branches++;
 			ret = report(x, &it);
 		}
@@ -459,9 +475,13 @@ static int on_event(struct dec *x, const struct pt_event *ev)
 	x->st->events++;
 	if (x->o->branches && x->pending && ev->type == ptev_disabled &&
 	    !ev->ip_suppressed) {
-		struct tvh_pt_item b = { .kind = TVH_PT_BRANCH, .from = x->last.ip,
+		struct tvh_pt_item b = { .kind = TVH_PT_BRANCH, .insn = &x->last,
+					 .from = x->last.ip,
 					 .to = ev->variant.disabled.ip,
-					 .iclass = x->last.iclass };
+					 .iclass = x->last.iclass,
+					 .offset = dec_offset(x) };
+
+		branch_time(x, &b);
 
 		x->st->branches++;
 		ret = report(x, &b);

@@ -70,6 +70,28 @@ int tvh_pt_collect(struct tvt_reader *r, uint32_t cpu, struct tvh_pt_stream *out
 		   struct tvh_stats *stats, struct tvh_progress *progress);
 void tvh_pt_stream_free(struct tvh_pt_stream *s);
 
+/* Cuts being gathered from a CPU's PT_SYNC records. */
+struct tvh_pt_cuts {
+	struct tvh_pt_cut *v;
+	size_t n, cap;
+	uint64_t last_lost;      /* the previous PT_SYNC's pt_lost */
+};
+
+/*
+ * tvh_pt_collect's parts, for walk callbacks that do more than collect
+ * (one CPU's events only): tvh_pt_collect_event takes TVH_EV_PT bytes,
+ * TVH_EV_PT_GAP counts and PT_SYNC records into *s (zeroed first) and
+ * ignores the rest; tvh_pt_collect_finish(c, ret) moves the cuts into *s
+ * and, when ret is 0, splits the runs at them.  Both return 0 or
+ * -TVH_ERR_NOMEM (finish: ret when nonzero); *s is the caller's to free.
+ */
+struct tvh_pt_collector {
+	struct tvh_pt_stream *s;
+	struct tvh_pt_cuts cuts;
+};
+int tvh_pt_collect_event(struct tvh_pt_collector *c, const struct tvh_event *ev);
+int tvh_pt_collect_finish(struct tvh_pt_collector *c, int ret);
+
 /*
  * tvh_pt_extract - write CPU cpu's PT bytes to out, runs back to back
  * (no copy in memory; cuts change no byte).  runs_out (may be NULL) gets
@@ -101,12 +123,14 @@ enum tvh_pt_item_kind {
 struct tvh_pt_item {
 	enum tvh_pt_item_kind kind;
 	uint64_t offset;         /* stream offset of the decoder's position */
-	const struct pt_insn *insn;
+	const struct pt_insn *insn;   /* TVH_PT_BRANCH: the transfer instruction */
 	const struct pt_event *event;
 	int err;
 	uint64_t ip;
 	uint64_t from, to;
 	enum pt_insn_class iclass;
+	bool has_tsc;            /* TVH_PT_BRANCH: the decoder's time (pt_insn_time) */
+	uint64_t tsc;
 };
 
 typedef int (*tvh_pt_fn)(void *ctx, const struct tvh_pt_item *it);

@@ -52,6 +52,8 @@ int tvh_script_event(void *ctx, const struct tvh_event *ev)
 		fputs(" tsx-abort", s->out);
 	if (r->type == TV_REC_LBR)
 		fputs(" lbr", s->out);
+	if (ev->pt)
+		fprintf(s->out, " pt@0x%" PRIx64, ev->pt_offset);
 	fputc('\n', s->out);
 	s->branches++;
 	return 0;

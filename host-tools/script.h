@@ -9,7 +9,10 @@
  * columns: CPU, sequence number, branch kind, from => to (each address
  * with func+off (file:line) or module+off when a module holds it), then
  * tsc=N when the record has one and the flags (mispred, in-tsx,
- * tsx-abort, lbr).  Losses, malformed records (with their file offset)
+ * tsx-abort, lbr; pt@0xOFF for a branch decoded from Intel PT, with the
+ * decoder's stream offset: its sequence number is then the branch's index
+ * among the CPU's PT branches, ptbranch.h).  Losses, malformed records
+ * (with their file offset)
  * and damaged chunks always print, as dump prints them (dump.h); other
  * records only when asked (all).
  */

@@ -38,6 +38,9 @@ enum tvh_event_kind {
 enum tvh_gap_kind {
 	TVH_GAP_SEQ = 0,     /* between two chunks */
 	TVH_GAP_HEAD = 1,    /* before the first chunk of that CPU */
+	/* TVH_EV_PT_GAP made by ptbranch.h (never by the walk itself): */
+	TVH_GAP_PT_CUT = 2,  /* a loss PT_SYNC counts (count: how much pt_lost grew) */
+	TVH_GAP_PT_ERROR = 3,/* a decode error (err, a pt_error_code); count 0 */
 };
 
 struct tvh_event {
@@ -53,6 +56,8 @@ struct tvh_event {
 	const uint8_t *data;
 	uint64_t len;
 	const struct tv_trace_ring *ring;
+	bool pt;             /* TVH_EV_RECORD: a branch decoded from PT (ptbranch.h);
+	                      * pt_offset: the decoder's stream offset */
 };
 
 /* Return 0 to go on; anything else stops the walk and is returned by it. */

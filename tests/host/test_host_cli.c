@@ -310,7 +310,8 @@ static void test_drcov_and_chrome(void **state)
 	struct jval *v;
 
 	(void)state;
-	assert_true(asprintf(&args, "drcov '%s' -o '%s' --elf '%s' --flavor test",
+	/* CPU 0: CPU 1 holds the PT of another program (test_pt_script). */
+	assert_true(asprintf(&args, "drcov '%s' --cpu 0 -o '%s' --elf '%s' --flavor test",
 			     trace, cov, sym_elf) > 0);
 	assert_int_equal(cli(args, NULL, &err), 0);
 	assert_true(th_contains(err, "blocks"));
@@ -449,6 +450,94 @@ static void test_pt_cut(void **state)
 	free(path);
 }
 
+/* script/coverage on a PT capture: branches from libipt, the cut as a PT_GAP. */
+static void test_pt_script(void **state)
+{
+	uint8_t pt[1024];
+	size_t len, cut, resume;
+	struct recbuf rec = { 0 };
+	struct th_tvt t;
+	char *path, *out, *err, *args, *want = NULL, *line, *cov = th_path("pt.modoff");
+	size_t wlen = 0;
+	FILE *w;
+	unsigned nb = 0;
+
+	(void)state;
+	ptf_encode_cut(&fx, pt, sizeof(pt), &len, &cut, &resume);
+	rb_pt_sync(&rec, 100, 0, 0);
+	rb_pt_sync(&rec, 200, cut, 1);
+	th_tvt_begin(&t, "lab", 7);
+	th_tvt_records(&t, 0, 0, &rec);
+	th_tvt_chunk(&t, 0, TVT_KIND_PT, TVT_CHUNK_F_STREAM_START, 0, pt, 9);
+	th_tvt_chunk(&t, 0, TVT_KIND_PT, 0, 9, pt + 9, len - 9);
+	th_tvt_end(&t);
+	path = th_tvt_save(&t, "pt-script.tvt");
+	th_tvt_free(&t);
+	rb_free(&rec);
+
+	/* Expected: before the cut, the transfers up to the second call's ret
+	 * (the last jnz is never resolved); the cut; after it, all of them. */
+	w = open_memstream(&want, &wlen);
+	for (unsigned i = 0; i < 8; i++, nb++)
+		fprintf(w, "cpu0   %10u  %-9s 0x%llx => 0x%llx\n", nb,
+			fx.taken[i].c == ptic_call ? "call" : fx.taken[i].c == ptic_return ?
+			"ret" : "jcc", (unsigned long long)fx.taken[i].from,
+			(unsigned long long)fx.taken[i].to);
+	fprintf(w, "           - cpu0  PT_GAP   offset 0x%zx: 1 PT bytes lost"
+		" (counted by PT_SYNC)\n", cut);
+	for (unsigned i = 0; i < fx.ntaken; i++, nb++)
+		fprintf(w, "cpu0   %10u  %-9s 0x%llx => 0x%llx\n", nb,
+			fx.taken[i].c == ptic_call ? "call" : fx.taken[i].c == ptic_return ?
+			"ret" : fx.taken[i].c == ptic_cond_jump ? "jcc" : "jmp-ind",
+			(unsigned long long)fx.taken[i].from,
+			(unsigned long long)fx.taken[i].to);
+	fclose(w);
+
+	assert_true(asprintf(&args, "script '%s' --no-symbols --image '%s'", path, fx.elf) > 0);
+	assert_int_equal(cli(args, &out, &err), 0);
+	/* Each branch line ends in pt@0xOFF (the decoder's offset): strip it. */
+	for (line = out; (line = strstr(line, " pt@0x")) != NULL;) {
+		char *end = strchr(line, '\n');
+
+		memmove(line, end, strlen(end) + 1);
+	}
+	assert_string_equal(out, want);
+	assert_true(th_contains(err, "Intel PT of 1 CPU: "));
+	assert_true(th_contains(err, " into 18 branches, 2 syncs, 0 decode errors; lost 0 bytes in gaps,"
+				" 1 at 1 cuts"));
+	free(out);
+	free(err);
+	free(args);
+
+	/* Without the code: said on stderr, not silently nothing. */
+	assert_true(asprintf(&args, "script '%s'", path) > 0);
+	assert_int_equal(cli(args, &out, &err), 0);
+	assert_null(strstr(out, "cpu0 "));
+	assert_true(th_contains(err, "cpu0: "));
+	assert_true(th_contains(err, " bytes of Intel PT not decoded: PT needs the code"));
+	assert_true(th_contains(err, "--image"));
+	free(out);
+	free(err);
+	free(args);
+
+	/* Coverage: blocks from the decoded branches. */
+	assert_true(asprintf(&args, "coverage '%s' --format modoff -o '%s' --image '%s'",
+			     path, cov, fx.elf) > 0);
+	assert_int_equal(cli(args, NULL, &err), 0);
+	free(err);
+	free(args);
+	out = th_read_file(cov, &len);
+	/* First-seen order; 0x100a twice: ended by the taken jnz, then by jmp *%rax. */
+	assert_true(th_contains(out, "\npt_prog+101c\npt_prog+100a\npt_prog+1005\n"
+				"pt_prog+100a\npt_prog+1019\n"));
+	assert_int_equal(ptf_sym(&fx, "func"), 0x40101c);
+	assert_int_equal(ptf_sym(&fx, "target"), 0x401019);
+	free(out);
+	free(cov);
+	free(want);
+	free(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -460,6 +549,7 @@ int main(void)
 		cmocka_unit_test(test_drcov_and_chrome),
 		cmocka_unit_test(test_pt_commands),
 		cmocka_unit_test(test_pt_cut),
+		cmocka_unit_test(test_pt_script),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -22,6 +22,7 @@
 
 #include "host-tools/error.h"
 #include "host-tools/pt.h"
+#include "host-tools/ptbranch.h"
 #include "host-tools/sym.h"
 #include "tests/host/helpers.h"
 #include "tests/host/pt_fixture.h"
@@ -465,6 +466,41 @@ static void test_pt_sync_cut_places(void **state)
 	rb_free(&rec);
 }
 
+/* ptbranch.c's branch kinds from libipt's class and the opcode. */
+static void test_branch_kinds(void **state)
+{
+	static const struct {
+		enum pt_insn_class c;
+		uint8_t raw[4];
+		unsigned size;
+		uint8_t kind;
+	} t[] = {
+		{ ptic_call, { 0xe8, 0, 0, 0 }, 4, TV_BR_CALL },
+		{ ptic_call, { 0xff, 0xd0 }, 2, TV_BR_CALL_IND },
+		{ ptic_call, { 0x41, 0xff, 0xd3 }, 3, TV_BR_CALL_IND },
+		{ ptic_jump, { 0xeb, 0x02 }, 2, TV_BR_JMP },
+		{ ptic_jump, { 0x66, 0xe9, 0, 0 }, 4, TV_BR_JMP },
+		{ ptic_jump, { 0x41, 0xff, 0xe3 }, 3, TV_BR_JMP_IND },
+		{ ptic_cond_jump, { 0x75, 0xf7 }, 2, TV_BR_JCC },
+		{ ptic_return, { 0xc3 }, 1, TV_BR_RET },
+		{ ptic_far_call, { 0x0f, 0x05 }, 2, TV_BR_SYSCALL },
+		{ ptic_far_call, { 0xcd, 0x80 }, 2, TV_BR_SYSCALL },
+		{ ptic_far_call, { 0xff, 0x18 }, 2, TV_BR_FAR },
+		{ ptic_far_return, { 0x48, 0xcf }, 2, TV_BR_SYSRET },
+		{ ptic_far_return, { 0x48, 0x0f, 0x07 }, 3, TV_BR_SYSRET },
+		{ ptic_far_return, { 0xcb }, 1, TV_BR_FAR },
+		{ ptic_far_jump, { 0xea }, 1, TV_BR_FAR },
+		{ ptic_other, { 0x90 }, 1, TV_BR_UNKNOWN },
+	};
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		if (tvh_ptbr_kind(t[i].c, t[i].raw, t[i].size) != t[i].kind)
+			fail_msg("case %u: kind %u, expected %u", i,
+				 tvh_ptbr_kind(t[i].c, t[i].raw, t[i].size), t[i].kind);
+	assert_int_equal(tvh_ptbr_kind(ptic_call, NULL, 0), TV_BR_CALL_IND);
+}
+
 static void test_names_and_cpu_parsing(void **state)
 {
 	struct pt_cpu c;
@@ -498,6 +534,7 @@ int main(void)
 		cmocka_unit_test(test_from_tvt),
 		cmocka_unit_test(test_pt_sync_cut),
 		cmocka_unit_test(test_pt_sync_cut_places),
+		cmocka_unit_test(test_branch_kinds),
 		cmocka_unit_test(test_names_and_cpu_parsing),
 	};
 
