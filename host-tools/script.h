@@ -12,9 +12,8 @@
  * tsx-abort, lbr; pt@0xOFF for a branch decoded from Intel PT, with the
  * decoder's stream offset: its sequence number is then the branch's index
  * among the CPU's PT branches, ptbranch.h).  Losses, malformed records
- * (with their file offset)
- * and damaged chunks always print, as dump prints them (dump.h); other
- * records only when asked (all).
+ * (with their file offset) and damaged chunks always print, as dump
+ * prints them (dump.h); other records only when asked (all).
  */
 #ifndef TVH_SCRIPT_H
 #define TVH_SCRIPT_H
