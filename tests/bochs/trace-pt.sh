@@ -118,6 +118,26 @@ for cpu in 0 1; do
 		tv_fail "trace-pt: cpu $cpu: PT_SYNC records, none with PT lost" "$(grep -m2 ' PT_SYNC ' "$dump" | tr '\n' ' ')"
 	fi
 done
+# The perf-style commands decode PT themselves when given the code (--image).
+tv_payload_expected "$base" "$iterations" >"$work/expected-kinds.txt"
+for cpu in 0 1; do
+	"$TV_BUILD/tracevisor" script -q --no-symbols --cpu "$cpu" --image "$TV_BUILD/payload.so@$base" "$tvt" \
+		2>"$work/$name/script$cpu.err" | awk '$5 == "=>" && / pt@/ { print $4, $6, $3 }' >"$work/$name/script$cpu.txt"
+	if [ -s "$work/$name/script$cpu.txt" ] && cmp -s "$work/expected-kinds.txt" "$work/$name/script$cpu.txt"; then
+		tv_ok "trace-pt: cpu $cpu: tracevisor script decodes the PT to all $nexp branches, kinds included (direct/indirect)"
+	else
+		tv_fail "trace-pt: cpu $cpu: tracevisor script decodes the PT to all $nexp branches" \
+			"$(diff "$work/expected-kinds.txt" "$work/$name/script$cpu.txt" | head -3 | tr '\n' ' ') $(head -c 200 "$work/$name/script$cpu.err")"
+	fi
+done
+if "$TV_BUILD/tracevisor" coverage -q --format modoff --image "$TV_BUILD/payload.so@$base" "$tvt" \
+	-o "$work/$name/cov.txt" 2>"$work/$name/cov.err" &&
+	leaf=$(nm "$TV_BUILD/payload.so" | awk '$3 == "tvt_leaf_a" { sub(/^0+/, "", $1); print $1 }') &&
+	grep -qx "payload.so+$leaf" "$work/$name/cov.txt"; then
+	tv_ok "trace-pt: tracevisor coverage from PT: payload.so blocks, tvt_leaf_a among them"
+else
+	tv_fail "trace-pt: tracevisor coverage from PT" "$(head -c 300 "$work/$name/cov.txt" "$work/$name/cov.err" | tr '\n' ' ')"
+fi
 if "$TV_BUILD/tracevisor" info "$tvt" >"$work/$name/info.txt" 2>&1 &&
 	[ "$(grep -cE '^cpu[01]: .*pt [1-9][0-9]* bytes \(lost 0 in gaps, 0 before first chunk, 0 per PT_SYNC\)' "$work/$name/info.txt")" = 2 ]; then
 	tv_ok "trace-pt: tracevisor info: both CPUs' PT streams, nothing lost"
