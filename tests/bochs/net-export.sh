@@ -66,7 +66,7 @@ payload_case() {
 		"net: self-test ok: $selftest records acknowledged by 10\.0\.2\.2:$TV_REC_PORT"
 	tv_expect "net-export: the e1000 hidden from the guest" "$log" 'pci: 00:[0-9a-f]{2}\.0 hidden from the guest'
 	tv_expect "net-export: resident copy took the NIC" "$log" \
-		'net: resident: .* at 00:[0-9a-f]{2}\.0, MAC 52:54:00:12:34:56, DMA at 0x[0-9a-f]+ \(reserved\); static address; exporting 2 CPU ring\(s\) to 10\.0\.2\.2'
+		'net: resident: .* at 00:[0-9a-f]{2}\.0, MAC 52:54:00:12:34:56, DMA at 0x[0-9a-f]+ \(reserved\); static address; exporting 2 CPU ring\(s\) and 0 PT stream\(s\) to 10\.0\.2\.2'
 	tv_expect "net-export: network exporter in the copy" "$log" 'hv: resident copy initialised, 2 CPUs, exporter network'
 	tv_expect "net-export: receiver reached from VMX root" "$log" 'net: export: receiver 10\.0\.2\.2:[0-9]+ reachable, streaming'
 	tv_reject "net-export: nothing went over serial" "$log" 'exported [0-9]+ records over serial'
