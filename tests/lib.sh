@@ -281,3 +281,74 @@ tv_bochs_trace_branches() {
 		prev=$a next_a=$((a + ${#bytes} / 2))
 	done < <(awk '/^\(0\)\.\[[0-9]+\] \[0x/ { a = $2; gsub(/[][]/, "", a); print a, $NF; if (/xchg bx, bx/) exit }' "$1")
 }
+
+# --- the Linux fixture (docs/LINUX-FIXTURE.md) ---------------------------------
+
+# tv_linux_fixture NAME - the fixture's linuxload.efi and linux.env (sourced
+# here: LINUX_VMLINUZ, LINUX_INITRD, LINUX_CMDLINE, LINUX_VMLINUX) and
+# vmlinux; a skip line and status 1 when something is missing.
+tv_linux_fixture() {
+	if [ ! -f "$TV_BUILD/linuxload.efi" ] || [ ! -f "$TV_BUILD/linux/linux.env" ]; then
+		tv_skip "$1" "the Linux fixture is not built (make linux-fixture)"
+		return 1
+	fi
+	# shellcheck source=/dev/null
+	. "$TV_BUILD/linux/linux.env"
+	if [ -z "${LINUX_VMLINUX:-}" ] || [ ! -f "$LINUX_VMLINUX" ]; then
+		tv_skip "$1" "the fixture has no vmlinux"
+		return 1
+	fi
+	command -v python3 >/dev/null || { tv_skip "$1" "python3 missing"; return 1; }
+}
+
+# tv_linux_disk WORK - WORK/disk.img: tracevisor with WORK/tracevisor.conf,
+# linuxload, the fixture's kernel and initrd, its command line plus
+# tsc_early_khz=100000 nokaslr (the bench's entry addresses need nokaslr).
+tv_linux_disk() {
+	printf '%s\n' "$LINUX_CMDLINE tsc_early_khz=100000 nokaslr" >"$1/cmdline.txt"
+	TV_IMAGE_MIB=64 tv_image "$1/disk.img" \
+		EFI/BOOT/BOOTX64.EFI="$TV_BUILD/tracevisor.efi" \
+		EFI/tracevisor/tracevisor.conf="$1/tracevisor.conf" \
+		EFI/linux/linuxload.efi="$TV_BUILD/linuxload.efi" \
+		EFI/linux/vmlinuz="$LINUX_VMLINUZ" \
+		EFI/linux/initrd.img="$LINUX_INITRD" \
+		EFI/linux/cmdline.txt="$1/cmdline.txt"
+}
+
+# tv_linux_booted NAME LOG RC - Linux reached /init and Bochs saw the ACPI
+# power-off (RC: tv_bochs's status, for the message).
+tv_linux_booted() {
+	tv_expect "$1: Linux reached /init after the window" "$2" '^TVLINUX: init started'
+	if grep -q 'ACPI control: soft power off' "$2.stdout" "$2.bochs" 2>/dev/null; then
+		tv_ok "$1: clean ACPI power-off"
+	else
+		tv_fail "$1: clean ACPI power-off" "bochs status $3 (124 = timeout)"
+	fi
+}
+
+# tv_vmlinux_insns VMLINUX WORK - objdump's linear disassembly of every
+# executable PT_LOAD segment of VMLINUX at its virtual address:
+# WORK/segments.txt ("INDEX VADDR PADDR FILESZ FILE" a line) and
+# WORK/insns.txt ("ADDR MNEMONIC" an instruction, addresses in hex).
+tv_vmlinux_insns() {
+	local _i vaddr _p _s bin
+	python3 - "$1" "$2" <<'PY' >"$2/segments.txt"
+import struct, sys
+f = open(sys.argv[1], "rb").read()
+phoff, = struct.unpack_from("<Q", f, 0x20)
+phentsize, phnum = struct.unpack_from("<HH", f, 0x36)
+for i in range(phnum):
+    p_type, p_flags, off, vaddr, paddr, filesz, memsz, align = struct.unpack_from("<IIQQQQQQ", f, phoff + i * phentsize)
+    if p_type == 1 and p_flags & 1:
+        name = "%s/seg%d.bin" % (sys.argv[2], i)
+        open(name, "wb").write(f[off:off + filesz])
+        print(i, hex(vaddr), hex(paddr), hex(filesz), name)
+PY
+	: >"$2/insns.txt"
+	while read -r _i vaddr _p _s bin; do
+		objdump -D -b binary -m i386:x86-64 --adjust-vma="$vaddr" "$bin" |
+			awk -F'\t' '/^ *[0-9a-f]+:\t/ && NF >= 3 { a = $1; sub(/^ */, "", a); sub(/:$/, "", a); m = $3; sub(/ .*/, "", m); print a, m }' \
+				>>"$2/insns.txt"
+		rm -f "$bin"
+	done <"$2/segments.txt"
+}

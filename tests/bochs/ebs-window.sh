@@ -26,25 +26,13 @@ if [ -z "$(tv_dep BOCHS)" ]; then
 	tv_skip "bochs-ebs-window" "Bochs not built (TRACEVISOR_SKIP_BOCHS set)"
 	exit 0
 fi
-if [ ! -f "$TV_BUILD/linuxload.efi" ] || [ ! -f "$TV_BUILD/linux/linux.env" ]; then
-	tv_skip "bochs-ebs-window" "the Linux fixture is not built (make linux-fixture)"
-	exit 0
-fi
-# shellcheck source=/dev/null
-. "$TV_BUILD/linux/linux.env"
+tv_linux_fixture bochs-ebs-window || exit 0
 
 log=$TV_LOGS/bochs-ebs-window.serial.log
 printf '%s\n' 'loader = \EFI\linux\linuxload.efi' 'console = off' 'source = mtf' \
 	'trace_start = exit_boot_services' "trace_stop_after = $N" 'trace_buffer_kb = 64' \
 	'overflow = stop' >"$work/tracevisor.conf"
-printf '%s\n' "$LINUX_CMDLINE tsc_early_khz=100000 nokaslr" >"$work/cmdline.txt"
-TV_IMAGE_MIB=64 tv_image "$work/disk.img" \
-	EFI/BOOT/BOOTX64.EFI="$TV_BUILD/tracevisor.efi" \
-	EFI/tracevisor/tracevisor.conf="$work/tracevisor.conf" \
-	EFI/linux/linuxload.efi="$TV_BUILD/linuxload.efi" \
-	EFI/linux/vmlinuz="$LINUX_VMLINUZ" \
-	EFI/linux/initrd.img="$LINUX_INITRD" \
-	EFI/linux/cmdline.txt="$work/cmdline.txt"
+tv_linux_disk "$work"
 rc=$(TV_BOCHS_MEGS=1024 tv_bochs "$log" "${TV_LINUX_TIMEOUT:-900}" "$work/disk.img" 2)
 rm -f "$work/disk.img"
 
@@ -64,12 +52,7 @@ tv_expect "ebs-window: window opened by the event" "$log" \
 	"trace: cpu 0: window 1 started \\(exit-boot-services\\) at $vmcall"
 tv_expect "ebs-window: window closed by the limit, $N branches, nothing lost or undecodable" "$log" \
 	"trace: cpu 0: window 1 stopped \\(limit\\): $N branches, 0 events, 0 filtered, 0 dropped, 0 undecodable, [0-9]+ steps; ring lost 0 records"
-tv_expect "ebs-window: Linux reached /init after the window" "$log" '^TVLINUX: init started'
-if grep -q 'ACPI control: soft power off' "$log.stdout" "$log.bochs" 2>/dev/null; then
-	tv_ok "ebs-window: clean ACPI power-off"
-else
-	tv_fail "ebs-window: clean ACPI power-off" "bochs status $rc (124 = timeout)"
-fi
+tv_linux_booted ebs-window "$log" "$rc"
 tv_reject "ebs-window: no tracevisor errors" "$log" '\[err\]'
 
 tvt=$work/window.tvt

@@ -51,30 +51,13 @@ if ! grep -q 'Model a subset of Intel Processor Trace' "$model"; then
 	tv_skip "$T" "$model has no cpu: pt option (patch 0003 not applied)"
 	exit 0
 fi
-if [ ! -f "$TV_BUILD/linuxload.efi" ] || [ ! -f "$TV_BUILD/linux/linux.env" ]; then
-	tv_skip "$T" "the Linux fixture is not built (make linux-fixture)"
-	exit 0
-fi
-# shellcheck source=/dev/null
-. "$TV_BUILD/linux/linux.env"
-if [ -z "${LINUX_VMLINUX:-}" ] || [ ! -f "$LINUX_VMLINUX" ]; then
-	tv_skip "$T" "the fixture has no vmlinux"
-	exit 0
-fi
-command -v python3 >/dev/null || { tv_skip "$T" "python3 missing"; exit 0; }
+tv_linux_fixture "$T" || exit 0
 
 entry=${TV_LINUX_WINDOW_ENTRY:-0x1600000}
 log=$TV_LOGS/bochs-linux-window-pt.serial.log
 printf '%s\n' 'loader = \EFI\linux\linuxload.efi' 'console = off' 'source = pt' \
 	"trace_start = address:$entry" 'overflow = stop' >"$work/tracevisor.conf"
-printf '%s\n' "$LINUX_CMDLINE tsc_early_khz=100000 nokaslr" >"$work/cmdline.txt"
-TV_IMAGE_MIB=64 tv_image "$work/disk.img" \
-	EFI/BOOT/BOOTX64.EFI="$TV_BUILD/tracevisor.efi" \
-	EFI/tracevisor/tracevisor.conf="$work/tracevisor.conf" \
-	EFI/linux/linuxload.efi="$TV_BUILD/linuxload.efi" \
-	EFI/linux/vmlinuz="$LINUX_VMLINUZ" \
-	EFI/linux/initrd.img="$LINUX_INITRD" \
-	EFI/linux/cmdline.txt="$work/cmdline.txt"
+tv_linux_disk "$work"
 if [ -n "${TV_LINUX_WINDOW_PT_REUSE:-}" ] && [ -s "$log" ]; then
 	host_s="? (reused $log)" rc=reused
 else
@@ -105,12 +88,7 @@ else
 fi
 tv_expect "$T: cpu 0: PT bytes exported over serial" "$log" \
 	"trace: cpu 0: exported [1-9][0-9]* PT bytes over serial \\(stream offsets 0\\.\\."
-tv_expect "$T: Linux reached /init after the window" "$log" '^TVLINUX: init started'
-if grep -q 'ACPI control: soft power off' "$log.stdout" "$log.bochs" 2>/dev/null; then
-	tv_ok "$T: clean ACPI power-off"
-else
-	tv_fail "$T: clean ACPI power-off" "bochs status $rc (124 = timeout)"
-fi
+tv_linux_booted "$T" "$log" "$rc"
 tv_reject "$T: no tracevisor errors" "$log" '\[err\]'
 
 tvt=$work/window.tvt
@@ -211,25 +189,7 @@ fi
 
 # objdump's linear disassembly of every executable segment, at its virtual
 # address (as linux-window.sh), and each decoded address checked in it.
-python3 - "$LINUX_VMLINUX" "$work" <<'PY' >"$work/segments.txt"
-import struct, sys
-f = open(sys.argv[1], "rb").read()
-phoff, = struct.unpack_from("<Q", f, 0x20)
-phentsize, phnum = struct.unpack_from("<HH", f, 0x36)
-for i in range(phnum):
-    p_type, p_flags, off, vaddr, paddr, filesz, memsz, align = struct.unpack_from("<IIQQQQQQ", f, phoff + i * phentsize)
-    if p_type == 1 and p_flags & 1:
-        name = "%s/seg%d.bin" % (sys.argv[2], i)
-        open(name, "wb").write(f[off:off + filesz])
-        print(i, hex(vaddr), hex(paddr), hex(filesz), name)
-PY
-: >"$work/insns.txt"
-while read -r _ vaddr _ _ bin; do
-	objdump -D -b binary -m i386:x86-64 --adjust-vma="$vaddr" "$bin" |
-		awk -F'\t' '/^ *[0-9a-f]+:\t/ && NF >= 3 { a = $1; sub(/^ */, "", a); sub(/:$/, "", a); print a }' \
-			>>"$work/insns.txt"
-	rm -f "$bin"
-done <"$work/segments.txt"
+tv_vmlinux_insns "$LINUX_VMLINUX" "$work"
 python3 - "$work/segments.txt" "$work/insns.txt" "$work/pt-ips.txt" "$delta" <<'PY' >"$work/check.txt"
 import sys
 delta = int(sys.argv[4])
@@ -251,7 +211,7 @@ ips = [int(l, 16) for l in open(sys.argv[3]) if l.strip()]
 want = set(filter(None, (virt(a) for a in ips)))
 starts = set()
 for line in open(sys.argv[2]):
-    a = int(line, 16)
+    a = int(line.split()[0], 16)
     if a in want:
         starts.add(a)
 bad = [a for a in ips if virt(a) is None or virt(a) not in starts]

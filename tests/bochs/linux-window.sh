@@ -38,17 +38,7 @@ if [ -z "$(tv_dep BOCHS)" ]; then
 	tv_skip "bochs-linux-window" "Bochs not built (TRACEVISOR_SKIP_BOCHS set)"
 	exit 0
 fi
-if [ ! -f "$TV_BUILD/linuxload.efi" ] || [ ! -f "$TV_BUILD/linux/linux.env" ]; then
-	tv_skip "bochs-linux-window" "the Linux fixture is not built (make linux-fixture)"
-	exit 0
-fi
-# shellcheck source=/dev/null
-. "$TV_BUILD/linux/linux.env"
-if [ -z "${LINUX_VMLINUX:-}" ] || [ ! -f "$LINUX_VMLINUX" ]; then
-	tv_skip "bochs-linux-window" "the fixture has no vmlinux"
-	exit 0
-fi
-command -v python3 >/dev/null || { tv_skip "bochs-linux-window" "python3 missing"; exit 0; }
+tv_linux_fixture bochs-linux-window || exit 0
 
 elf_entry=$(readelf -h "$LINUX_VMLINUX" | sed -n 's/.*Entry point address: *\(0x[0-9a-f]*\).*/\1/p')
 entry=${TV_LINUX_WINDOW_ENTRY:-0x1600000}
@@ -56,14 +46,7 @@ log=$TV_LOGS/bochs-linux-window.serial.log
 printf '%s\n' 'loader = \EFI\linux\linuxload.efi' 'console = off' 'source = mtf' \
 	"trace_start = address:$entry" "trace_stop_after = $N" 'trace_buffer_kb = 64' \
 	'overflow = stop' >"$work/tracevisor.conf"
-printf '%s\n' "$LINUX_CMDLINE tsc_early_khz=100000 nokaslr" >"$work/cmdline.txt"
-TV_IMAGE_MIB=64 tv_image "$work/disk.img" \
-	EFI/BOOT/BOOTX64.EFI="$TV_BUILD/tracevisor.efi" \
-	EFI/tracevisor/tracevisor.conf="$work/tracevisor.conf" \
-	EFI/linux/linuxload.efi="$TV_BUILD/linuxload.efi" \
-	EFI/linux/vmlinuz="$LINUX_VMLINUZ" \
-	EFI/linux/initrd.img="$LINUX_INITRD" \
-	EFI/linux/cmdline.txt="$work/cmdline.txt"
+tv_linux_disk "$work"
 rc=$(TV_BOCHS_MEGS=1024 tv_bochs "$log" "${TV_LINUX_TIMEOUT:-900}" "$work/disk.img" 2)
 rm -f "$work/disk.img"
 
@@ -73,12 +56,7 @@ tv_expect "linux-window: linuxload started the kernel's EFI stub" "$log" 'linuxl
 tv_expect "linux-window: window opened at the entry" "$log" "trace: cpu [01]: window 1 started \(address\) at $entry"
 tv_expect "linux-window: window closed by the limit, $N branches, nothing lost or undecodable" "$log" \
 	"trace: cpu [01]: window 1 stopped \(limit\): $N branches, 0 events, 0 filtered, 0 dropped, 0 undecodable, [0-9]+ steps; ring lost 0 records"
-tv_expect "linux-window: Linux reached /init after the window" "$log" '^TVLINUX: init started'
-if grep -q 'ACPI control: soft power off' "$log.stdout" "$log.bochs" 2>/dev/null; then
-	tv_ok "linux-window: clean ACPI power-off"
-else
-	tv_fail "linux-window: clean ACPI power-off" "bochs status $rc (124 = timeout)"
-fi
+tv_linux_booted linux-window "$log" "$rc"
 tv_reject "linux-window: no tracevisor errors" "$log" '\[err\]'
 
 tvt=$work/window.tvt
@@ -98,25 +76,7 @@ fi
 
 # objdump's linear disassembly of every executable segment, at its virtual
 # address, one "ADDR MNEMONIC" line per instruction.
-python3 - "$LINUX_VMLINUX" "$work" <<'PY' >"$work/segments.txt"
-import struct, sys
-f = open(sys.argv[1], "rb").read()
-phoff, = struct.unpack_from("<Q", f, 0x20)
-phentsize, phnum = struct.unpack_from("<HH", f, 0x36)
-for i in range(phnum):
-    p_type, p_flags, off, vaddr, paddr, filesz, memsz, align = struct.unpack_from("<IIQQQQQQ", f, phoff + i * phentsize)
-    if p_type == 1 and p_flags & 1:
-        name = "%s/seg%d.bin" % (sys.argv[2], i)
-        open(name, "wb").write(f[off:off + filesz])
-        print(i, hex(vaddr), hex(paddr), hex(filesz), name)
-PY
-: >"$work/insns.txt"
-while read -r _ vaddr _ _ bin; do
-	objdump -D -b binary -m i386:x86-64 --adjust-vma="$vaddr" "$bin" |
-		awk -F'\t' '/^ *[0-9a-f]+:\t/ && NF >= 3 { a = $1; sub(/^ */, "", a); sub(/:$/, "", a); m = $3; sub(/ .*/, "", m); print a, m }' \
-			>>"$work/insns.txt"
-	rm -f "$bin"
-done <"$work/segments.txt"
+tv_vmlinux_insns "$LINUX_VMLINUX" "$work"
 
 python3 - "$work/segments.txt" "$work/insns.txt" "$work/branches.txt" "$((entry - elf_entry))" <<'PY' >"$work/check.txt"
 import bisect, sys
