@@ -624,15 +624,20 @@ static bool pt_drain_now(struct per_cpu *cpu)
 
 /*
  * pt, before every entry: GUEST_IA32_RTIT_CTL holds ctl|TraceEn while a
- * window is open, else 0 (written every time: the exit may have saved
- * the MSR into the field).
+ * window is open, else 0.  Written only when that changes: an exit that
+ * saves the MSR into the field saves what the entry loaded (the guest's
+ * RTIT_CTL writes are shadowed, docs/TRACE-MSR-POLICY.md), so the field
+ * still holds pt_vmcs_ctl.
  */
 static void pt_set_ctl(struct per_cpu *cpu)
 {
 	struct trace_cpu *t = &cpu->trace;
+	uint64_t want = t->active ? t->pt_guest_ctl : 0;
 
-	if (cpu->entry_ctls & ENTRY_LOAD_RTIT_CTL)
-		vmcs_write(VMCS_GUEST_IA32_RTIT_CTL, t->active ? t->pt_guest_ctl : 0);
+	if ((cpu->entry_ctls & ENTRY_LOAD_RTIT_CTL) && want != t->pt_vmcs_ctl) {
+		vmcs_write(VMCS_GUEST_IA32_RTIT_CTL, want);
+		t->pt_vmcs_ctl = want;
+	}
 }
 
 /* Intercept #DB from now on (exception bitmap bit 1, SDM 3C 25.6.3). */

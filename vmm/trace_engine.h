@@ -140,6 +140,7 @@ struct trace_cpu {
 	uint8_t *pt_mem;              /* trace_cpu_pt_area; NULL: none */
 	uint64_t pt_pa;               /* its physical address */
 	uint64_t pt_guest_ctl;        /* GUEST_IA32_RTIT_CTL of an open window */
+	uint64_t pt_vmcs_ctl;         /* what the field holds (0 at launch, vmx.c) */
 	uint64_t pt_drain_errors;     /* pt_drain calls that failed (logged) */
 	/* Requests from another CPU (trace_request), applied by this one. */
 	uint32_t req_pending;         /* TRACE_REQ_* bits, atomic */
