@@ -229,6 +229,17 @@ static void trace_setup_from_config(struct vmx_boot_params *p, const struct tv_c
 	p->trace.stop_after = cfg->trace_stop_after;
 	p->trace.filter = cfg->trace_filter;
 	p->trace.pt = cfg->trace_pt;
+	p->trace.pmi = cfg->trace_pmi;
+	p->trace.pmi_every = cfg->trace_pmi_every;
+	if (cfg->trace_pmi && chosen != TV_SOURCE_LBR && chosen != TV_SOURCE_BTS &&
+	    chosen != TV_SOURCE_PT) {
+		/* only source = auto gets here (config_parse refuses mtf/btf) */
+		log_warn("trace: pmi = on: source %s takes no PMI: off", trace_caps_source_name(chosen));
+		p->trace.pmi = 0;
+	} else if (cfg->trace_pmi_every && chosen == TV_SOURCE_PT) {
+		log_warn("trace: pmi_every: pt's PMI comes at a ToPA region's end: ignored");
+		p->trace.pmi_every = 0;
+	}
 	p->trace.start_addr = cfg->trace_start_address;
 	switch (cfg->trace_start) {
 	case TV_TRIG_BOOT:

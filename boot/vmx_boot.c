@@ -371,6 +371,9 @@ int vmx_boot(const struct vmx_boot_params *p)
 		cpus[i].timer_period_tsc = (uint64_t)p->heartbeat_s * p->tsc_hz;
 		if (p->trace.source == TV_SOURCE_PT)
 			cpus[i].drain_period_tsc = preempt_period_tsc(p->pt_drain_us, p->tsc_hz);
+		cpus[i].nmi_exiting = p->trace.pmi && (p->trace.source == TV_SOURCE_LBR ||
+						       p->trace.source == TV_SOURCE_BTS ||
+						       p->trace.source == TV_SOURCE_PT);
 		if (hide_pci) {
 			cpus[i].io_bitmap_a_pa = (uint64_t)(uintptr_t)io_bitmaps;
 			cpus[i].io_bitmap_b_pa = (uint64_t)(uintptr_t)io_bitmaps + 4096;

@@ -243,6 +243,8 @@ tv_payload_run() {
 	mkdir -p "$dir"
 	printf '%s\n' 'loader = \EFI\tracevisor\payload.efi' 'console = off' \
 		"source = $src" 'overflow = stop' 'trace_start = hypercall' >"$dir/tracevisor.conf"
+	# TV_PAYLOAD_CONF: more config lines (one per line)
+	[ -z "${TV_PAYLOAD_CONF:-}" ] || printf '%s\n' "$TV_PAYLOAD_CONF" >>"$dir/tracevisor.conf"
 	tv_image "$dir/disk.img" EFI/BOOT/BOOTX64.EFI="$TV_BUILD/tracevisor.efi" \
 		EFI/tracevisor/tracevisor.conf="$dir/tracevisor.conf" \
 		EFI/tracevisor/payload.efi="$TV_BUILD/payload.efi"

@@ -770,6 +770,31 @@ static int key_pt_drain_us(struct tv_config *cfg, const char *val, char *err, si
 	return 0;
 }
 
+static int key_pmi(struct tv_config *cfg, const char *val, char *err, size_t errlen)
+{
+	if (!strcmp(val, "on"))
+		cfg->trace_pmi = true;
+	else if (!strcmp(val, "off"))
+		cfg->trace_pmi = false;
+	else {
+		snprintf(err, errlen, "pmi must be on or off");
+		return -1;
+	}
+	return 0;
+}
+
+static int key_pmi_every(struct tv_config *cfg, const char *val, char *err, size_t errlen)
+{
+	uint64_t n;
+
+	if (parse_u64(val, &n) || n < 1 || n > CONFIG_PMI_EVERY_MAX) {
+		snprintf(err, errlen, "pmi_every must be 1..%u records", CONFIG_PMI_EVERY_MAX);
+		return -1;
+	}
+	cfg->trace_pmi_every = (uint32_t)n;
+	return 0;
+}
+
 static int key_pci_hide(struct tv_config *cfg, const char *val, char *err, size_t errlen)
 {
 	struct pci_bdf f[CONFIG_PCI_HIDE_MAX];
@@ -836,6 +861,8 @@ static const struct config_key {
 	{ "machine", key_machine },
 	{ "poll_us", key_poll_us },
 	{ "pt_drain_us", key_pt_drain_us },
+	{ "pmi", key_pmi },
+	{ "pmi_every", key_pmi_every },
 	{ "pci_hide", key_pci_hide },
 };
 
@@ -956,6 +983,34 @@ static void parse_line(struct tv_config *cfg, char *s, uint32_t lineno,
 	seen[i] = lineno;
 }
 
+static uint32_t key_line(const uint32_t seen[NKEYS], const char *name)
+{
+	for (size_t i = 0; i < NKEYS; i++)
+		if (!strcmp(config_keys[i].name, name))
+			return seen[i];
+	return 0;
+}
+
+/*
+ * The PMI keys against the source: a request no CPU could honour is an
+ * error here, not a silent no-op at boot (source = auto is checked when
+ * the source is chosen).
+ */
+static void check_pmi(const struct tv_config *cfg, const uint32_t seen[NKEYS],
+		      struct config_result *res)
+{
+	uint32_t pmi = key_line(seen, "pmi"), every = key_line(seen, "pmi_every");
+	uint8_t src = cfg->trace_source;
+
+	if (cfg->trace_pmi && (src == TV_SOURCE_MTF || src == TV_SOURCE_BTF))
+		add_error(res, pmi, "pmi = on applies to lbr, bts and pt: source = %s takes no PMI",
+			  src == TV_SOURCE_MTF ? "mtf" : "btf");
+	if (every && !cfg->trace_pmi)
+		add_error(res, every, "pmi_every needs pmi = on");
+	else if (every && src == TV_SOURCE_PT)
+		add_error(res, every, "pmi_every sets the bts threshold or the lbr counter period: pt's PMI comes at a ToPA region's end");
+}
+
 uint32_t config_parse(struct tv_config *cfg, const char *text, size_t len,
 		      struct config_result *res)
 {
@@ -999,6 +1054,7 @@ uint32_t config_parse(struct tv_config *cfg, const char *text, size_t len,
 		line[n] = '\0';
 		parse_line(cfg, line, lineno, seen, res);
 	}
+	check_pmi(cfg, seen, res);
 	return res->nerrors;
 }
 
@@ -1051,7 +1107,8 @@ void config_log(const struct tv_config *cfg)
 			n += snprintf(pt + n, sizeof(pt) - (size_t)n, ",cyc=%u", o->cyc_thresh);
 		if (o->psb_freq && n > 0 && (size_t)n < sizeof(pt))
 			snprintf(pt + n, sizeof(pt) - (size_t)n, ",psb=%u", o->psb_freq);
-		log_info("config: pt_options=%s pt_drain_us=%u", pt, cfg->pt_drain_us);
+		log_info("config: pt_options=%s pt_drain_us=%u pmi=%s pmi_every=%u", pt,
+			 cfg->pt_drain_us, cfg->trace_pmi ? "on" : "off", cfg->trace_pmi_every);
 	}
 	{
 		char ip[24] = "dhcp";

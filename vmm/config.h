@@ -31,6 +31,7 @@
 #define CONFIG_CONTROL_KEY_MAX 64                  /* bytes (EXPORT_KEY_MAX) */
 #define CONFIG_MACHINE_MAX 64                      /* with the NUL (TVP_MACHINE_LEN) */
 #define CONFIG_PT_DRAIN_US_DEFAULT 1000              /* pt_drain_us */
+#define CONFIG_PMI_EVERY_MAX 1000000u                /* pmi_every */
 
 struct tv_config {
 	char loader[CONFIG_PATH_MAX];  /* "" = next BootOrder entry */
@@ -74,6 +75,8 @@ struct tv_config {
 	/* VMX-root polling and hidden PCI functions (docs/PCI-HIDE.md) */
 	uint32_t poll_us;              /* poll hook period, microseconds */
 	uint32_t pt_drain_us;          /* source = pt: drain tick, microseconds, 0 = off */
+	bool trace_pmi;                /* pmi = on: lbr/bts/pt drain on their PMI too */
+	uint32_t trace_pmi_every;      /* pmi_every: bts threshold / lbr counter period, 0 = default */
 	uint32_t npci_hide;
 	struct pci_bdf pci_hide[CONFIG_PCI_HIDE_MAX];  /* pci_hide = BB:DD.F,... */
 };

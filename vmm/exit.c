@@ -324,12 +324,18 @@ static enum exit_action exit_unknown(struct exit_ctx *ctx)
 /*
  * Exception or NMI (reason 0).  The exception bitmap is 0 except bit 1
  * (#DB), which the BTF backend sets from its first window on (vmm/
- * trace_engine.c); NMI exiting is off.  Anything else is unexpected.
+ * trace_engine.c); NMI exiting is on only with pmi = on, and then an NMI
+ * (interruption type 2) goes to the tracer, which reflects what is not
+ * its PMI.  Anything else is unexpected.
  */
 static enum exit_action exit_exception_nmi(struct exit_ctx *ctx)
 {
 	uint64_t info = vmcs_get(VMCS_EXIT_INTR_INFO);
 
+	if ((info & INTR_INFO_VALID) &&
+	    ((info >> INTR_INFO_TYPE_SHIFT) & 7u) == INTR_TYPE_NMI &&
+	    (ctx->cpu->pin & PIN_NMI_EXITING))
+		return trace_nmi_exit(ctx);
 	if ((info & INTR_INFO_VALID) && (info & INTR_INFO_VECTOR_MASK) == VEC_DB &&
 	    trace_owns_db(ctx->cpu))
 		return exit_debug_exception(ctx);

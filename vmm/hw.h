@@ -77,6 +77,15 @@ uint8_t hw_inb(uint16_t port);
 uint16_t hw_inw(uint16_t port);
 uint32_t hw_inl(uint16_t port);
 
+/*
+ * --- memory-mapped registers ------------------------------------------------
+ * One aligned 32-bit access, uncached as the region's memory type makes it
+ * (the local APIC page: SDM 3A "Local APIC Register Address Map").  The
+ * address is physical; tracevisor runs identity mapped.
+ */
+uint32_t hw_mmio_read32(uint64_t pa);
+void hw_mmio_write32(uint64_t pa, uint32_t value);
+
 /* --- execution ------------------------------------------------------------- */
 void hw_pause(void);
 void hw_halt(void);               /* HLT with interrupts as they are */

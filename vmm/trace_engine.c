@@ -9,6 +9,7 @@
 #include "vmm/exit_ept.h"
 #include "vmm/hw.h"
 #include "vmm/hypercall.h"
+#include "vmm/lapic.h"
 #include "vmm/log.h"
 #include "vmm/msr.h"
 #include "vmm/trace_caps.h"
@@ -420,8 +421,10 @@ static bool bts_usable(struct per_cpu *cpu)
  * bts: lay out the DS area and the buffer for a window and point
  * IA32_DS_AREA at it (VMX root: the MSR is not switched by entries or
  * exits, and the guest's own DS_AREA lives in vmm/trace_msr.c's shadow).
- * Circular mode: BTINT 0, the threshold past the end, so no DS interrupt
- * ever reaches the guest's LVT; a wrap is found and counted by the drain.
+ * Without pmi, circular mode: BTINT 0, the threshold past the end, so no
+ * DS interrupt ever reaches the guest's LVT; a wrap is found and counted
+ * by the drain.  With pmi, BTINT 1 and the threshold at pmi_every: the DS
+ * interrupt is an NMI that exits (trace_nmi_exit).
  * 0, or TV_HC_ENOSYS with the reason logged.
  */
 static int bts_window_setup(struct per_cpu *cpu)
@@ -429,6 +432,8 @@ static int bts_window_setup(struct per_cpu *cpu)
 	struct trace_cpu *t = &cpu->trace;
 	struct bts_mem ds, buf;
 	struct bts_setup out;
+	enum bts_mode mode = BTS_MODE_CIRCULAR;
+	uint32_t margin = 0;
 	char why[120];
 	int rc;
 
@@ -438,8 +443,25 @@ static int bts_window_setup(struct per_cpu *cpu)
 	buf.va = t->bts_mem + 4096;
 	buf.lin = t->bts_lin + 4096;
 	buf.size = TRACE_BTS_BUF_BYTES;
-	rc = bts_area_init(&t->bts, &t->bts_caps, cpu_filter(t), &ds, &buf, BTS_MODE_CIRCULAR,
-			   0, &out, why, sizeof(why));
+	if (setup.pmi) {
+		/*
+		 * BTINT: the DS interrupt when the index reaches the threshold,
+		 * pmi_every records in (default: 7/8 of the buffer; the rest is
+		 * headroom for the PMI to arrive).
+		 */
+		uint32_t slots = TRACE_BTS_BUF_BYTES / BTS_RECORD_SIZE;
+		uint32_t every = setup.pmi_every ? setup.pmi_every : slots - slots / 8;
+
+		if (every >= slots) {
+			log_err("trace: cpu %u: bts window not opened: pmi_every = %u must be below the buffer's %u records",
+				cpu->index, every, slots);
+			return TV_HC_ENOSYS;
+		}
+		mode = BTS_MODE_INT;
+		margin = slots - every;
+	}
+	rc = bts_area_init(&t->bts, &t->bts_caps, cpu_filter(t), &ds, &buf, mode,
+			   margin, &out, why, sizeof(why));
 	if (rc) {
 		log_err("trace: cpu %u: bts window not opened: %s%s%s", cpu->index,
 			bts_strerror(rc), why[0] ? ": " : "", why);
@@ -547,6 +569,20 @@ static bool pt_usable(struct per_cpu *cpu)
 }
 
 /*
+ * pt: which ToPA entry raises the PMI.  Without pmi none (the regions
+ * are drained at exits and by the drain tick; STOP on the last).  With
+ * pmi the one before the last, so the PMI comes while a region is still
+ * free for the packets generated until it arrives (it is not precise,
+ * SDM 3C "ToPA PMI").
+ */
+static uint32_t pt_int_entry(uint32_t n)
+{
+	if (!setup.pmi)
+		return PT_TOPA_NO_INT;
+	return n >= 2 ? n - 2 : 0;
+}
+
+/*
  * pt: the ToPA table (once per CPU: the stream offset runs on over
  * windows), then the RTIT MSRs for this window's filter.  0, or
  * TV_HC_ENOSYS with the reason logged.
@@ -569,7 +605,7 @@ static int pt_window_setup(struct per_cpu *cpu)
 		}
 		rc = pt_topa_build(&t->pt, &t->pt_caps, (uint64_t *)(void *)(t->pt_mem + TRACE_PT_TABLE_OFF),
 				   4096 / 8, t->pt_pa + TRACE_PT_TABLE_OFF, reg, n, PT_MODE_STOP,
-				   PT_TOPA_NO_INT);
+				   pt_int_entry(n));
 		if (rc) {
 			log_err("trace: cpu %u: pt window not opened: ToPA: %s", cpu->index,
 				pt_strerror(rc));
@@ -710,6 +746,193 @@ static bool lbr_drain(struct trace_cpu *t)
 	return t->lbr.stats.dropped != dropped;
 }
 
+/* --- PMIs (pmi = on) --------------------------------------------------------- */
+
+/* The LVT performance-counter entry while we hold it: NMI delivery, unmasked. */
+#define PMI_LVT LAPIC_LVT_DM_NMI
+
+/*
+ * IA32_PERF_GLOBAL_STATUS bits that are the guest's counters (GP 0-31,
+ * fixed 32-47, PERF_METRICS 48): a PMI that shows one of them is the
+ * guest's as well.  55 (ToPA), 58 (LBR_Frz) and 62 (OvfBuffer) are the
+ * backends' (docs/TRACE-MSR-POLICY.md); 63 (CondChgd) raises no PMI.
+ */
+#define PMI_GUEST_STATUS 0x0001ffffffffffffull
+#define MSR_PERF_GLOBAL_STATUS 0x38eu
+
+static bool pmi_source(void)
+{
+	return setup.source == TV_SOURCE_LBR || setup.source == TV_SOURCE_BTS ||
+	       setup.source == TV_SOURCE_PT;
+}
+
+bool trace_engine_wants_nmi_exiting(void)
+{
+	return setup.pmi && pmi_source();
+}
+
+/*
+ * A window of a PMI source opens: the LVT entry becomes NMI delivery,
+ * unmasked, whatever the guest had there (docs/CONFIG.md `pmi`: the
+ * entry is the tracer's from the first window on).  0, or TV_HC_ENOSYS
+ * with the reason logged: no NMI exiting, or no enabled local APIC.
+ */
+static int pmi_take_lvt(struct per_cpu *cpu)
+{
+	struct trace_cpu *t = &cpu->trace;
+	uint32_t v;
+
+	if (!trace_engine_wants_nmi_exiting())
+		return 0;
+	if (!(cpu->pin & PIN_NMI_EXITING)) {
+		log_err("trace: cpu %u: pmi: NMI exiting is off in the VMCS: window not opened",
+			cpu->index);
+		return TV_HC_ENOSYS;
+	}
+	if (!lapic_enabled()) {
+		log_err("trace: cpu %u: pmi: the local APIC is disabled (IA32_APIC_BASE[11]): window not opened",
+			cpu->index);
+		return TV_HC_ENOSYS;
+	}
+	v = lapic_read(LAPIC_LVT_PERFMON);
+	if (v != PMI_LVT)
+		lapic_write(LAPIC_LVT_PERFMON, PMI_LVT);
+	if (!t->pmi_lvt_held && t->windows == 0)
+		log_info("trace: cpu %u: pmi: LVT performance-counter entry %#x -> %#x (NMI), NMIs exit",
+			 cpu->index, v, PMI_LVT);
+	t->pmi_lvt_held = true;
+	return 0;
+}
+
+/*
+ * After our PMI: its delivery set the entry's mask bit (SDM 3A "Local
+ * Vector Table"); clear it.  Anything else there means the guest wrote
+ * the entry: written again, counted (the tracer holds it while pmi is on).
+ */
+static void pmi_rearm_lvt(struct per_cpu *cpu)
+{
+	struct trace_cpu *t = &cpu->trace;
+	uint32_t v = lapic_read(LAPIC_LVT_PERFMON);
+
+	if (v == PMI_LVT)
+		return;
+	if (v != (PMI_LVT | LAPIC_LVT_MASKED)) {
+		if (!t->pmi.lvt_retaken++)
+			log_warn("trace: cpu %u: pmi: the guest changed the LVT performance-counter entry to %#x: written back to %#x",
+				 cpu->index, v, PMI_LVT);
+	}
+	lapic_write(LAPIC_LVT_PERFMON, PMI_LVT);
+}
+
+/*
+ * One exit's drain found our PMI condition (the BTS index at its
+ * threshold, the ToPA PMI status bit): the NMI for it is taken in VMX
+ * root during this exit, or exits at once after the entry.  The claim
+ * lives for this exit and the next.
+ */
+static void pmi_expect(struct trace_cpu *t)
+{
+	if (t->pmi_lvt_held)
+		t->pmi_expect = 2;
+}
+
+/* End of an exit: an NMI taken in root for an expected PMI is ours. */
+static void pmi_claim_root(struct per_cpu *cpu)
+{
+	struct trace_cpu *t = &cpu->trace;
+
+	if (!t->pmi_expect)
+		return;
+	if (__atomic_load_n(&cpu->nmi_pending, __ATOMIC_ACQUIRE)) {
+		__atomic_fetch_sub(&cpu->nmi_pending, 1, __ATOMIC_ACQ_REL);
+		t->pmi_expect = 0;
+		t->pmi.nmis++;
+		t->pmi.ours++;
+		t->pmi.root_claimed++;
+		pmi_rearm_lvt(cpu);
+		return;
+	}
+	t->pmi_expect--;
+}
+
+static void pmi_log(struct per_cpu *cpu)
+{
+	struct trace_cpu *t = &cpu->trace;
+
+	if (!t->pmi_lvt_held)
+		return;
+	log_info("trace: cpu %u: window %llu PMIs: %llu ours (%llu taken in VMX root), %llu NMIs reflected to the guest, LVT retaken %llu times",
+		 cpu->index, (unsigned long long)t->windows, (unsigned long long)t->pmi.ours,
+		 (unsigned long long)t->pmi.root_claimed, (unsigned long long)t->pmi.reflected,
+		 (unsigned long long)t->pmi.lvt_retaken);
+}
+
+static void pmi_reflect(struct per_cpu *cpu)
+{
+	cpu->trace.pmi.reflected++;
+	__atomic_fetch_add(&cpu->nmi_pending, 1, __ATOMIC_ACQ_REL);
+}
+
+enum exit_action trace_nmi_exit(struct exit_ctx *ctx)
+{
+	struct per_cpu *cpu = ctx->cpu;
+	struct trace_cpu *t = &cpu->trace;
+	bool ours = false, full = false;
+	uint64_t other = 0;
+
+	t->pmi.nmis++;
+	if (!t->ring || !t->active || !t->pmi_lvt_held) {
+		pmi_reflect(cpu);
+		return EXIT_RESUME;
+	}
+	switch (setup.source) {
+	case TV_SOURCE_BTS: {
+		uint64_t rec = t->bts.stats.recorded, dropped = t->bts.stats.dropped;
+		int rc = bts_on_pmi(&t->bts, t->ring, cpu_filter(t), vmcs_get(VMCS_GUEST_CR3),
+				    hw_rdtsc());
+
+		/* A drain error (corrupt DS fields) was still our PMI: counted, noted. */
+		ours = rc == BTS_PMI_OURS || (rc < 0 && rc != BTS_ERR_INVAL);
+		t->window_branches += t->bts.stats.recorded - rec;
+		full = t->bts.stats.dropped != dropped;
+		/* bts_on_pmi cleared OvfBuffer; what is left is the guest's */
+		if (t->bts_caps.pmu_version >= 2)
+			other = hw_rdmsr(MSR_PERF_GLOBAL_STATUS) & PMI_GUEST_STATUS;
+		break;
+	}
+	case TV_SOURCE_PT: {
+		struct pt_sink sink = { pt_byte_ring_write, &t->pt_ring };
+		uint64_t refused = t->pt.stats.sink_dropped + t->pt.stats.syncs_dropped;
+		int rc = pt_on_pmi(&t->pt, &sink, t->ring, hw_rdtsc(), &other);
+
+		ours = rc == PT_PMI_OURS || (rc < 0 && rc != PT_ERR_INVAL);
+		if (rc < 0) {
+			t->pt_drain_errors++;
+			log_warn("trace: cpu %u: pt drain on PMI: %s (gap counted)", cpu->index,
+				 pt_strerror(rc));
+		}
+		other &= PMI_GUEST_STATUS;
+		full = t->pt.stats.sink_dropped + t->pt.stats.syncs_dropped != refused;
+		break;
+	}
+	default:
+		break;
+	}
+	if (!ours && t->pmi_expect) {
+		ours = true;           /* its condition was drained earlier in this or the last exit */
+		t->pmi_expect = 0;
+	}
+	if (ours) {
+		t->pmi.ours++;
+		pmi_rearm_lvt(cpu);
+	}
+	if (!ours || other)
+		pmi_reflect(cpu);
+	if (full)
+		trace_stop(cpu, TV_TRIG_FULL);
+	return EXIT_RESUME;
+}
+
 /* --- windows --------------------------------------------------------------- */
 
 static bool mtf_offered(const struct per_cpu *cpu)
@@ -758,6 +981,10 @@ int trace_start(struct per_cpu *cpu, enum tv_trigger why)
 		return TV_HC_ENOSYS;
 	if (t->active)
 		return TV_HC_EBUSY;
+	if (pmi_take_lvt(cpu))
+		return TV_HC_ENOSYS;
+	memset(&t->pmi, 0, sizeof(t->pmi));
+	t->pmi_expect = 0;
 	switch (setup.source) {
 	case TV_SOURCE_BTF:
 		/* The shadow btf_start checks: the guest's bits, ours stripped. */
@@ -916,6 +1143,7 @@ int trace_stop(struct per_cpu *cpu, enum tv_trigger why)
 	}
 	trace_append_stop(t->ring, hw_rdtsc(), why, guest_linear_ip());
 	log_stop(cpu, why);
+	pmi_log(cpu);
 	if (window_done)
 		window_done(cpu);
 	return TV_HC_OK;
@@ -1073,7 +1301,14 @@ void trace_before_entry(struct per_cpu *cpu)
 		lbr_set_debugctl(cpu);
 		break;
 	case TV_SOURCE_BTS:
-		/* The same read points as lbr: no PMI is used. */
+		/*
+		 * The same read points as lbr; with pmi also the DS interrupt
+		 * (trace_nmi_exit).  An index at the threshold here means that
+		 * interrupt is on its way or was taken in VMX root.
+		 */
+		if (t->active && t->bts.ready && t->bts.mode == BTS_MODE_INT &&
+		    __atomic_load_n(&t->bts.ds->bts_index, __ATOMIC_RELAXED) >= t->bts.threshold)
+			pmi_expect(t);
 		if (t->active && bts_drain_now(t))
 			trace_stop(cpu, TV_TRIG_FULL);
 		else if (t->active && setup.stop_after && t->window_branches >= setup.stop_after)
@@ -1084,11 +1319,18 @@ void trace_before_entry(struct per_cpu *cpu)
 		/* Every exit of a window drains: the regions are free again. */
 		if (t->active && pt_drain_now(cpu))
 			trace_stop(cpu, TV_TRIG_FULL);
+		if (t->pt.pmi_taken) {
+			/* the drain consumed Trace_ToPA_PMI: its NMI is ours */
+			t->pt.pmi_taken = false;
+			pmi_expect(t);
+		}
 		pt_set_ctl(cpu);
 		break;
 	default:
 		break;
 	}
+	if (trace_engine_wants_nmi_exiting())
+		pmi_claim_root(cpu);
 }
 
 enum exit_action exit_monitor_trap(struct exit_ctx *ctx)

@@ -97,12 +97,13 @@ struct trace_setup {
 	uint8_t source;           /* enum tv_source; TV_SOURCE_NONE = no tracing */
 	uint8_t overflow;         /* enum tv_overflow */
 	uint8_t start;            /* TV_TRIG_BOOT, _HYPERCALL, _ADDRESS or _EXIT_BOOT_SERVICES */
-	uint8_t reserved;
+	uint8_t pmi;              /* lbr/bts/pt: also drain on the PMI (NMI exits) */
 	uint32_t ring_kb;         /* per CPU */
 	uint64_t stop_after;      /* branch records per window, 0 = no limit */
 	uint64_t start_addr;      /* TV_TRIG_ADDRESS: guest-physical address */
 	struct trace_filter filter;
 	struct trace_pt_opts pt;  /* source = pt: packet options */
+	uint32_t pmi_every;       /* bts: threshold, lbr: counter period (records); 0 = default */
 };
 
 /* Per-CPU engine state, inside struct per_cpu. */
@@ -142,6 +143,20 @@ struct trace_cpu {
 	uint64_t pt_guest_ctl;        /* GUEST_IA32_RTIT_CTL of an open window */
 	uint64_t pt_vmcs_ctl;         /* what the field holds (0 at launch, vmx.c) */
 	uint64_t pt_drain_errors;     /* pt_drain calls that failed (logged) */
+	/*
+	 * pmi (setup.pmi): the LVT performance-counter entry delivers NMIs,
+	 * which exit (pin-based NMI exiting); trace_nmi_exit sorts ours
+	 * from the guest's.
+	 */
+	bool pmi_lvt_held;            /* the LVT holds NMI delivery for us */
+	uint8_t pmi_expect;           /* exits left in which an NMI is our PMI (a drain saw it) */
+	struct trace_pmi_stats {
+		uint64_t nmis;            /* NMI exits and root NMIs looked at */
+		uint64_t ours;            /* ... that were the backend's PMI */
+		uint64_t reflected;       /* ... given to the guest */
+		uint64_t root_claimed;    /* ours, taken in VMX root (during an exit) */
+		uint64_t lvt_retaken;     /* the LVT found changed and written again */
+	} pmi;
 	/* Requests from another CPU (trace_request), applied by this one. */
 	uint32_t req_pending;         /* TRACE_REQ_* bits, atomic */
 	uint64_t req_marker_id;       /* TRACE_REQ_MARKER: written before the bit */
@@ -196,6 +211,22 @@ int trace_request(struct per_cpu *cpu, uint32_t req, uint64_t marker_id,
  * with lo > hi).
  */
 int trace_request_filter(struct per_cpu *cpu, const struct trace_filter *f);
+
+/*
+ * PMIs (pmi = on, docs/CONFIG.md): while a window of lbr, bts or pt is
+ * open the CPU's LVT performance-counter entry is NMI delivery, unmasked;
+ * NMIs cause VM exits (pin-based "NMI exiting", SDM 3C 25.6.1), and an NMI
+ * exit goes to trace_nmi_exit.  There the backend says whether its
+ * condition raised it (bts: the DS index at the threshold; pt:
+ * Trace_ToPA_PMI; lbr: its counter's overflow bit), drains, and the LVT's
+ * mask bit (set by the delivery, SDM 3A "Local Vector Table") is cleared
+ * again.  An NMI that is not ours, or a PMI that also reports the guest's
+ * counters (IA32_PERF_GLOBAL_STATUS bits 0-48), is injected into the
+ * guest as an NMI.  A PMI that reaches VMX root during another exit
+ * (vmm/hv.c host_nmi counts it pending) is claimed in
+ * trace_before_entry when that exit's drain found our condition.
+ */
+bool trace_engine_wants_nmi_exiting(void);
 
 /*
  * Called at the end of a window (STOP written) with the CPU's ring, from
@@ -326,5 +357,7 @@ enum exit_action exit_monitor_trap(struct exit_ctx *ctx);
  */
 bool trace_owns_db(const struct per_cpu *cpu);
 enum exit_action exit_debug_exception(struct exit_ctx *ctx);
+/* trace_nmi_exit - an NMI exit (pmi = on; see trace_engine_wants_nmi_exiting). */
+enum exit_action trace_nmi_exit(struct exit_ctx *ctx);
 
 #endif /* TV_TRACE_ENGINE_H */

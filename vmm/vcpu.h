@@ -95,6 +95,12 @@ struct per_cpu {
 	 */
 	uint64_t drain_period_tsc;
 	uint64_t next_drain_tsc;
+	/*
+	 * pmi = on with lbr, bts or pt: pin-based NMI exiting, so that the
+	 * trace hardware's PMI (an NMI through the LVT) reaches the tracer
+	 * (trace_nmi_exit); the guest's own NMIs are injected back.
+	 */
+	bool nmi_exiting;
 
 	struct hw_devirt_frame devirt;  /* filled by TV_HC_DEVIRT */
 	uint32_t nmi_pending;     /* NMIs taken in VMX root, not yet injected */

@@ -40,9 +40,11 @@ int vmx_compute_controls(struct per_cpu *cpu, bool guest_long_mode, char *why, s
 	uint32_t missing;
 	uint32_t want2 = CPU2_ENABLE_EPT | CPU2_UNRESTRICTED_GUEST | CPU2_ENABLE_VPID;
 
-	cpu->pin = vmx_adjust_controls(c->pin, (cpu->timer_period_tsc || cpu->poll_period_tsc ||
-					       cpu->drain_period_tsc) ?
-				       PIN_PREEMPTION_TIMER : 0, &missing);
+	cpu->pin = vmx_adjust_controls(c->pin, ((cpu->timer_period_tsc || cpu->poll_period_tsc ||
+						cpu->drain_period_tsc) ? PIN_PREEMPTION_TIMER : 0) |
+				       (cpu->nmi_exiting ? PIN_NMI_EXITING : 0), &missing);
+	if (missing & PIN_NMI_EXITING)
+		log_err("vmx: cpu %u: NMI exiting not allowed: pmi windows will not open", cpu->index);
 	if (missing & PIN_PREEMPTION_TIMER) {
 		/* The poll keeps its period: it then runs at exits only (preempt.c). */
 		log_warn("vmx: cpu %u: no VMX-preemption timer: periodic work (%s) only on exits",

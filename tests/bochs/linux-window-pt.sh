@@ -34,15 +34,21 @@
 #     and the only loss is the last drain the full ring refused, at the
 #     stream's end; without it (pt_drain_us = 0) Linux, which rarely exits,
 #     overran the 256 KiB of regions 267 KB in (4 stops in 1 MiB).
+# With TV_LINUX_PT_PMI=1 (tests/bochs/linux-window-pt-pmi.sh) the same
+# window runs with pmi = on and pt_drain_us = 0: no drain tick, the ToPA
+# PMI (INT on the third of four regions, an NMI through the LVT that
+# exits) is what drains; checked as well: 0 ToPA stops, PMIs taken as
+# ours and none reflected to Linux.
 # Prints the figures for docs/BENCHMARKS.md: PT bytes, taken branches,
 # PT bytes per taken branch, the window's emulated time (TSC of its START
 # and STOP records at 100 MHz) and the host time of the whole run.
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
 TV_FAILED=0
-T=linux-window-pt
+pmi=${TV_LINUX_PT_PMI:-}
+T=linux-window-pt${pmi:+-pmi}
 NCMP=${TV_LINUX_WINDOW_PT_CMP:-590}
-work=$TV_BUILD/test/bochs-linux-window-pt
+work=$TV_BUILD/test/bochs-$T
 mkdir -p "$work"
 
 tv_model_bochs "$T" || exit 0
@@ -54,9 +60,10 @@ fi
 tv_linux_fixture "$T" || exit 0
 
 entry=${TV_LINUX_WINDOW_ENTRY:-0x1600000}
-log=$TV_LOGS/bochs-linux-window-pt.serial.log
+log=$TV_LOGS/bochs-$T.serial.log
 printf '%s\n' 'loader = \EFI\linux\linuxload.efi' 'console = off' 'source = pt' \
 	"trace_start = address:$entry" 'overflow = stop' >"$work/tracevisor.conf"
+[ -z "$pmi" ] || printf '%s\n' 'pmi = on' 'pt_drain_us = 0' >>"$work/tracevisor.conf"
 tv_linux_disk "$work"
 if [ -n "${TV_LINUX_WINDOW_PT_REUSE:-}" ] && [ -s "$log" ]; then
 	host_s="? (reused $log)" rc=reused
@@ -85,6 +92,17 @@ if [ "${s_why:-}" = full ] && [ "${s_bytes:-0}" = 1048576 ] && [ "$s_errors" = 0
 	tv_ok "$T: window closed with the 1 MiB stream ring full, every loss counted (PT lost $s_lost = $s_stops ToPA stops + $s_refused bytes refused), no error"
 else
 	tv_fail "$T: window closed with the 1 MiB stream ring full, every loss counted, no error" "${stop_line:-no stop line}"
+fi
+if [ -n "$pmi" ]; then
+	pmi_line=$(tr -d '\r' <"$log" | grep -m1 'trace: cpu 0: window 1 PMIs:')
+	ours=$(sed -n 's/.*PMIs: \([0-9]*\) ours.*/\1/p' <<<"$pmi_line")
+	if [ "${s_stops:-x}" = 0 ] && [ -n "$ours" ] && [ "$ours" -ge 1 ] &&
+		grep -q ' 0 NMIs reflected to the guest' <<<"$pmi_line"; then
+		tv_ok "$T: no drain tick, $ours ToPA PMIs drained the regions: 0 ToPA stops, no NMI reflected to Linux"
+	else
+		tv_fail "$T: no drain tick, ToPA PMIs drained the regions: 0 ToPA stops, no NMI reflected to Linux" \
+			"stops ${s_stops:-?}; ${pmi_line:-no PMIs line}"
+	fi
 fi
 tv_expect "$T: cpu 0: PT bytes exported over serial" "$log" \
 	"trace: cpu 0: exported [1-9][0-9]* PT bytes over serial \\(stream offsets 0\\.\\."

@@ -14,6 +14,10 @@
 #     and in order (from and to: a BTS record has no kind), on both CPUs,
 #     with no loss note, and the stop line's counts agree (no wrap, nothing
 #     filtered, dropped, bad or corrupt, no entry with the buffer unmapped);
+#   - the same with pmi = on and pmi_every = 40 (BTINT: the DS interrupt
+#     every 40 records, an NMI through the LVT that exits and is drained
+#     by tracevisor, vmm/trace_engine.c trace_nmi_exit): again every branch
+#     one for one, PMIs that were ours and none reflected to the guest;
 #   - stock Bochs (no model): source = bts is refused at boot with the
 #     missing feature named, and no window opens.
 # The model's binary: TV_BOCHS_BIN, else BOCHS_TRACE from build/deps.mk.
@@ -33,55 +37,80 @@ run() {
 	tv_payload_run "trace-bts: $4" bts "$1" "$2" "$3" "$work/$4" "$log"
 }
 
-# --- bts on the model ----------------------------------------------------------
+# --- bts on the model, without and with the PMI ----------------------------------
+# check NAME: the checks of one run on the model (log, work/NAME).
+check() {
+	local name=$1 t="trace-bts: $1"
+	tv_expect "$t: source is bts" "$log" '\[info\] trace: source bts'
+	tv_reject "$t: no errors" "$log" '\[err\]'
+	for cpu in 0 1; do
+		tv_expect "$t: cpu $cpu: BTS found, its area mapped for the guest" "$log" \
+			"vmx: cpu $cpu: BTS area at 0x[0-9a-f]+ \\(68 KiB\\), guest read/write in EPT"
+		tv_expect "$t: cpu $cpu: BTS probed (64-bit DS area, DS-CPL)" "$log" \
+			"trace: cpu $cpu: BTS, 64-bit DS area, DS-CPL"
+		tv_expect "$t: cpu $cpu exported its window" "$log" \
+			"trace: cpu $cpu: exported [0-9]+ records over serial .*, 0 gone before export"
+	done
+	tvt=$work/$name/trace.tvt
+	tv_from_serial_2cpu "$t" "$log" "$tvt"
+	base=$(tv_payload_base "$log")
+	if [ -z "$base" ]; then
+		tv_fail "$t: payload reported its window" "no 'traced window at' line"
+		tv_keep_log "$log"
+		return
+	fi
+	expected=$work/expected.txt
+	tv_payload_expected "$base" "$iterations" | awk '{ print $1, $2 }' >"$expected"
+	nexp=$(wc -l <"$expected")
+	for cpu in 0 1; do
+		dump=$work/$name/cpu$cpu.dump
+		got=$work/$name/cpu$cpu.txt
+		"$TV_BUILD/tracevisor" dump -q --no-summary --cpu "$cpu" "$tvt" >"$dump" 2>&1
+		awk '$3 == "BRANCH" || $3 == "BRANCH_COMPACT" { print $4, $6 }' "$dump" >"$got"
+		n=$(wc -l <"$got")
+		if [ "$n" -gt 0 ] && diff -u "$expected" "$got" >"$work/$name/cpu$cpu.diff"; then
+			tv_ok "$t: cpu $cpu: all $nexp branches as expected, in order, from and to"
+		else
+			tv_fail "$t: cpu $cpu: all $nexp branches as expected, in order, from and to" \
+				"$n recorded; first difference: $(grep -m2 '^[-+][^-+]' "$work/$name/cpu$cpu.diff" | tr '\n' ' ')"
+		fi
+		if [ "$(grep -c ' START .*trigger=hypercall' "$dump")" = 1 ] &&
+			[ "$(grep -c ' STOP .*trigger=hypercall' "$dump")" = 1 ]; then
+			tv_ok "$t: cpu $cpu: one window, START and STOP by hypercall"
+		else
+			tv_fail "$t: cpu $cpu: one window, START and STOP by hypercall" "see $dump"
+		fi
+		if grep -q ' LOG .*bts:' "$dump"; then
+			tv_fail "$t: cpu $cpu: no loss note in the trace" "$(grep -m1 ' LOG .*bts:' "$dump")"
+		else
+			tv_ok "$t: cpu $cpu: no loss note in the trace"
+		fi
+		tv_expect "$t: cpu $cpu: stop line: $nexp branches, no wrap, nothing filtered, dropped, bad or corrupt" "$log" \
+			"trace: cpu $cpu: window 1 stopped \\(hypercall\\): $nexp branches, 0 filtered, 0 dropped, [1-9][0-9]* drains, 0 wraps \\(at least 0 branches lost\\), 0 bad, 0 corrupt, 0 entries unmapped; ring lost 0 records"
+	done
+}
+
 name=bts
 run "$model" "cpu: bts=1" 180 $name
-tv_expect "trace-bts: source is bts" "$log" '\[info\] trace: source bts'
-tv_reject "trace-bts: no errors" "$log" '\[err\]'
+check $name
+tv_reject "trace-bts: bts: no PMI machinery without pmi" "$log" 'PMIs:|pmi:'
+tv_keep_log "$log"
+
+name=bts-pmi
+TV_PAYLOAD_CONF=$'pmi = on\npmi_every = 40' run "$model" "cpu: bts=1" 180 $name
+check $name
 for cpu in 0 1; do
-	tv_expect "trace-bts: cpu $cpu: BTS found, its area mapped for the guest" "$log" \
-		"vmx: cpu $cpu: BTS area at 0x[0-9a-f]+ \\(68 KiB\\), guest read/write in EPT"
-	tv_expect "trace-bts: cpu $cpu: BTS probed (64-bit DS area, DS-CPL)" "$log" \
-		"trace: cpu $cpu: BTS, 64-bit DS area, DS-CPL"
-	tv_expect "trace-bts: cpu $cpu exported its window" "$log" \
-		"trace: cpu $cpu: exported [0-9]+ records over serial .*, 0 gone before export"
-done
-tvt=$work/$name/trace.tvt
-tv_from_serial_2cpu trace-bts "$log" "$tvt"
-base=$(tv_payload_base "$log")
-if [ -z "$base" ]; then
-	tv_fail "trace-bts: payload reported its window" "no 'traced window at' line"
-	tv_keep_log "$log"
-	exit 0
-fi
-expected=$work/expected.txt
-tv_payload_expected "$base" "$iterations" | awk '{ print $1, $2 }' >"$expected"
-nexp=$(wc -l <"$expected")
-for cpu in 0 1; do
-	dump=$work/$name/cpu$cpu.dump
-	got=$work/$name/cpu$cpu.txt
-	"$TV_BUILD/tracevisor" dump -q --no-summary --cpu "$cpu" "$tvt" >"$dump" 2>&1
-	awk '$3 == "BRANCH" || $3 == "BRANCH_COMPACT" { print $4, $6 }' "$dump" >"$got"
-	n=$(wc -l <"$got")
-	if [ "$n" -gt 0 ] && diff -u "$expected" "$got" >"$work/$name/cpu$cpu.diff"; then
-		tv_ok "trace-bts: cpu $cpu: all $nexp branches as expected, in order, from and to"
+	tv_expect "trace-bts: bts-pmi: cpu $cpu: the LVT entry became NMI delivery" "$log" \
+		"trace: cpu $cpu: pmi: LVT performance-counter entry 0x[0-9a-f]+ -> 0x400 \\(NMI\\), NMIs exit"
+	line=$(grep -a -m1 "trace: cpu $cpu: window 1 PMIs:" "$log")
+	ours=$(sed -n 's/.*PMIs: \([0-9]*\) ours.*/\1/p' <<<"$line")
+	if [ -n "$ours" ] && [ "$ours" -ge 1 ] &&
+		grep -q ' 0 NMIs reflected to the guest, LVT retaken 0 times' <<<"$line"; then
+		tv_ok "trace-bts: bts-pmi: cpu $cpu: $ours DS interrupts taken as NMI exits, none reflected, LVT kept"
 	else
-		tv_fail "trace-bts: cpu $cpu: all $nexp branches as expected, in order, from and to" \
-			"$n recorded; first difference: $(grep -m2 '^[-+][^-+]' "$work/$name/cpu$cpu.diff" | tr '\n' ' ')"
+		tv_fail "trace-bts: bts-pmi: cpu $cpu: DS interrupts taken as NMI exits, none reflected, LVT kept" \
+			"${line:-no PMIs line}"
 	fi
-	if [ "$(grep -c ' START .*trigger=hypercall' "$dump")" = 1 ] &&
-		[ "$(grep -c ' STOP .*trigger=hypercall' "$dump")" = 1 ]; then
-		tv_ok "trace-bts: cpu $cpu: one window, START and STOP by hypercall"
-	else
-		tv_fail "trace-bts: cpu $cpu: one window, START and STOP by hypercall" "see $dump"
-	fi
-	if grep -q ' LOG .*bts:' "$dump"; then
-		tv_fail "trace-bts: cpu $cpu: no loss note in the trace" "$(grep -m1 ' LOG .*bts:' "$dump")"
-	else
-		tv_ok "trace-bts: cpu $cpu: no loss note in the trace"
-	fi
-	tv_expect "trace-bts: cpu $cpu: stop line: $nexp branches, no wrap, nothing filtered, dropped, bad or corrupt" "$log" \
-		"trace: cpu $cpu: window 1 stopped \\(hypercall\\): $nexp branches, 0 filtered, 0 dropped, [1-9][0-9]* drains, 0 wraps \\(at least 0 branches lost\\), 0 bad, 0 corrupt, 0 entries unmapped; ring lost 0 records"
 done
 tv_keep_log "$log"
 

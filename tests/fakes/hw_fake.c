@@ -61,6 +61,9 @@ static struct {
 
 	struct hw_fake_regs regs;
 
+	struct { uint64_t pa; uint32_t value; } mmio[HW_FAKE_MMIO_MAX];
+	size_t nmmio;
+
 	struct hw_fake_io io_log[HW_FAKE_IO_LOG];
 	hw_fake_io_in_fn io_in;
 	void *io_in_ctx;
@@ -85,6 +88,7 @@ static struct {
 } fk;
 
 uint64_t hw_fake_cpuid_count;
+uint64_t hw_fake_mmio_read_count, hw_fake_mmio_write_count;
 uint64_t hw_fake_msr_write_count;
 uint64_t hw_fake_unknown_msr_reads;
 uint32_t hw_fake_last_unknown_msr;
@@ -116,6 +120,7 @@ void hw_fake_reset(void)
 	fk.current = HW_FAKE_NO_VMCS;
 
 	hw_fake_cpuid_count = 0;
+	hw_fake_mmio_read_count = hw_fake_mmio_write_count = 0;
 	hw_fake_msr_write_count = 0;
 	hw_fake_unknown_msr_reads = 0;
 	hw_fake_last_unknown_msr = 0;
@@ -285,6 +290,13 @@ void hw_wrmsr(uint32_t msr, uint64_t value)
 		(struct hw_fake_msr_write){ msr, value };
 	hw_fake_msr_write_count++;
 	hw_fake_set_msr(msr, value);
+	/*
+	 * IA32_PERF_GLOBAL_OVF_CTRL / _STATUS_RESET (0x390) clears the bits
+	 * written as 1 in IA32_PERF_GLOBAL_STATUS (0x38E), when the test
+	 * seeded that MSR (SDM 3B "Global Counter Control Facilities").
+	 */
+	if (msr == 0x390u && hw_fake_has_msr(0x38eu))
+		hw_fake_set_msr(0x38eu, hw_fake_get_msr(0x38eu) & ~value);
 }
 
 const struct hw_fake_msr_write *hw_fake_msr_write_log(size_t back)
@@ -316,6 +328,63 @@ void hw_write_cr4(uint64_t value)
 		fake_die("#GP: MOV CR4 clearing VMXE in VMX operation (value %#llx)",
 			 (unsigned long long)value);
 	fk.regs.cr4 = value;
+}
+
+/* --- memory-mapped registers --- */
+
+static int mmio_find(uint64_t pa)
+{
+	for (size_t i = 0; i < fk.nmmio; i++)
+		if (fk.mmio[i].pa == pa)
+			return (int)i;
+	return -1;
+}
+
+void hw_fake_set_mmio(uint64_t pa, uint32_t value)
+{
+	int i = mmio_find(pa);
+
+	if (i < 0) {
+		if (fk.nmmio >= HW_FAKE_MMIO_MAX) {
+			fprintf(stderr, "hw_fake: MMIO table full\n");
+			abort();
+		}
+		i = (int)fk.nmmio++;
+		fk.mmio[i].pa = pa;
+	}
+	fk.mmio[i].value = value;
+}
+
+bool hw_fake_get_mmio(uint64_t pa, uint32_t *value)
+{
+	int i = mmio_find(pa);
+
+	if (i < 0)
+		return false;
+	*value = fk.mmio[i].value;
+	return true;
+}
+
+uint32_t hw_mmio_read32(uint64_t pa)
+{
+	int i = mmio_find(pa);
+
+	if (pa & 3) {
+		fprintf(stderr, "hw_fake: unaligned MMIO read at %#llx\n", (unsigned long long)pa);
+		abort();
+	}
+	hw_fake_mmio_read_count++;
+	return i < 0 ? 0xffffffffu : fk.mmio[i].value;   /* nothing there: all ones */
+}
+
+void hw_mmio_write32(uint64_t pa, uint32_t value)
+{
+	if (pa & 3) {
+		fprintf(stderr, "hw_fake: unaligned MMIO write at %#llx\n", (unsigned long long)pa);
+		abort();
+	}
+	hw_fake_mmio_write_count++;
+	hw_fake_set_mmio(pa, value);
 }
 
 uint64_t hw_read_dr6(void) { return fk.regs.dr6; }

@@ -19,7 +19,9 @@
  *  - MSRs: a table.  RDMSR of an MSR never seeded nor written returns 0
  *    and counts in hw_fake_unknown_msr_reads (real hardware would #GP:
  *    a non-zero count in a test means the code read an MSR without
- *    checking it exists).  WRMSR stores and is logged.
+ *    checking it exists).  WRMSR stores and is logged; a write to
+ *    IA32_PERF_GLOBAL_OVF_CTRL (0x390) also clears its 1 bits in a seeded
+ *    IA32_PERF_GLOBAL_STATUS (0x38E), as the hardware does.
  *  - Registers: plain variables behind hw_fake_regs().  Two #GP rules
  *    are enforced because breaking them would crash the real host: CR4.VMXE
  *    cannot be cleared in VMX operation (SDM 3C 24.8), and XSETBV checks
@@ -133,6 +135,18 @@ struct hw_fake_regs {
 struct hw_fake_regs *hw_fake_regs(void);
 
 extern uint64_t hw_fake_lgdt_count, hw_fake_ltr_count;
+
+/*
+ * --- memory-mapped registers ------------------------------------------------
+ * A table of 32-bit registers by physical address.  A read of an address
+ * never seeded nor written returns all ones (nothing decodes it); unaligned
+ * accesses abort().  Writes store.
+ */
+#define HW_FAKE_MMIO_MAX 64
+void hw_fake_set_mmio(uint64_t pa, uint32_t value);
+/* The register's value; false when the address was never seeded nor written. */
+bool hw_fake_get_mmio(uint64_t pa, uint32_t *value);
+extern uint64_t hw_fake_mmio_read_count, hw_fake_mmio_write_count;
 
 /* --- port I/O ---------------------------------------------------------------- */
 

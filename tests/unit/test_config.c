@@ -418,6 +418,37 @@ static void test_pt_options(void **state)
 	assert_int_equal(parse("pt_drain_us = 2000000\n"), 1);
 }
 
+/* pmi and pmi_every, alone and against the source. */
+static void test_pmi_keys(void **state)
+{
+	(void)state;
+	assert_int_equal(parse(""), 0);
+	assert_false(cfg.trace_pmi);
+	assert_int_equal(cfg.trace_pmi_every, 0);
+	assert_int_equal(parse("source = bts\npmi = on\npmi_every = 100\n"), 0);
+	assert_true(cfg.trace_pmi);
+	assert_int_equal(cfg.trace_pmi_every, 100);
+	assert_int_equal(parse("source = pt\npmi = on\n"), 0);
+	assert_int_equal(parse("pmi = on\n"), 0);                /* auto: decided at boot */
+	assert_int_equal(parse("source = lbr\npmi = off\n"), 0);
+	assert_false(cfg.trace_pmi);
+	assert_int_equal(parse("pmi = yes\n"), 1);
+	assert_one_error(1, "pmi must be on or off");
+	assert_int_equal(parse("pmi = on\npmi_every = 0\n"), 1);
+	assert_one_error(2, "pmi_every must be 1..1000000 records");
+	assert_int_equal(parse("pmi = on\npmi_every = 1000001\n"), 1);
+	assert_one_error(2, "pmi_every must be 1..");
+	/* impossible combinations, at the line of the key that cannot apply */
+	assert_int_equal(parse("source = mtf\n\npmi = on\n"), 1);
+	assert_one_error(3, "pmi = on applies to lbr, bts and pt: source = mtf takes no PMI");
+	assert_int_equal(parse("pmi = on\nsource = btf\n"), 1);
+	assert_one_error(1, "source = btf takes no PMI");
+	assert_int_equal(parse("source = bts\npmi_every = 10\n"), 1);
+	assert_one_error(2, "pmi_every needs pmi = on");
+	assert_int_equal(parse("source = pt\npmi = on\npmi_every = 10\n"), 1);
+	assert_one_error(3, "pt's PMI comes at a ToPA region's end");
+}
+
 static void test_trace_stop_after_cpl_cr3(void **state)
 {
 	(void)state;
@@ -1128,6 +1159,7 @@ int main(void)
 		cmocka_unit_test(test_trace_source_and_overflow),
 		cmocka_unit_test(test_trace_buffer_kb),
 		cmocka_unit_test(test_trace_start),
+		cmocka_unit_test(test_pmi_keys),
 		cmocka_unit_test(test_trace_stop_after_cpl_cr3),
 		cmocka_unit_test(test_pt_options),
 		cmocka_unit_test(test_trace_ip_ranges),

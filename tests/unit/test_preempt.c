@@ -230,10 +230,37 @@ static void test_control_present_and_absent(void **state)
 	assert_int_equal(hw_fake_vmcs_get(VMCS_PREEMPTION_TIMER_VALUE), 77);
 }
 
+/* pmi = on asks for NMI exiting; without it the pin control stays clear. */
+static void test_nmi_exiting_for_pmi(void **state)
+{
+	struct per_cpu c;
+	char why[120];
+
+	(void)state;
+	memset(&c, 0, sizeof(c));
+	c.caps.pin = 0xffffffff00000016ull;
+	c.caps.proc = 0xffffffff0401e172ull;
+	c.caps.proc2 = 0xffffffff00000000ull;
+	c.caps.exit = 0xffffffff00036dffull;
+	c.caps.entry = 0xffffffff000011ffull;
+	assert_int_equal(vmx_compute_controls(&c, true, why, sizeof(why)), 0);
+	assert_int_equal(c.pin & PIN_NMI_EXITING, 0);
+	c.nmi_exiting = true;
+	assert_int_equal(vmx_compute_controls(&c, true, why, sizeof(why)), 0);
+	assert_int_equal(c.pin & PIN_NMI_EXITING, PIN_NMI_EXITING);
+	assert_int_equal(lines, 0);
+	/* a CPU whose allowed-1 lacks it (none known): said, not silently dropped */
+	c.caps.pin = 0xfffffff700000016ull;
+	assert_int_equal(vmx_compute_controls(&c, true, why, sizeof(why)), 0);
+	assert_int_equal(c.pin & PIN_NMI_EXITING, 0);
+	assert_non_null(strstr(logbuf, "NMI exiting not allowed: pmi windows will not open"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_period_from_microseconds, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_nmi_exiting_for_pmi, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_timer_exit_runs_hook_and_rearms, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_any_exit_polls_once_due, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_only_the_designated_cpu, setup, teardown),

@@ -60,6 +60,8 @@ static uint8_t gmem[0x10000];
 static int windows_done;
 static char logbuf[8192];
 static size_t loglen;
+static uint8_t eng_pmi;          /* trace_setup.pmi for engine() */
+static uint32_t eng_pmi_every;   /* trace_setup.pmi_every */
 
 static int read_phys(void *opaque, uint64_t gpa, void *buf, size_t len)
 {
@@ -99,6 +101,8 @@ static void engine(uint8_t source, uint8_t start, uint64_t stop_after, uint32_t 
 	trace_filter_all(&s.filter);
 	s.filter.cpl = cpl;
 	trace_pt_opts_default(&s.pt);
+	s.pmi = eng_pmi;
+	s.pmi_every = eng_pmi_every;
 	trace_engine_init(&s, read_phys, NULL, on_window);
 	trace_msr_configure((enum tv_source)source);
 }
@@ -135,6 +139,8 @@ static int setup(void **state)
 	memset(&regs, 0, sizeof(regs));
 	memset(gmem, 0x90, sizeof(gmem));
 	windows_done = 0;
+	eng_pmi = 0;
+	eng_pmi_every = 0;
 	skylake();
 	cpu.index = 1;
 	cpu.caps.proc = (uint64_t)(CPU_MONITOR_TRAP_FLAG | CPU_USE_MSR_BITMAPS |
@@ -1188,9 +1194,329 @@ static void test_pt_options(void **state)
 	assert_non_null(strstr(logbuf, "mtc_freq 1"));
 }
 
+
+/* --- PMIs (pmi = on) ------------------------------------------------------------ */
+
+#define APIC_BASE_MSR 0x1bu
+#define APIC_PAGE     0xfee00000ull
+#define LVTPC_MMIO    (APIC_PAGE + 0x340)
+#define LVT_NMI       0x400u
+#define LVT_MASKED    0x10000u
+#define OVF_CTRL      0x390u
+#define NMI_INFO      (0x80000000u | 2u << 8 | 2u)   /* valid, type NMI, vector 2 */
+
+/* An xAPIC at 0xfee00000 whose LVT performance-counter entry is masked. */
+static void pmi_apic(void)
+{
+	hw_fake_set_msr(APIC_BASE_MSR, APIC_PAGE | 1u << 11 | 1u << 8);
+	hw_fake_set_mmio(LVTPC_MMIO, LVT_MASKED);
+}
+
+static uint32_t lvtpc(void)
+{
+	uint32_t v = 0;
+
+	assert_true(hw_fake_get_mmio(LVTPC_MMIO, &v));
+	return v;
+}
+
+/* The guest runs into an NMI (NMI exiting on): reason 0, type 2. */
+static void nmi_exit(uint64_t rip)
+{
+	hw_fake_vmcs_set(VMCS_GUEST_RIP, rip);
+	hw_fake_vmcs_set(VMCS_EXIT_INTR_INFO, NMI_INFO);
+	hw_fake_vmcs_set(VMCS_IDT_VECTORING_INFO, 0);
+	assert_int_equal(exit_and_entry(EXIT_REASON_EXCEPTION_NMI), EXIT_RESUME);
+}
+
+/* The PMI's delivery: the LVT's mask bit, set by the hardware. */
+static void pmi_delivered(void)
+{
+	hw_fake_set_mmio(LVTPC_MMIO, lvtpc() | LVT_MASKED);
+}
+
+/* bts with BTINT: store one record as the hardware does (no wrap with BTINT). */
+static void bts_store_int(uint64_t from, uint64_t to)
+{
+	uint64_t *ds = bts_host(hw_fake_get_msr(DS_AREA));
+	uint64_t *rec;
+
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_DEBUGCTL) & (DBG_TR | DBG_BTS | DBG_BTINT),
+			 DBG_TR | DBG_BTS | DBG_BTINT);
+	assert_true(ds[1] + 24 <= ds[2]);
+	rec = bts_host(ds[1]);
+	rec[0] = from;
+	rec[1] = to;
+	rec[2] = 0;
+	ds[1] += 24;
+	if (ds[1] >= ds[3])
+		hw_fake_set_msr(GLOBAL_STATUS, hw_fake_get_msr(GLOBAL_STATUS) | 1ull << 62);
+}
+
+static void bts_pmi_engine(uint32_t every)
+{
+	eng_pmi = 1;
+	eng_pmi_every = every;
+	cpu.pin |= PIN_NMI_EXITING;
+	pmi_apic();
+	hw_fake_set_msr(GLOBAL_STATUS, 0);
+	bts_engine(0, TRACE_CPL_ALL, false);
+}
+
+/*
+ * bts, pmi = on: BTINT with the threshold pmi_every records in; the LVT
+ * entry NMI delivery; the DS interrupt's NMI exit drains, acknowledges
+ * OvfBuffer, unmasks the LVT and is not given to the guest.
+ */
+static void test_bts_pmi_drains_on_nmi(void **state)
+{
+	struct trace_event ev[16];
+	uint64_t base;
+
+	(void)state;
+	bts_pmi_engine(4);
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_DEBUGCTL), DBG_GUEST | DBG_TR | DBG_BTS | DBG_BTINT);
+	base = *ds_field(0);
+	assert_int_equal(*ds_field(3), base + 4 * 24);                    /* threshold */
+	assert_int_equal(*ds_field(2), base + BTS_SLOTS * 24);            /* absolute maximum */
+	assert_int_equal(lvtpc(), LVT_NMI);
+	assert_non_null(strstr(logbuf, "pmi: LVT performance-counter entry 0x10000 -> 0x400 (NMI), NMIs exit"));
+
+	for (unsigned i = 1; i <= 4; i++)
+		bts_store_int(0x1000 + i, 0x1100 + i);
+	pmi_delivered();
+	nmi_exit(0x1200);
+	assert_int_equal(*ds_field(1), base);                             /* drained, rewound */
+	assert_int_equal(hw_fake_get_msr(GLOBAL_STATUS) & 1ull << 62, 0);
+	assert_int_equal(hw_fake_msr_write_log(0)->msr, OVF_CTRL);        /* acknowledged */
+	assert_int_equal(hw_fake_msr_write_log(0)->value, 1ull << 62);
+	assert_int_equal(lvtpc(), LVT_NMI);                               /* unmasked */
+	assert_int_equal(cpu.nmi_pending, 0);                             /* not the guest's */
+	assert_int_equal(cpu.trace.window_branches, 4);
+	bts_store_int(0x1005, 0x1105);
+	assert_int_equal(vmcall(TV_HC_TRACE_STOP), TV_HC_OK);
+	assert_int_equal(events(ev, 16), 7);
+	for (unsigned i = 1; i <= 5; i++)
+		assert_int_equal(ev[i].u.branch.from, 0x1000 + i);
+	assert_non_null(strstr(logbuf, "window 1 PMIs: 1 ours (0 taken in VMX root), 0 NMIs reflected to the guest, LVT retaken 0 times"));
+	assert_int_equal(cpu.trace.bts.stats.pmis_ours, 1);
+}
+
+/*
+ * NMIs that are not the DS interrupt go to the guest: below the
+ * threshold; and a PMI that also shows a guest counter's overflow is
+ * ours and the guest's.
+ */
+static void test_bts_pmi_foreign_nmis_reflected(void **state)
+{
+	(void)state;
+	bts_pmi_engine(4);
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
+	bts_store_int(0x1001, 0x1101);
+	nmi_exit(0x1200);                                  /* an NMI of its own */
+	assert_int_equal(cpu.nmi_pending, 1);
+	assert_int_equal(cpu.trace.pmi.reflected, 1);
+	assert_int_equal(cpu.trace.pmi.ours, 0);
+	assert_int_equal(cpu.trace.window_branches, 1);    /* drained as at any exit */
+	cpu.nmi_pending = 0;                               /* vcpu_deliver_nmi injected it */
+
+	for (unsigned i = 2; i <= 5; i++)
+		bts_store_int(0x1000 + i, 0x1100 + i);
+	hw_fake_set_msr(GLOBAL_STATUS, hw_fake_get_msr(GLOBAL_STATUS) | 1u);  /* PMC0 too */
+	pmi_delivered();
+	nmi_exit(0x1202);
+	assert_int_equal(cpu.trace.window_branches, 5);
+	assert_int_equal(cpu.nmi_pending, 1);
+	assert_int_equal(cpu.trace.pmi.ours, 1);
+	assert_int_equal(cpu.trace.pmi.reflected, 2);
+	assert_int_equal(hw_fake_get_msr(GLOBAL_STATUS), 1u);   /* the guest's bit is left */
+	assert_int_equal(lvtpc(), LVT_NMI);
+	/* Outside a window every NMI is the guest's. */
+	assert_int_equal(vmcall(TV_HC_TRACE_STOP), TV_HC_OK);
+	cpu.nmi_pending = 0;
+	nmi_exit(0x1204);
+	assert_int_equal(cpu.nmi_pending, 1);
+}
+
+/*
+ * The DS interrupt arrives while the CPU is in VMX root for another exit
+ * (host_nmi counts it pending): that exit's drain sees the threshold and
+ * claims it; an expectation nobody meets lapses after the next exit.
+ */
+static void test_bts_pmi_taken_in_root(void **state)
+{
+	(void)state;
+	bts_pmi_engine(4);
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
+	for (unsigned i = 1; i <= 4; i++)
+		bts_store_int(0x1000 + i, 0x1100 + i);
+	pmi_delivered();
+	cpu.nmi_pending = 1;                   /* host_nmi during the CPUID exit */
+	cpuid_exit(0x1200);
+	assert_int_equal(cpu.trace.window_branches, 4);
+	assert_int_equal(cpu.nmi_pending, 0);
+	assert_int_equal(cpu.trace.pmi.root_claimed, 1);
+	assert_int_equal(lvtpc(), LVT_NMI);
+
+	/* Threshold seen at an exit, its NMI exits right after the entry. */
+	for (unsigned i = 5; i <= 8; i++)
+		bts_store_int(0x1000 + i, 0x1100 + i);
+	cpuid_exit(0x1202);
+	pmi_delivered();
+	nmi_exit(0x1204);
+	assert_int_equal(cpu.nmi_pending, 0);
+	assert_int_equal(cpu.trace.pmi.ours, 2);
+	assert_int_equal(lvtpc(), LVT_NMI);
+
+	/* Seen, but no NMI in this exit nor the next: a later NMI is the guest's. */
+	for (unsigned i = 9; i <= 12; i++)
+		bts_store_int(0x1000 + i, 0x1100 + i);
+	cpuid_exit(0x1206);
+	cpuid_exit(0x1208);
+	nmi_exit(0x120a);
+	assert_int_equal(cpu.nmi_pending, 1);
+	assert_int_equal(cpu.trace.pmi.ours, 2);
+	assert_int_equal(cpu.trace.window_branches, 12);
+}
+
+/* The guest rewrote the LVT entry: written back at our next PMI, counted. */
+static void test_pmi_lvt_retaken(void **state)
+{
+	(void)state;
+	bts_pmi_engine(2);
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
+	hw_fake_set_mmio(LVTPC_MMIO, 0xfe);    /* the guest: fixed delivery, vector 0xfe */
+	bts_store_int(0x1001, 0x1101);
+	bts_store_int(0x1002, 0x1102);
+	nmi_exit(0x1200);                      /* (the PMI came as the guest's vector; a later NMI) */
+	assert_int_equal(lvtpc(), LVT_NMI);
+	assert_int_equal(cpu.trace.pmi.lvt_retaken, 1);
+	assert_non_null(strstr(logbuf, "the guest changed the LVT performance-counter entry to 0xfe: written back to 0x400"));
+	/* a second window takes it at its start as well */
+	assert_int_equal(vmcall(TV_HC_TRACE_STOP), TV_HC_OK);
+	hw_fake_set_mmio(LVTPC_MMIO, 0xfe);
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
+	assert_int_equal(lvtpc(), LVT_NMI);
+}
+
+/* Impossible requests are refused with the reason, nothing opened. */
+static void test_pmi_refusals(void **state)
+{
+	char want[96];
+
+	(void)state;
+	/* pmi_every at or past the buffer */
+	bts_pmi_engine(BTS_SLOTS);
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_ENOSYS);
+	snprintf(want, sizeof(want), "pmi_every = %u must be below the buffer's %u records",
+		 (unsigned)BTS_SLOTS, (unsigned)BTS_SLOTS);
+	assert_non_null(strstr(logbuf, want));
+	assert_false(cpu.trace.active);
+	/* NMI exiting off in the VMCS */
+	bts_pmi_engine(4);
+	cpu.pin &= ~PIN_NMI_EXITING;
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_ENOSYS);
+	assert_non_null(strstr(logbuf, "pmi: NMI exiting is off in the VMCS: window not opened"));
+	/* the APIC disabled */
+	bts_pmi_engine(4);
+	hw_fake_set_msr(APIC_BASE_MSR, APIC_PAGE);
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_ENOSYS);
+	assert_non_null(strstr(logbuf, "pmi: the local APIC is disabled"));
+	assert_false(cpu.trace.active);
+	assert_int_equal(lvtpc(), LVT_MASKED);
+}
+
+/* x2APIC mode: the LVT entry is MSR 0x834, no MMIO. */
+static void test_pmi_x2apic(void **state)
+{
+	(void)state;
+	bts_pmi_engine(4);
+	hw_fake_set_msr(APIC_BASE_MSR, APIC_PAGE | 1u << 11 | 1u << 10);
+	hw_fake_set_msr(0x834, LVT_MASKED);
+	hw_fake_set_mmio(LVTPC_MMIO, 0x12345);   /* must stay untouched */
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
+	assert_int_equal(hw_fake_get_msr(0x834), LVT_NMI);
+	for (unsigned i = 1; i <= 4; i++)
+		bts_store_int(0x1000 + i, 0x1100 + i);
+	hw_fake_set_msr(0x834, LVT_NMI | LVT_MASKED);
+	nmi_exit(0x1200);
+	assert_int_equal(hw_fake_get_msr(0x834), LVT_NMI);
+	assert_int_equal(lvtpc(), 0x12345);
+	assert_int_equal(cpu.trace.pmi.lvt_retaken, 0);
+}
+
+/*
+ * pt, pmi = on: INT on the ToPA entry before the last (STOP stays on the
+ * last); Trace_ToPA_PMI's NMI exit drains, clears the bit, unmasks the
+ * LVT and is not given to the guest.
+ */
+static void test_pt_pmi_drains_on_nmi(void **state)
+{
+	const uint64_t *table = (const uint64_t *)(const void *)(pt_area + TRACE_PT_TABLE_OFF);
+	const uint64_t bursts[2] = { 3 * TRACE_PT_REGION_BYTES - 5, 40 };
+
+	(void)state;
+	eng_pmi = 1;
+	cpu.pin |= PIN_NMI_EXITING;
+	pmi_apic();
+	pt_engine(true);
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
+	for (unsigned i = 0; i < TRACE_PT_REGIONS; i++)
+		assert_int_equal(table[i], (PT_PA + i * TRACE_PT_REGION_BYTES) | 4u << 6 |
+					   (i == TRACE_PT_REGIONS - 1 ? 0x10u : 0) |
+					   (i == TRACE_PT_REGIONS - 2 ? 0x04u : 0));
+	assert_int_equal(lvtpc(), LVT_NMI);
+	pt_hw_write(bursts[0], 0);             /* past the INT region's end */
+	hw_fake_set_msr(GLOBAL_STATUS, 1ull << 55);
+	pmi_delivered();
+	nmi_exit(0x1200);
+	assert_int_equal(hw_fake_get_msr(RTIT_MASK), 0x7f);     /* drained, rewound */
+	assert_int_equal(cpu.nmi_pending, 0);
+	assert_int_equal(lvtpc(), LVT_NMI);
+	assert_int_equal(cpu.trace.pt.stats.pmis_ours, 1);
+	pt_hw_write(bursts[1], 1);
+	assert_int_equal(vmcall(TV_HC_TRACE_STOP), TV_HC_OK);
+	assert_pt_stream(bursts, 2, 0);
+	assert_non_null(strstr(logbuf, "window 1 PMIs: 1 ours (0 taken in VMX root), 0 NMIs reflected"));
+	/* A ToPA PMI with a guest counter's bit: ours and the guest's. */
+	cpu.nmi_pending = 0;
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
+	hw_fake_set_msr(GLOBAL_STATUS, 1ull << 55 | 1ull << 32);
+	nmi_exit(0x1202);
+	assert_int_equal(cpu.nmi_pending, 1);
+	assert_int_equal(cpu.trace.pmi.ours, 1);
+}
+
+/* Without pmi nothing of this happens: no INT entry, the LVT untouched. */
+static void test_pt_no_pmi_lvt_untouched(void **state)
+{
+	const uint64_t *table = (const uint64_t *)(const void *)(pt_area + TRACE_PT_TABLE_OFF);
+
+	(void)state;
+	pmi_apic();
+	pt_engine(true);
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
+	for (unsigned i = 0; i < TRACE_PT_REGIONS; i++)
+		assert_int_equal(table[i] & 0x04u, 0);
+	assert_int_equal(lvtpc(), LVT_MASKED);
+	assert_int_equal(hw_fake_mmio_write_count, 0);
+	assert_null(strstr(logbuf, "PMIs:"));
+	assert_int_equal(vmcall(TV_HC_TRACE_STOP), TV_HC_OK);
+	assert_null(strstr(logbuf, "PMIs:"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_bts_pmi_drains_on_nmi, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bts_pmi_foreign_nmis_reflected, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bts_pmi_taken_in_root, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pmi_lvt_retaken, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pmi_refusals, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pmi_x2apic, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pt_pmi_drains_on_nmi, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pt_no_pmi_lvt_untouched, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_btf_window_vmcs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_btf_pending_bs_rule, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_btf_db_exit_records_lbr_top, setup, teardown),

@@ -60,6 +60,16 @@ HW_WRITE_CR(2)
 HW_WRITE_CR(3)
 HW_WRITE_CR(4)
 
+uint32_t hw_mmio_read32(uint64_t pa)
+{
+	return *(volatile uint32_t *)(uintptr_t)pa;
+}
+
+void hw_mmio_write32(uint64_t pa, uint32_t value)
+{
+	*(volatile uint32_t *)(uintptr_t)pa = value;
+}
+
 uint64_t hw_read_dr6(void)
 {
 	uint64_t v;
