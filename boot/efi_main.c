@@ -224,6 +224,10 @@ static void trace_setup_from_config(struct vmx_boot_params *p, const struct tv_c
 		log_info("trace: source %s", trace_caps_source_name(chosen));
 	trace_msr_configure(chosen);
 	p->trace.source = (uint8_t)chosen;
+	/* lbr with pmi: the last general-purpose counter is the tracer's */
+	if (cfg->trace_pmi && chosen == TV_SOURCE_LBR && tc.pmu_version >= 2 &&
+	    tc.pmu_gp_counters >= 1 && tc.pmu_gp_counters <= 8)
+		trace_msr_configure_pmc(true, tc.pmu_gp_counters - 1);
 	p->trace.overflow = cfg->trace_overflow;
 	p->trace.ring_kb = cfg->trace_buffer_kb;
 	p->trace.stop_after = cfg->trace_stop_after;

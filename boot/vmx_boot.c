@@ -371,6 +371,7 @@ int vmx_boot(const struct vmx_boot_params *p)
 		cpus[i].timer_period_tsc = (uint64_t)p->heartbeat_s * p->tsc_hz;
 		if (p->trace.source == TV_SOURCE_PT)
 			cpus[i].drain_period_tsc = preempt_period_tsc(p->pt_drain_us, p->tsc_hz);
+		cpus[i].pmc_switch = p->trace.pmi && p->trace.source == TV_SOURCE_LBR;
 		cpus[i].nmi_exiting = p->trace.pmi && (p->trace.source == TV_SOURCE_LBR ||
 						       p->trace.source == TV_SOURCE_BTS ||
 						       p->trace.source == TV_SOURCE_PT);

@@ -102,6 +102,7 @@ static bool bitmap_pos(uint32_t msr, size_t *byte, uint8_t *bit)
 /* Every MSR number the trace policy knows, as [first, last] ranges. */
 static const struct { uint32_t first, last; } trace_ranges[] = {
 	{ 0x040, 0x047 }, { 0x060, 0x067 },          /* Core 2 / Atom LBR stack */
+	{ 0x0c1, 0x0c8 }, { 0x186, 0x18d }, { 0x4c1, 0x4c8 }, /* PMCx, PERFEVTSELx, A_PMCx */
 	{ 0x1c8, 0x1c9 }, { 0x1d9, 0x1d9 },          /* LBR_SELECT, TOS, DEBUGCTL */
 	{ 0x38e, 0x390 }, { 0x3f1, 0x3f1 },          /* PERF_GLOBAL_*, PEBS_ENABLE */
 	{ 0x560, 0x561 }, { 0x570, 0x572 }, { 0x580, 0x587 }, /* RTIT_* */
@@ -177,17 +178,22 @@ static void unexpected_msr(struct exit_ctx *ctx, uint32_t msr, bool write)
  * The hardware side of a TRACE_MSR_PASS: IA32_DEBUGCTL is the guest's
  * VMCS field; every other MSR the real one (the policy checked the value).
  */
-static uint64_t trace_hw_read(uint32_t msr)
+static uint64_t trace_hw_read(const struct per_cpu *cpu, uint32_t msr)
 {
 	if (msr == MSR_IA32_DEBUGCTL)
 		return vmcs_get(VMCS_GUEST_IA32_DEBUGCTL);
+	/* loaded on entry (lbr with pmi): the guest's value is the field */
+	if (msr == MSR_IA32_PERF_GLOBAL_CTRL && (cpu->entry_ctls & ENTRY_LOAD_PERF_GLOBAL_CTRL))
+		return vmcs_get(VMCS_GUEST_IA32_PERF_GLOBAL_CTRL);
 	return hw_rdmsr(msr);
 }
 
-static void trace_hw_write(uint32_t msr, uint64_t value)
+static void trace_hw_write(const struct per_cpu *cpu, uint32_t msr, uint64_t value)
 {
 	if (msr == MSR_IA32_DEBUGCTL)
 		vmcs_write(VMCS_GUEST_IA32_DEBUGCTL, value);
+	else if (msr == MSR_IA32_PERF_GLOBAL_CTRL && (cpu->entry_ctls & ENTRY_LOAD_PERF_GLOBAL_CTRL))
+		vmcs_write(VMCS_GUEST_IA32_PERF_GLOBAL_CTRL, value);
 	else
 		hw_wrmsr(msr, value);
 }
@@ -203,14 +209,14 @@ static int trace_access(struct exit_ctx *ctx, uint32_t msr, bool write, uint64_t
 	if (!write) {
 		a = trace_msr_read(s, msr, value);
 		if (a == TRACE_MSR_PASS)
-			*value = trace_msr_guest_view(s, msr, trace_hw_read(msr));
+			*value = trace_msr_guest_view(s, msr, trace_hw_read(ctx->cpu, msr));
 		return a == TRACE_MSR_GP ? -1 : 0;
 	}
 	a = trace_msr_write(s, msr, *value);
 	if (a == TRACE_MSR_PASS) {
-		uint64_t now = trace_msr_owned_mask(s, msr) ? trace_hw_read(msr) : 0;
+		uint64_t now = trace_msr_owned_mask(s, msr) ? trace_hw_read(ctx->cpu, msr) : 0;
 
-		trace_hw_write(msr, trace_msr_hw_value(s, msr, now));
+		trace_hw_write(ctx->cpu, msr, trace_msr_hw_value(s, msr, now));
 	}
 	return a == TRACE_MSR_GP ? -1 : 0;
 }

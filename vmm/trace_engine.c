@@ -867,6 +867,106 @@ static void pmi_log(struct per_cpu *cpu)
 		 (unsigned long long)t->pmi.lvt_retaken);
 }
 
+/*
+ * lbr with pmi: the last general-purpose counter counts the architectural
+ * event "branch instructions retired" (C4H, umask 0: taken or not, so it
+ * overflows no later than the stack, which keeps taken branches only,
+ * could fill) with USR, OS and INT, from -pmc_period; overflow raises the
+ * PMI, and DEBUGCTL.FREEZE_LBRS_ON_PMI freezes the stack until the NMI
+ * exit has read it (SDM 3B "Architectural Performance Monitoring",
+ * "Freezing LBR and Performance Counters on PMI").  Its enable bit is
+ * set only in the VMCS field loaded on entry (the exit loads 0), so it
+ * counts the guest's branches, never the hypervisor's.
+ */
+#define PMC_EVTSEL(i)       (0x186u + (i))
+#define PMC_COUNTER(i)      (0xc1u + (i))
+#define PMC_EVENT_BRANCHES  0xc4u
+#define PMC_USR             (1ull << 16)
+#define PMC_OS              (1ull << 17)
+#define PMC_INT             (1ull << 20)
+#define PMC_EN              (1ull << 22)
+#define PMC_STATUS_LBR_FRZ  (1ull << 58)
+
+/* The counter from -period (a legacy write: bits 31:0, sign-extended). */
+static void pmc_load(struct trace_cpu *t)
+{
+	hw_wrmsr(PMC_COUNTER(t->pmc_idx), (uint64_t)(uint32_t)-(int32_t)t->pmc_period);
+}
+
+/* 0, or TV_HC_ENOSYS with the reason logged. */
+static int pmc_arm(struct per_cpu *cpu)
+{
+	struct trace_cpu *t = &cpu->trace;
+	struct hw_cpuid_regs r;
+	uint32_t ver, ngp, depth = t->lbr_caps.depth;
+
+	hw_cpuid(0xa, 0, &r);
+	ver = r.eax & 0xff;
+	ngp = (r.eax >> 8) & 0xff;
+	if (ver < 2 || ngp < 1 || ngp > 8 || ((r.eax >> 24) & 0xff) < 6 || (r.ebx & (1u << 5))) {
+		log_err("trace: cpu %u: lbr window not opened: pmi needs perfmon v2+ with the branch-instructions-retired event (CPUID.0AH: EAX %#x EBX %#x)",
+			cpu->index, r.eax, r.ebx);
+		return TV_HC_ENOSYS;
+	}
+	if (!(cpu->entry_ctls & ENTRY_LOAD_PERF_GLOBAL_CTRL) ||
+	    !(cpu->exit_ctls & EXIT_LOAD_PERF_GLOBAL_CTRL)) {
+		log_err("trace: cpu %u: lbr window not opened: pmi needs the VM-entry and VM-exit controls that load IA32_PERF_GLOBAL_CTRL",
+			cpu->index);
+		return TV_HC_ENOSYS;
+	}
+	t->pmc_idx = ngp - 1;
+	t->pmc_period = setup.pmi_every ? setup.pmi_every : depth - depth / 4;
+	if (!t->pmc_period || t->pmc_period > depth) {
+		log_err("trace: cpu %u: lbr window not opened: pmi_every = %u must be at most the stack's %u entries",
+			cpu->index, t->pmc_period, depth);
+		return TV_HC_ENOSYS;
+	}
+	hw_wrmsr(PMC_EVTSEL(t->pmc_idx), 0);
+	pmc_load(t);
+	hw_wrmsr(PMC_EVTSEL(t->pmc_idx), PMC_EVENT_BRANCHES | PMC_USR | PMC_OS | PMC_INT | PMC_EN);
+	hw_wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, (1ull << t->pmc_idx) | PMC_STATUS_LBR_FRZ);
+	vmcs_write(VMCS_GUEST_IA32_PERF_GLOBAL_CTRL,
+		   vmcs_get(VMCS_GUEST_IA32_PERF_GLOBAL_CTRL) | 1ull << t->pmc_idx);
+	t->pmc_on = true;
+	return 0;
+}
+
+static void pmc_disarm(struct trace_cpu *t)
+{
+	if (!t->pmc_on)
+		return;
+	hw_wrmsr(PMC_EVTSEL(t->pmc_idx), 0);
+	hw_wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, (1ull << t->pmc_idx) | PMC_STATUS_LBR_FRZ);
+	vmcs_write(VMCS_GUEST_IA32_PERF_GLOBAL_CTRL,
+		   vmcs_get(VMCS_GUEST_IA32_PERF_GLOBAL_CTRL) & ~(1ull << t->pmc_idx));
+	t->pmc_on = false;
+}
+
+/*
+ * lbr: the counter overflowed (the PMI's NMI exit, or found at another
+ * exit): read the frozen stack, unfreeze, acknowledge, reload the
+ * counter.  *other receives the guest's status bits.  Returns true when
+ * it was ours; *full when the ring refused records.
+ */
+static bool lbr_pmi_now(struct per_cpu *cpu, uint64_t *other, bool *full)
+{
+	struct trace_cpu *t = &cpu->trace;
+	uint64_t dbg = vmcs_get(VMCS_GUEST_IA32_DEBUGCTL), d = dbg;
+	uint64_t rec = t->lbr.stats.recorded, dropped = t->lbr.stats.dropped;
+	uint64_t st = hw_rdmsr(MSR_PERF_GLOBAL_STATUS);
+	int rc = lbr_pmi(&t->lbr, t->ring, cpu_filter(t), &d);
+
+	*other = st & PMI_GUEST_STATUS & ~(1ull << t->pmc_idx);
+	t->window_branches += t->lbr.stats.recorded - rec;
+	*full = t->lbr.stats.dropped != dropped;
+	if (d != dbg)
+		vmcs_write(VMCS_GUEST_IA32_DEBUGCTL, d);
+	if (rc != LBR_PMI_OURS)
+		return false;
+	pmc_load(t);
+	return true;
+}
+
 static void pmi_reflect(struct per_cpu *cpu)
 {
 	cpu->trace.pmi.reflected++;
@@ -900,6 +1000,10 @@ enum exit_action trace_nmi_exit(struct exit_ctx *ctx)
 			other = hw_rdmsr(MSR_PERF_GLOBAL_STATUS) & PMI_GUEST_STATUS;
 		break;
 	}
+	case TV_SOURCE_LBR:
+		if (t->pmc_on)
+			ours = lbr_pmi_now(cpu, &other, &full);
+		break;
 	case TV_SOURCE_PT: {
 		struct pt_sink sink = { pt_byte_ring_write, &t->pt_ring };
 		uint64_t refused = t->pt.stats.sink_dropped + t->pt.stats.syncs_dropped;
@@ -1003,8 +1107,11 @@ int trace_start(struct per_cpu *cpu, enum tv_trigger why)
 		lbr_start(&t->lbr, &t->lbr_caps, NULL, LBR_KINDS_ALL, 0);
 		break;
 	case TV_SOURCE_LBR:
+		if (setup.pmi && pmc_arm(cpu))
+			return TV_HC_ENOSYS;
 		/* Empties the stack: nothing older than the window is recorded. */
-		lbr_start(&t->lbr, &t->lbr_caps, cpu_filter(t), LBR_KINDS_ALL, 0);
+		lbr_start(&t->lbr, &t->lbr_caps, cpu_filter(t), LBR_KINDS_ALL,
+			  t->pmc_on ? 1ull << t->pmc_idx : 0);
 		break;
 	case TV_SOURCE_BTS:
 		/* An empty buffer: nothing older than the window is recorded. */
@@ -1126,6 +1233,7 @@ int trace_stop(struct per_cpu *cpu, enum tv_trigger why)
 		/* The branches since the last exit, before the STOP record. */
 		lbr_drain(t);
 		lbr_stop(&t->lbr);
+		pmc_disarm(t);
 		break;
 	case TV_SOURCE_BTS:
 		/* The branches since the last exit, before the STOP record. */
@@ -1294,7 +1402,17 @@ void trace_before_entry(struct per_cpu *cpu)
 		 * only read points (the exit cleared DEBUGCTL, the stack is
 		 * as the guest left it).
 		 */
-		if (t->active && lbr_drain(t))
+		if (t->active && t->pmc_on &&
+		    (hw_rdmsr(MSR_PERF_GLOBAL_STATUS) & ((1ull << t->pmc_idx) | PMC_STATUS_LBR_FRZ))) {
+			/* overflowed before this exit: its PMI is on the way or was taken in root */
+			uint64_t other;
+			bool full;
+
+			if (lbr_pmi_now(cpu, &other, &full))
+				pmi_expect(t);
+			if (full)
+				trace_stop(cpu, TV_TRIG_FULL);
+		} else if (t->active && lbr_drain(t))
 			trace_stop(cpu, TV_TRIG_FULL);
 		else if (t->active && setup.stop_after && t->window_branches >= setup.stop_after)
 			trace_stop(cpu, TV_TRIG_LIMIT);

@@ -150,6 +150,9 @@ struct trace_cpu {
 	 */
 	bool pmi_lvt_held;            /* the LVT holds NMI delivery for us */
 	uint8_t pmi_expect;           /* exits left in which an NMI is our PMI (a drain saw it) */
+	bool pmc_on;                  /* lbr: our counter armed for this window */
+	uint32_t pmc_idx;             /* lbr: which general-purpose counter */
+	uint32_t pmc_period;          /* lbr: branches between its overflows */
 	struct trace_pmi_stats {
 		uint64_t nmis;            /* NMI exits and root NMIs looked at */
 		uint64_t ours;            /* ... that were the backend's PMI */

@@ -12,6 +12,8 @@
 
 static uint32_t configured_owned;
 static enum tv_source configured_backend = TV_SOURCE_NONE;
+static bool configured_pmc;      /* lbr with pmi: the last GP counter is ours */
+static uint32_t configured_pmc_idx;
 static struct trace_msr_state slots[TRACE_MSR_MAX_CPUS];
 
 /* What an MSR number is to this policy. */
@@ -35,7 +37,22 @@ enum kind {
 	K_GLOBAL_STATUS,
 	K_GLOBAL_CTRL,
 	K_GLOBAL_OVF_CTRL,
+	K_PMC,              /* IA32_PERFEVTSELx, IA32_PMCx, IA32_A_PMCx, x < 8 */
 };
+
+#define MSR_IA32_PERFEVTSEL0 0x186u
+#define MSR_IA32_PMC0        0xc1u
+#define MSR_IA32_A_PMC0      0x4c1u
+
+/* The counter an IA32_PERFEVTSELx / PMCx / A_PMCx MSR belongs to. */
+static uint32_t pmc_index(uint32_t msr)
+{
+	if (msr >= MSR_IA32_A_PMC0)
+		return msr - MSR_IA32_A_PMC0;
+	if (msr >= MSR_IA32_PERFEVTSEL0)
+		return msr - MSR_IA32_PERFEVTSEL0;
+	return msr - MSR_IA32_PMC0;
+}
 
 static bool in(uint32_t msr, uint32_t first, uint32_t n)
 {
@@ -72,6 +89,8 @@ static enum kind kind_of(uint32_t msr)
 		return K_ARCH_LBR_STACK;
 	if (in(msr, MSR_IA32_RTIT_ADDR0_A, 8))
 		return K_RTIT_ADDR;
+	if (in(msr, MSR_IA32_PERFEVTSEL0, 8) || in(msr, MSR_IA32_PMC0, 8) || in(msr, MSR_IA32_A_PMC0, 8))
+		return K_PMC;
 	return K_NONE;
 }
 
@@ -105,6 +124,17 @@ int trace_msr_configure(enum tv_source backend)
 		return TRACE_MSR_EINVAL;
 	configured_backend = backend;
 	configured_owned = trace_msr_owned_by(backend);
+	configured_pmc = false;
+	return 0;
+}
+
+int trace_msr_configure_pmc(bool on, uint32_t counter)
+{
+	if (on && (configured_backend != TV_SOURCE_LBR || counter >= 8))
+		return TRACE_MSR_EINVAL;
+	configured_pmc = on;
+	configured_pmc_idx = counter;
+	configured_owned = trace_msr_owned_by(configured_backend) | (on ? TRACE_OWN_PMC : 0);
 	return 0;
 }
 
@@ -134,6 +164,8 @@ static uint64_t status_owned(uint32_t owned)
 		m |= PERF_GLOBAL_STATUS_LBR_FRZ;
 	if (owned & TRACE_OWN_BTS)
 		m |= PERF_GLOBAL_STATUS_OVF_BUFFER;
+	if (owned & TRACE_OWN_PMC)
+		m |= 1ull << configured_pmc_idx;
 	return m;
 }
 
@@ -168,6 +200,10 @@ bool trace_msr_intercepts(uint32_t msr, bool write)
 		/* reads show nothing of ours (write-1-to-clear) */
 		return write && status_owned(o) != 0;
 	case K_GLOBAL_CTRL:
+		/* our counter's enable bit lives in the VMCS field: both ways */
+		return (o & TRACE_OWN_PMC) != 0;
+	case K_PMC:
+		return (o & TRACE_OWN_PMC) && pmc_index(msr) == configured_pmc_idx;
 	case K_NONE:
 		break;
 	}
@@ -188,6 +224,12 @@ int trace_msr_init(struct trace_msr_state *s, const struct trace_caps *tc, enum 
 	memset(s, 0, sizeof(*s));
 	s->intel = tc->intel;
 	s->owned = trace_msr_owned_by(backend);
+	if (configured_pmc && backend == TV_SOURCE_LBR) {
+		s->owned |= TRACE_OWN_PMC;
+		s->pmc_idx = configured_pmc_idx;
+	}
+	s->pmu_gp_counters = tc->pmu_gp_counters;
+	s->pmc_full_width = (tc->perf_capabilities >> 13) & 1;   /* FW_WRITE */
 
 	s->has_ds = tc->ds;
 	s->has_pebs = tc->ds && !tc->pebs_unavailable;
@@ -319,6 +361,9 @@ static bool exists(const struct trace_msr_state *s, enum kind k, uint32_t msr)
 	case K_GLOBAL_CTRL:
 	case K_GLOBAL_OVF_CTRL:
 		return s->intel && s->pmu_version >= 2;
+	case K_PMC:
+		return s->intel && pmc_index(msr) < s->pmu_gp_counters &&
+		       (msr < MSR_IA32_A_PMC0 || s->pmc_full_width);
 	case K_NONE:
 		break;
 	}
@@ -351,6 +396,9 @@ uint64_t trace_msr_owned_mask(const struct trace_msr_state *s, uint32_t msr)
 	case K_GLOBAL_OVF_CTRL:
 		return status_owned(s->owned);
 	case K_GLOBAL_CTRL:
+		return (s->owned & TRACE_OWN_PMC) ? 1ull << s->pmc_idx : 0;
+	case K_PMC:
+		return (s->owned & TRACE_OWN_PMC) && pmc_index(msr) == s->pmc_idx ? ~0ull : 0;
 	case K_NONE:
 		break;
 	}
@@ -376,6 +424,8 @@ static uint64_t *shadow_of(struct trace_msr_state *s, enum kind k, uint32_t msr)
 	case K_RTIT_ADDR: return &s->rtit_addr[(msr - MSR_IA32_RTIT_ADDR0_A) & 7];
 	case K_GLOBAL_CTRL: return &s->global_ctrl;
 	case K_GLOBAL_OVF_CTRL: return &s->global_ovf_ctrl;
+	case K_PMC: return msr >= MSR_IA32_PERFEVTSEL0 && msr < MSR_IA32_A_PMC0 ?
+			   &s->pmc_evtsel : &s->pmc_count;
 	case K_LBR_STACK:
 	case K_ARCH_LBR_STACK:
 	case K_GLOBAL_STATUS:
@@ -496,6 +546,10 @@ static bool write_ok(const struct trace_msr_state *s, enum kind k, uint64_t v)
 		return !(v & ~s->global_ctrl_valid);
 	case K_GLOBAL_OVF_CTRL:
 		return !(v & ~s->global_status_valid);
+	case K_PMC:
+		/* IA32_PERFEVTSELx: 63:32 reserved (before perfmon v5's
+		 * extensions); the counters take any value (cut to the width) */
+		return true;
 	case K_GLOBAL_STATUS:
 	case K_NONE:
 		break;
@@ -523,6 +577,12 @@ enum trace_msr_action trace_msr_write(struct trace_msr_state *s, uint32_t msr, u
 		return gp(s);
 	if (k == K_RTIT_OUTPUT_MASK)
 		val |= 0x7f;  /* LowerMask bits 6:0 read as 1 */
+	if (k == K_PMC && msr >= MSR_IA32_PERFEVTSEL0 && msr < MSR_IA32_A_PMC0 && (val >> 32))
+		return gp(s);
+	if (k == K_PMC && msr < MSR_IA32_PERFEVTSEL0)
+		val = (uint64_t)(int64_t)(int32_t)val & 0xffffffffffffull;  /* legacy: sign-extended */
+	else if (k == K_PMC && msr >= MSR_IA32_A_PMC0)
+		val &= 0xffffffffffffull;
 	owned = trace_msr_owned_mask(s, msr);
 	p = shadow_of(s, k, msr);
 	if (p)

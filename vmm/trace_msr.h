@@ -52,6 +52,14 @@ struct per_cpu;
 #define TRACE_OWN_BTF (1u << 1)
 #define TRACE_OWN_BTS (1u << 2)
 #define TRACE_OWN_PT  (1u << 3)
+/*
+ * TRACE_OWN_PMC  lbr with pmi = on: the last general-purpose counter
+ *                (IA32_PERFEVTSELx, IA32_PMCx, IA32_A_PMCx), its enable
+ *                bit in IA32_PERF_GLOBAL_CTRL (whose hardware side is the
+ *                VMCS field GUEST_IA32_PERF_GLOBAL_CTRL, loaded on entry)
+ *                and its overflow bit in PERF_GLOBAL_STATUS
+ */
+#define TRACE_OWN_PMC (1u << 4)
 
 /* Per-CPU slots behind trace_msr_state_of() (CPU index 0..255). */
 #define TRACE_MSR_MAX_CPUS 256
@@ -99,6 +107,10 @@ struct trace_msr_state {
 	uint64_t rtit_ctl, rtit_status, rtit_output_base, rtit_output_mask, rtit_cr3_match;
 	uint64_t rtit_addr[8];
 	uint64_t global_ctrl, global_ovf_ctrl;
+	/* TRACE_OWN_PMC: which counter, and the guest's view of it */
+	uint32_t pmc_idx, pmu_gp_counters;
+	bool pmc_full_width;      /* IA32_A_PMCx exist (PERF_CAPABILITIES[13]) */
+	uint64_t pmc_evtsel, pmc_count;
 
 	struct trace_msr_stats stats;
 };
@@ -114,6 +126,12 @@ uint32_t trace_msr_owned_by(enum tv_source backend);
  * Returns 0 or TRACE_MSR_EINVAL for a value outside enum tv_source.
  */
 int trace_msr_configure(enum tv_source backend);
+/*
+ * trace_msr_configure_pmc - after trace_msr_configure(TV_SOURCE_LBR):
+ * with on, general-purpose counter `counter` is the tracer's as well
+ * (TRACE_OWN_PMC).  TRACE_MSR_EINVAL for another backend or counter >= 8.
+ */
+int trace_msr_configure_pmc(bool on, uint32_t counter);
 
 /*
  * trace_msr_init - set up one CPU's state from its capabilities: what

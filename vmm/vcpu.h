@@ -101,6 +101,12 @@ struct per_cpu {
 	 * (trace_nmi_exit); the guest's own NMIs are injected back.
 	 */
 	bool nmi_exiting;
+	/*
+	 * lbr with pmi: IA32_PERF_GLOBAL_CTRL loaded from the VMCS on entry
+	 * (the guest's value with the tracer's counter enabled) and 0 on
+	 * exit, so the counter counts guest branches only.
+	 */
+	bool pmc_switch;
 
 	struct hw_devirt_frame devirt;  /* filled by TV_HC_DEVIRT */
 	uint32_t nmi_pending;     /* NMIs taken in VMX root, not yet injected */

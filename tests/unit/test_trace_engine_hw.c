@@ -167,7 +167,11 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
+	struct trace_msr_state *ms = trace_msr_state_of(&cpu);
+
 	(void)state;
+	if (ms)
+		ms->ready = false;   /* the next test's first MSR exit sets it up again */
 	hypercall_set_hooks(NULL);
 	log_clear_sinks();
 	trace_msr_configure(TV_SOURCE_NONE);
@@ -1506,9 +1510,176 @@ static void test_pt_no_pmi_lvt_untouched(void **state)
 	assert_null(strstr(logbuf, "PMIs:"));
 }
 
+/* --- lbr with pmi: the counter, the frozen stack, the guest's PMU view ----------- */
+
+#define EVTSEL3      0x189u
+#define PMC3         0xc4u
+#define GLOBAL_CTRL  0x38fu
+#define PMC3_EVTSEL  0x5300c4ull     /* C4H umask 0, USR OS INT EN */
+#define DBG_LBR      (1ull << 0)
+#define DBG_FREEZE   (1ull << 11)
+
+static void lbr_pmi_engine(uint32_t every)
+{
+	struct trace_caps tc;
+
+	eng_pmi = 1;
+	eng_pmi_every = every;
+	cpu.pin |= PIN_NMI_EXITING;
+	cpu.entry_ctls |= ENTRY_LOAD_PERF_GLOBAL_CTRL;
+	cpu.exit_ctls |= EXIT_LOAD_PERF_GLOBAL_CTRL;
+	pmi_apic();
+	hw_fake_set_msr(GLOBAL_STATUS, 0);
+	hw_fake_set_msr(EVTSEL3, 0);
+	hw_fake_set_msr(PMC3, 0);
+	hw_fake_vmcs_set(VMCS_GUEST_IA32_PERF_GLOBAL_CTRL, 0x3);   /* the guest's PMC0, PMC1 */
+	lbr_engine(0, TRACE_CPL_ALL);
+	assert_int_equal(trace_msr_configure_pmc(true, 3), 0);
+	trace_caps_read(&tc, NULL);
+	assert_int_equal(trace_msr_init(trace_msr_state_of(&cpu), &tc, TV_SOURCE_LBR), 0);
+}
+
+/*
+ * The window arms PMC3 with "branch instructions retired" from -period,
+ * enables it in the VMCS field only, and sets FREEZE_LBRS_ON_PMI; the
+ * overflow's NMI exit reads the frozen stack, unfreezes, reloads.
+ */
+static void test_lbr_pmi_counter_and_freeze(void **state)
+{
+	struct trace_event ev[32];
+
+	(void)state;
+	lbr_pmi_engine(8);
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
+	assert_int_equal(hw_fake_get_msr(EVTSEL3), PMC3_EVTSEL);
+	assert_int_equal(hw_fake_get_msr(PMC3), 0xfffffff8u);          /* -8, legacy write */
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_PERF_GLOBAL_CTRL), 0xb);
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_DEBUGCTL), DBG_GUEST | DBG_LBR | DBG_FREEZE);
+	assert_int_equal(lvtpc(), LVT_NMI);
+
+	for (unsigned i = 1; i <= 6; i++)
+		lbr_push(0x2000 + i, 0x2100 + i);
+	hw_fake_set_msr(GLOBAL_STATUS, 1ull << 3 | 1ull << 58);         /* PMC3 overflow, LBR_Frz */
+	hw_fake_set_msr(PMC3, 1);
+	pmi_delivered();
+	nmi_exit(0x1200);
+	assert_int_equal(cpu.trace.window_branches, 6);
+	assert_int_equal(hw_fake_get_msr(GLOBAL_STATUS), 0);             /* acknowledged */
+	assert_int_equal(hw_fake_get_msr(PMC3), 0xfffffff8u);          /* reloaded */
+	assert_int_equal(cpu.nmi_pending, 0);
+	assert_int_equal(lvtpc(), LVT_NMI);
+	assert_int_equal(cpu.trace.lbr.stats.pmis_ours, 1);
+
+	/* an NMI that is not the counter's: the guest's */
+	nmi_exit(0x1202);
+	assert_int_equal(cpu.nmi_pending, 1);
+	cpu.nmi_pending = 0;
+
+	/* overflowed just before another exit: found there, claimed if its NMI came in root */
+	lbr_push(0x2007, 0x2107);
+	hw_fake_set_msr(GLOBAL_STATUS, 1ull << 3 | 1ull << 58);
+	cpu.nmi_pending = 1;
+	cpuid_exit(0x1204);
+	assert_int_equal(cpu.nmi_pending, 0);
+	assert_int_equal(cpu.trace.pmi.root_claimed, 1);
+	assert_int_equal(cpu.trace.window_branches, 7);
+
+	assert_int_equal(vmcall(TV_HC_TRACE_STOP), TV_HC_OK);
+	assert_int_equal(hw_fake_get_msr(EVTSEL3), 0);
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_PERF_GLOBAL_CTRL), 0x3);
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_DEBUGCTL), DBG_GUEST);
+	assert_int_equal(events(ev, 32), 9);
+	for (unsigned i = 1; i <= 7; i++) {
+		assert_int_equal(ev[i].u.branch.from, 0x2000 + i);
+		assert_false(ev[i].u.branch.flags & TV_BRF_LBR_FULL);
+	}
+	assert_non_null(strstr(logbuf, "window 1 PMIs: 2 ours (1 taken in VMX root), 1 NMIs reflected"));
+}
+
+/* The guest sees its own PMU: our counter and its enable bit shadowed. */
+static void test_lbr_pmi_guest_pmu_view(void **state)
+{
+	(void)state;
+	lbr_pmi_engine(8);
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
+	hw_fake_vmcs_set(VMCS_EXIT_INSTRUCTION_LEN, 2);
+	/* IA32_PERF_GLOBAL_CTRL = 0x5: the field keeps our bit 3 */
+	regs.rcx = GLOBAL_CTRL;
+	regs.rax = 0x5;
+	regs.rdx = 0;
+	assert_int_equal(exit_and_entry(EXIT_REASON_WRMSR), EXIT_RESUME);
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_PERF_GLOBAL_CTRL), 0xd);
+	regs.rcx = GLOBAL_CTRL;
+	regs.rax = regs.rdx = 0;
+	assert_int_equal(exit_and_entry(EXIT_REASON_RDMSR), EXIT_RESUME);
+	assert_int_equal(regs.rax, 0x5);
+	/* switching everything off leaves ours on */
+	regs.rcx = GLOBAL_CTRL;
+	regs.rax = 0;
+	assert_int_equal(exit_and_entry(EXIT_REASON_WRMSR), EXIT_RESUME);
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_PERF_GLOBAL_CTRL), 0x8);
+	/* PERFEVTSEL3 and PMC3: shadowed */
+	regs.rcx = EVTSEL3;
+	regs.rax = 0x4300c0;
+	regs.rdx = 0;
+	assert_int_equal(exit_and_entry(EXIT_REASON_WRMSR), EXIT_RESUME);
+	assert_int_equal(hw_fake_get_msr(EVTSEL3), PMC3_EVTSEL);
+	regs.rcx = EVTSEL3;
+	regs.rax = 0;
+	assert_int_equal(exit_and_entry(EXIT_REASON_RDMSR), EXIT_RESUME);
+	assert_int_equal(regs.rax, 0x4300c0);
+	regs.rcx = PMC3;
+	regs.rax = 0x80000000u;
+	regs.rdx = 0;
+	assert_int_equal(exit_and_entry(EXIT_REASON_WRMSR), EXIT_RESUME);
+	assert_int_equal(hw_fake_get_msr(PMC3), 0xfffffff8u);
+	regs.rcx = PMC3;
+	regs.rax = regs.rdx = 0;
+	assert_int_equal(exit_and_entry(EXIT_REASON_RDMSR), EXIT_RESUME);
+	assert_int_equal(regs.rax, 0x80000000u);                 /* sign-extended to 48 bits */
+	assert_int_equal(regs.rdx, 0xffff);
+	/* STATUS hides our overflow; OVF_CTRL cannot clear it */
+	hw_fake_set_msr(GLOBAL_STATUS, 1ull << 3 | 1ull << 0);
+	regs.rcx = GLOBAL_STATUS;
+	regs.rax = regs.rdx = 0;
+	assert_int_equal(exit_and_entry(EXIT_REASON_RDMSR), EXIT_RESUME);
+	assert_int_equal(regs.rax, 1);
+	regs.rcx = OVF_CTRL;
+	regs.rax = 0xf;
+	regs.rdx = 0;
+	assert_int_equal(exit_and_entry(EXIT_REASON_WRMSR), EXIT_RESUME);
+	assert_int_equal(hw_fake_msr_write_log(0)->value, 0x7);
+	/* PERFEVTSEL0 is the guest's: not intercepted */
+	assert_false(trace_msr_intercepts(0x186, true));
+	assert_true(trace_msr_intercepts(EVTSEL3, true));
+	assert_true(trace_msr_intercepts(GLOBAL_CTRL, false));
+}
+
+/* lbr pmi refused: no load-PERF_GLOBAL_CTRL controls; a period past the stack. */
+static void test_lbr_pmi_refusals(void **state)
+{
+	(void)state;
+	lbr_pmi_engine(8);
+	cpu.entry_ctls &= ~ENTRY_LOAD_PERF_GLOBAL_CTRL;
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_ENOSYS);
+	assert_non_null(strstr(logbuf, "pmi needs the VM-entry and VM-exit controls that load IA32_PERF_GLOBAL_CTRL"));
+	lbr_pmi_engine(33);
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_ENOSYS);
+	assert_non_null(strstr(logbuf, "pmi_every = 33 must be at most the stack's 32 entries"));
+	lbr_pmi_engine(8);
+	hw_fake_set_cpuid(0xa, 0, 0x07300404, 1u << 5, 0, 0);   /* no branch event */
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_ENOSYS);
+	assert_non_null(strstr(logbuf, "branch-instructions-retired event"));
+	assert_false(cpu.trace.active);
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_PERF_GLOBAL_CTRL), 0x3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_lbr_pmi_counter_and_freeze, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lbr_pmi_guest_pmu_view, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lbr_pmi_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bts_pmi_drains_on_nmi, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bts_pmi_foreign_nmis_reflected, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bts_pmi_taken_in_root, setup, teardown),
