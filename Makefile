@@ -126,6 +126,15 @@ $(BUILD)/btstest.so: $(BTSTEST_OBJS) linker.ld
 all: $(BUILD)/btstest.efi
 -include $(BTSTEST_OBJS:.o=.d)
 
+# --- guest program of the Bochs performance-counter model test (docs/BOCHS-MODEL.md)
+PMCTEST_SRCS := tests/payload/pmctest.c tests/payload/pmc_code.S vmm/hw/hw_x86.c
+PMCTEST_OBJS := $(patsubst %.S,$(BUILD)/efi/%.o,$(patsubst %.c,$(BUILD)/efi/%.o,$(PMCTEST_SRCS)))
+$(BUILD)/pmctest.so: $(PMCTEST_OBJS) linker.ld
+	@echo "  LD      $@"
+	$(Q)$(LD) $(EFI_LDFLAGS) $(EFI_CRT0) $(PMCTEST_OBJS) $(EFI_LIBS) -o $@
+all: $(BUILD)/pmctest.efi
+-include $(PMCTEST_OBJS:.o=.d)
+
 .PHONY: all
 all: $(BUILD)/tracevisor.efi $(BUILD)/payload.efi tools
 

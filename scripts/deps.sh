@@ -524,7 +524,8 @@ step_bochs() {
 # ---- 4d. Bochs with the trace-hardware model (BOCHS_TRACE) ----------------
 # Debian's Bochs 3.0 plus tracevisor's own patches (tests/bench/bochs-patches,
 # applied in the order of their series file): IA32_DEBUGCTL, LBR and BTF,
-# turned on per bochsrc with `cpu: lbr=1` (docs/BOCHS-MODEL.md).  A cache
+# BTS, Intel PT and the performance counters, each turned on per bochsrc
+# (`cpu: lbr=1`, `bts=1`, `pt=1`, `pmc=1`; docs/BOCHS-MODEL.md).  A cache
 # entry of its own, keyed on the stock inputs plus every patch's hash, so the
 # stock BOCHS entry and its key stay as they are.
 
@@ -578,6 +579,10 @@ build_bochs_trace() {
 	if grep -q '^0004-intel-pt-vmx.patch$' "$BOCHS_TRACE_PATCH_DIR/series"; then
 		grep -q 'VMCS guest IA32_RTIT_CTL invalid' "$out/bin/bochs" ||
 			{ echo "built bochs has no PT VMX controls (patch 0004)" >&2; return 1; }
+	fi
+	if grep -q '^0005-pmc-branch-counter.patch$' "$BOCHS_TRACE_PATCH_DIR/series"; then
+		grep -q 'Model the general-purpose performance counters' "$out/bin/bochs" ||
+			{ echo "built bochs has no cpu: pmc option" >&2; return 1; }
 	fi
 	printf '%s\n' "$key_text" >"$out/.stamp"
 }
