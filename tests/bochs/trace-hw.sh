@@ -18,6 +18,9 @@
 #     was full: older branches lost), the last record is the window's last
 #     branch, and the counts the stop line reports (branches, reads, full
 #     reads) agree with the records;
+#   - source = lbr with pmi = on on the model with its counters (`cpu:
+#     pmc=1`): the counter's PMI reads the frozen stack, so every expected
+#     branch is recorded, one for one, none lost;
 #   - stock Bochs (no model): source = btf is refused at boot with the
 #     missing feature named, and no window opens.
 # The model's binary: TV_BOCHS_BIN, else BOCHS_TRACE from build/deps.mk.
@@ -144,6 +147,48 @@ for cpu in 0 1; do
 	fi
 done
 tv_keep_log "$log"
+
+# --- lbr with pmi: the counter's PMI reads the frozen stack ------------------------
+# pmi = on, pmi_every = 24 (the default for 32 entries): PMC3 counts branch
+# instructions retired and its overflow, an NMI through the LVT, exits;
+# the stack is read frozen.  Every expected branch, one for one, no
+# lbr-full, on both CPUs (with `cpu: pmc=1`, patch 0005).
+name=lbr-pmi
+if ! grep -q 'Model the general-purpose performance counters' "$model"; then
+	tv_skip "trace-hw: lbr-pmi" "$model has no cpu: pmc option (patch 0005 not applied)"
+else
+	TV_PAYLOAD_CONF='pmi = on' run lbr "$model" $'cpu: lbr=1\ncpu: pmc=1' 180 $name
+	common_checks $name "$log" lbr
+	tvt=$work/$name/trace.tvt
+	from_serial $name "$log" "$tvt"
+	base=$(tv_payload_base "$log")
+	tv_payload_expected "${base:-0}" "$iterations" | awk '{ print $1, $2 }' >"$work/expected-ft.txt"
+	nexp=$(wc -l <"$work/expected-ft.txt")
+	for cpu in 0 1; do
+		dump=$work/$name/cpu$cpu.dump
+		got=$work/$name/cpu$cpu.txt
+		"$TV_BUILD/tracevisor" dump -q --no-summary --cpu "$cpu" "$tvt" >"$dump" 2>&1
+		awk '$3 == "LBR" { print $4, $6 }' "$dump" >"$got"
+		n=$(wc -l <"$got")
+		if [ -n "$base" ] && [ "$n" -gt 0 ] && diff -u "$work/expected-ft.txt" "$got" >"$work/$name/cpu$cpu.diff" &&
+			! grep -q ' lbr-full' "$dump"; then
+			tv_ok "trace-hw: lbr-pmi: cpu $cpu: all $nexp branches as expected, in order, none lost (no lbr-full)"
+		else
+			tv_fail "trace-hw: lbr-pmi: cpu $cpu: all $nexp branches as expected, in order, none lost" \
+				"$n recorded, $(grep -c ' lbr-full' "$dump") lbr-full; first difference: $(grep -m2 '^[-+][^-+]' "$work/$name/cpu$cpu.diff" 2>/dev/null | tr '\n' ' ')"
+		fi
+		tv_expect "trace-hw: lbr-pmi: cpu $cpu: stop line: $nexp branches, no full read" "$log" \
+			"trace: cpu $cpu: window 1 stopped \\(hypercall\\): $nexp branches, 0 filtered, 0 dropped, [0-9]+ reads, 0 full reads"
+		line=$(grep -a -m1 "trace: cpu $cpu: window 1 PMIs:" "$log")
+		ours=$(sed -n 's/.*PMIs: \([0-9]*\) ours.*/\1/p' <<<"$line")
+		if [ -n "$ours" ] && [ "$ours" -ge 10 ] && grep -q ' 0 NMIs reflected to the guest' <<<"$line"; then
+			tv_ok "trace-hw: lbr-pmi: cpu $cpu: $ours counter PMIs taken as NMI exits, none reflected"
+		else
+			tv_fail "trace-hw: lbr-pmi: cpu $cpu: counter PMIs taken as NMI exits, none reflected" "${line:-no PMIs line}"
+		fi
+	done
+	tv_keep_log "$log"
+fi
 
 # --- stock Bochs: btf is impossible, and says so -------------------------------
 stock=$(tv_dep BOCHS)
