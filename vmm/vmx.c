@@ -34,10 +34,28 @@ void vmx_snapshot(struct cpu_snapshot *s)
 	s->gs_base = hw_rdmsr(MSR_IA32_GS_BASE);
 }
 
+/* IA32_PERF_GLOBAL_CTRL exists from architectural perfmon v2 (SDM 3B 20.2.2). */
+static bool has_perf_global_ctrl(void)
+{
+	struct hw_cpuid_regs r;
+
+	hw_cpuid(0, 0, &r);
+	if (r.eax < 0xa)
+		return false;
+	hw_cpuid(0xa, 0, &r);
+	return (r.eax & 0xff) >= 2;
+}
+
 int vmx_compute_controls(struct per_cpu *cpu, bool guest_long_mode, char *why, size_t whylen)
 {
 	const struct vmx_caps *c = &cpu->caps;
 	uint32_t missing;
+
+	if (cpu->pmc_switch && !has_perf_global_ctrl()) {
+		log_err("vmx: cpu %u: no IA32_PERF_GLOBAL_CTRL (perfmon before v2): lbr pmi windows will not open",
+			cpu->index);
+		cpu->pmc_switch = false;
+	}
 	uint32_t want2 = CPU2_ENABLE_EPT | CPU2_UNRESTRICTED_GUEST | CPU2_ENABLE_VPID;
 
 	cpu->pin = vmx_adjust_controls(c->pin, ((cpu->timer_period_tsc || cpu->poll_period_tsc ||

@@ -256,11 +256,47 @@ static void test_nmi_exiting_for_pmi(void **state)
 	assert_non_null(strstr(logbuf, "NMI exiting not allowed: pmi windows will not open"));
 }
 
+/* lbr pmi: IA32_PERF_GLOBAL_CTRL loaded on entry and exit, only where it exists. */
+static void test_perf_global_ctrl_switch(void **state)
+{
+	struct per_cpu c;
+	char why[120];
+
+	(void)state;
+	memset(&c, 0, sizeof(c));
+	c.caps.pin = 0xffffffff00000016ull;
+	c.caps.proc = 0xffffffff0401e172ull;
+	c.caps.proc2 = 0xffffffff00000000ull;
+	c.caps.exit = 0xffffffff00036dffull;
+	c.caps.entry = 0xffffffff000011ffull;
+	hw_fake_set_cpuid(0, 0, 0x16, 0, 0, 0);
+	hw_fake_set_cpuid(0xa, 0, 0x07300404, 0, 0, 0);
+	assert_int_equal(vmx_compute_controls(&c, true, why, sizeof(why)), 0);
+	assert_int_equal(c.entry_ctls & ENTRY_LOAD_PERF_GLOBAL_CTRL, 0);
+	c.pmc_switch = true;
+	assert_int_equal(vmx_compute_controls(&c, true, why, sizeof(why)), 0);
+	assert_int_equal(c.entry_ctls & ENTRY_LOAD_PERF_GLOBAL_CTRL, ENTRY_LOAD_PERF_GLOBAL_CTRL);
+	assert_int_equal(c.exit_ctls & EXIT_LOAD_PERF_GLOBAL_CTRL, EXIT_LOAD_PERF_GLOBAL_CTRL);
+	/* only one of the two offered: neither */
+	c.caps.exit = 0xffffefff00036dffull;
+	assert_int_equal(vmx_compute_controls(&c, true, why, sizeof(why)), 0);
+	assert_int_equal(c.entry_ctls & ENTRY_LOAD_PERF_GLOBAL_CTRL, 0);
+	assert_int_equal(c.exit_ctls & EXIT_LOAD_PERF_GLOBAL_CTRL, 0);
+	/* perfmon v1: no such MSR, so neither, and said */
+	c.caps.exit = 0xffffffff00036dffull;
+	hw_fake_set_cpuid(0xa, 0, 0x07300401, 0, 0, 0);
+	assert_int_equal(vmx_compute_controls(&c, true, why, sizeof(why)), 0);
+	assert_false(c.pmc_switch);
+	assert_int_equal(c.entry_ctls & ENTRY_LOAD_PERF_GLOBAL_CTRL, 0);
+	assert_non_null(strstr(logbuf, "no IA32_PERF_GLOBAL_CTRL (perfmon before v2)"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_period_from_microseconds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_nmi_exiting_for_pmi, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_perf_global_ctrl_switch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_timer_exit_runs_hook_and_rearms, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_any_exit_polls_once_due, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_only_the_designated_cpu, setup, teardown),
