@@ -250,10 +250,11 @@ static void trace_setup_from_config(struct vmx_boot_params *p, const struct tv_c
 	case TV_TRIG_HYPERCALL:
 	case TV_TRIG_ADDRESS:
 	case TV_TRIG_EXIT_BOOT_SERVICES:
+	case TV_TRIG_KERNEL_ENTRY:
 		p->trace.start = cfg->trace_start;
 		break;
 	default:
-		log_err("trace: trace_start=kernel_entry is not implemented yet (address:0xADDR takes a known entry); windows open by hypercall");
+		log_err("trace: trace_start %u unknown; windows open by hypercall", cfg->trace_start);
 		p->trace.start = TV_TRIG_HYPERCALL;
 		break;
 	}
@@ -357,7 +358,8 @@ static void virtualize(const struct cpu_caps *caps, const struct tv_config *cfg,
 	net_for_resident(&p, cfg, nic, tsc_hz);
 	if (vmx_boot(&p))
 		log_warn("vmx: booting unvirtualized");
-	else if (p.trace.source != TV_SOURCE_NONE && p.trace.start == TV_TRIG_EXIT_BOOT_SERVICES)
+	else if (p.trace.source != TV_SOURCE_NONE && (p.trace.start == TV_TRIG_EXIT_BOOT_SERVICES ||
+							  p.trace.start == TV_TRIG_KERNEL_ENTRY))
 		ebs_hook_install();
 }
 

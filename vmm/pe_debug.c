@@ -24,19 +24,47 @@ static int fits(size_t size, uint64_t off, uint64_t n)
 	return off <= size && n <= size - off;
 }
 
+/* The optional header's offset after the MZ and PE checks, or 0. */
+static uint64_t optional_header(const uint8_t *image, size_t size)
+{
+	uint64_t pe;
+
+	if (!fits(size, 0, 0x40) || image[0] != 'M' || image[1] != 'Z')
+		return 0;
+	pe = rd32(image + 0x3c);
+	if (!fits(size, pe, 24) || memcmp(image + pe, "PE\0\0", 4) != 0)
+		return 0;
+	if (!fits(size, pe + 24, 2))
+		return 0;
+	return pe + 24;
+}
+
+int pe_image_size(const uint8_t *hdr, size_t size, uint32_t *image_size)
+{
+	uint64_t opt;
+	uint16_t magic;
+
+	if (!hdr || !image_size)
+		return PE_ERR_ARG;
+	opt = optional_header(hdr, size);
+	if (!opt)
+		return PE_ERR_FORMAT;
+	magic = rd16(hdr + opt);
+	/* SizeOfImage: offset 56 of both the PE32 and the PE32+ optional header */
+	if ((magic != 0x10b && magic != 0x20b) || !fits(size, opt + 56, 4))
+		return PE_ERR_FORMAT;
+	*image_size = rd32(hdr + opt + 56);
+	return *image_size ? 0 : PE_ERR_FORMAT;
+}
+
 int pe_codeview_path(const uint8_t *image, size_t size, const char **path, size_t *len)
 {
-	uint64_t pe, opt, dirs, ndirs, dbg, dbg_size;
+	uint64_t opt, dirs, ndirs, dbg, dbg_size;
 
 	if (!image || !path || !len)
 		return PE_ERR_ARG;
-	if (!fits(size, 0, 0x40) || image[0] != 'M' || image[1] != 'Z')
-		return PE_ERR_FORMAT;
-	pe = rd32(image + 0x3c);
-	if (!fits(size, pe, 24) || memcmp(image + pe, "PE\0\0", 4) != 0)
-		return PE_ERR_FORMAT;
-	opt = pe + 24;
-	if (!fits(size, opt, 2))
+	opt = optional_header(image, size);
+	if (!opt)
 		return PE_ERR_FORMAT;
 	switch (rd16(image + opt)) {
 	case 0x10b: dirs = opt + 96; break;

@@ -31,6 +31,13 @@
  */
 int pe_codeview_path(const uint8_t *image, size_t size, const char **path, size_t *len);
 
+/*
+ * pe_image_size - SizeOfImage from the headers at hdr[0..size) (the start
+ * of an image as loaded: MZ, PE\0\0, a PE32/PE32+ optional header).
+ * 0, PE_ERR_ARG or PE_ERR_FORMAT (also for a SizeOfImage of 0).
+ */
+int pe_image_size(const uint8_t *hdr, size_t size, uint32_t *image_size);
+
 /* pe_basename - the last component of a path with / or \ separators. */
 const char *pe_basename(const char *path, size_t len, size_t *out_len);
 

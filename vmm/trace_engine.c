@@ -12,6 +12,7 @@
 #include "vmm/lapic.h"
 #include "vmm/log.h"
 #include "vmm/msr.h"
+#include "vmm/pe_debug.h"
 #include "vmm/trace_caps.h"
 #include "vmm/trace_engine.h"
 #include "vmm/trace_read.h"
@@ -37,6 +38,11 @@ static struct ept *trig_ept;
 static struct page_pool *trig_pool;
 static bool trig_armed;
 static unsigned trig_memtype;
+static uint64_t trig_addr;        /* the armed address: start_addr, or the EBS return */
+/* kernel_entry: the OS loader's image, which the kernel's entry leaves */
+static uint64_t kentry_lo, kentry_hi;
+static bool kentry_return;        /* the trap is the loader's return from ExitBootServices */
+static int kentry_arm(struct per_cpu *cpu);
 
 const struct trace_setup *trace_engine_setup(void)
 {
@@ -82,6 +88,8 @@ static int hc_event(struct per_cpu *cpu, uint64_t event)
 		return TV_HC_EINVAL;
 	log_info("trace: cpu %u: ExitBootServices called at %#llx", cpu->index,
 		 (unsigned long long)guest_linear_ip());
+	if (setup.start == TV_TRIG_KERNEL_ENTRY)
+		return kentry_arm(cpu) ? TV_HC_ENOSYS : TV_HC_OK;
 	if (setup.start != TV_TRIG_EXIT_BOOT_SERVICES)
 		return TV_HC_OK;
 	return trace_start(cpu, TV_TRIG_EXIT_BOOT_SERVICES);
@@ -106,6 +114,9 @@ void trace_engine_init(const struct trace_setup *s, gmem_read_phys_fn read_phys,
 	trig_ept = NULL;
 	trig_pool = NULL;
 	trig_armed = false;
+	trig_addr = 0;
+	kentry_lo = kentry_hi = 0;
+	kentry_return = false;
 	hw_cpuid(0x80000000u, 0, &r);
 	maxphyaddr = 36;
 	if (r.eax >= 0x80000008u) {
@@ -239,7 +250,7 @@ static bool mtf_window(const struct per_cpu *cpu)
  */
 static int trig_set_rights(unsigned rwx, bool flush)
 {
-	uint64_t page = setup.start_addr & ~0xfffull;
+	uint64_t page = trig_addr & ~0xfffull;
 	int rc = ept_map_4k(trig_ept, trig_pool, page, page, rwx, trig_memtype);
 
 	if (!rc && flush)
@@ -252,8 +263,18 @@ int trace_trigger_arm(struct ept *ept, struct page_pool *pool)
 	struct ept_leaf leaf;
 	int rc;
 
-	if (setup.start != TV_TRIG_ADDRESS || setup.source == TV_SOURCE_NONE)
+	if (setup.source == TV_SOURCE_NONE)
 		return 0;
+	if (setup.start == TV_TRIG_KERNEL_ENTRY) {
+		/* armed later, at the ExitBootServices event (kentry_arm) */
+		trig_ept = ept;
+		trig_pool = pool;
+		log_info("trace: window opens at the kernel's entry: the first instruction outside the OS loader's image after ExitBootServices returns");
+		return 0;
+	}
+	if (setup.start != TV_TRIG_ADDRESS)
+		return 0;
+	trig_addr = setup.start_addr;
 	rc = ept_lookup(ept, setup.start_addr & ~0xfffull, &leaf);
 	if (rc || !(leaf.rwx & EPT_X)) {
 		log_err("trace: start address %#llx is not guest memory tracevisor can trap: trigger not armed",
@@ -282,7 +303,7 @@ bool trace_trigger_fetch(struct per_cpu *cpu, uint64_t gpa)
 	bool hit;
 
 	/* Once armed, the page stays ours: a late fault is a stale TLB entry. */
-	if (!trig_ept || (gpa & ~0xfffull) != (setup.start_addr & ~0xfffull))
+	if (!trig_ept || !trig_addr || (gpa & ~0xfffull) != (trig_addr & ~0xfffull))
 		return false;
 	ept_edit_lock();
 	if (!trig_armed) {
@@ -291,7 +312,7 @@ bool trace_trigger_fetch(struct per_cpu *cpu, uint64_t gpa)
 		ept_edit_unlock();
 		return true;
 	}
-	hit = gpa == setup.start_addr;
+	hit = gpa == trig_addr;
 	if (trig_set_rights(EPT_RWX, true)) {
 		ept_edit_unlock();
 		log_err("trace: cpu %u: cannot restore execute on %#llx", cpu->index,
@@ -301,6 +322,16 @@ bool trace_trigger_fetch(struct per_cpu *cpu, uint64_t gpa)
 	if (hit)
 		__atomic_store_n(&trig_armed, false, __ATOMIC_RELEASE);
 	ept_edit_unlock();
+	if (hit && kentry_return) {
+		/* ExitBootServices returned: step until the loader's image is left */
+		log_info("trace: cpu %u: ExitBootServices returned to %#llx: stepping to the kernel's entry",
+			 cpu->index, (unsigned long long)gpa);
+		cpu->trace.kentry_step = true;
+		cpu->trace.kentry_steps = 0;
+		if (!mtf_window(cpu))
+			set_mtf(cpu, true);
+		return true;
+	}
 	if (hit) {
 		if (trace_start(cpu, TV_TRIG_ADDRESS) != TV_HC_OK)
 			log_warn("trace: cpu %u: start address reached, window could not open",
@@ -312,6 +343,109 @@ bool trace_trigger_fetch(struct per_cpu *cpu, uint64_t gpa)
 	if (!mtf_window(cpu))
 		set_mtf(cpu, true);
 	return true;
+}
+
+/*
+ * kernel_entry, at the ExitBootServices event (the thunk's VMCALL, after
+ * its push rbx: the loader's return address is at RSP + 8).  The image
+ * holding that address is the OS loader: its headers are found below it
+ * (MZ at a page boundary, within 64 MiB, whose SizeOfImage covers it).
+ * The return address becomes the execute trap; when it is hit,
+ * ExitBootServices has returned and the CPU is stepped (MTF) until it
+ * executes outside [kentry_lo, kentry_hi): that instruction is the
+ * kernel's entry.  Firmware code and the loader run identity-mapped at
+ * this point (UEFI 2.x 2.3.4): a return address that is not is refused.
+ * 0, or -1 with the reason logged (the window then never opens).
+ */
+#define KENTRY_SCAN_BYTES (64ull << 20)
+#define KENTRY_MAX_STEPS  100000000ull
+
+static int kentry_arm(struct per_cpu *cpu)
+{
+	struct gmem_ctx g;
+	struct gmem_walk w;
+	struct ept_leaf leaf;
+	uint8_t hdr[1024];
+	uint64_t ret = 0, base;
+	uint32_t size = 0;
+	int rc;
+
+	if (!trig_ept || trig_addr) {
+		log_err("trace: cpu %u: kernel_entry: %s", cpu->index,
+			trig_addr ? "ExitBootServices called again: the first call's trap stays" :
+				    "no EPT to trap with");
+		return -1;
+	}
+	gmem_from_vmcs(&g);
+	if (fetch_guest(&g, vmcs_get(VMCS_GUEST_RSP) + 8, (uint8_t *)&ret, 8) != 8 ||
+	    gmem_walk(&g, ret, &w) || w.gpa != ret) {
+		log_err("trace: cpu %u: kernel_entry: the loader's return address %#llx is not identity-mapped memory: no trap",
+			cpu->index, (unsigned long long)ret);
+		return -1;
+	}
+	for (base = ret & ~0xfffull; ret - base < KENTRY_SCAN_BYTES && base; base -= 4096) {
+		if (fetch_guest(&g, base, hdr, 2) != 2 || hdr[0] != 'M' || hdr[1] != 'Z')
+			continue;
+		if (fetch_guest(&g, base, hdr, sizeof(hdr)) == sizeof(hdr) &&
+		    pe_image_size(hdr, sizeof(hdr), &size) == 0 && ret < base + size)
+			break;
+		size = 0;
+	}
+	if (!size) {
+		log_err("trace: cpu %u: kernel_entry: no PE image holds the loader's return address %#llx: no trap",
+			cpu->index, (unsigned long long)ret);
+		return -1;
+	}
+	rc = ept_lookup(trig_ept, ret & ~0xfffull, &leaf);
+	if (rc || !(leaf.rwx & EPT_X)) {
+		log_err("trace: cpu %u: kernel_entry: %#llx cannot be trapped", cpu->index,
+			(unsigned long long)ret);
+		return -1;
+	}
+	kentry_lo = base;
+	kentry_hi = base + size;
+	trig_memtype = leaf.memtype;
+	trig_addr = ret;
+	kentry_return = true;
+	ept_edit_lock();
+	rc = trig_set_rights(EPT_R | EPT_W, true);
+	if (!rc)
+		__atomic_store_n(&trig_armed, true, __ATOMIC_RELEASE);
+	ept_edit_unlock();
+	if (rc) {
+		log_err("trace: cpu %u: kernel_entry: cannot trap %#llx: %s", cpu->index,
+			(unsigned long long)ret, ept_strerror(rc));
+		return -1;
+	}
+	log_info("trace: cpu %u: kernel_entry: the OS loader's image is %#llx-%#llx, ExitBootServices returns to %#llx",
+		 cpu->index, (unsigned long long)kentry_lo, (unsigned long long)kentry_hi - 1,
+		 (unsigned long long)ret);
+	return 0;
+}
+
+/* kernel_entry, before each entry while stepping out of the loader. */
+static void kentry_step(struct per_cpu *cpu)
+{
+	struct trace_cpu *t = &cpu->trace;
+	uint64_t ip = guest_linear_ip();
+
+	if (ip >= kentry_lo && ip < kentry_hi) {
+		if (++t->kentry_steps < KENTRY_MAX_STEPS)
+			return;
+		log_err("trace: cpu %u: kernel_entry: still in the loader's image after %llu steps: given up",
+			cpu->index, (unsigned long long)t->kentry_steps);
+		t->kentry_step = false;
+		if (!mtf_window(cpu))
+			set_mtf(cpu, false);
+		return;
+	}
+	t->kentry_step = false;
+	if (!mtf_window(cpu))
+		set_mtf(cpu, false);
+	log_info("trace: cpu %u: kernel_entry: left the loader's image at %#llx after %llu steps",
+		 cpu->index, (unsigned long long)ip, (unsigned long long)t->kentry_steps);
+	if (trace_start(cpu, TV_TRIG_KERNEL_ENTRY) != TV_HC_OK)
+		log_warn("trace: cpu %u: kernel's entry reached, window could not open", cpu->index);
 }
 
 /* After one stepped instruction of the trigger page: execute off again. */
@@ -1382,6 +1516,8 @@ void trace_before_entry(struct per_cpu *cpu)
 	apply_requests(cpu);
 	if (t->trigger_step && vmcs_get(VMCS_EXIT_REASON) != EXIT_REASON_EPT_VIOLATION)
 		trigger_step_done(cpu);
+	if (t->kentry_step && vmcs_get(VMCS_EXIT_REASON) != EXIT_REASON_EPT_VIOLATION)
+		kentry_step(cpu);
 	if (!t->boot_started) {
 		t->boot_started = true;
 		if (setup.start == TV_TRIG_BOOT && trace_start(cpu, TV_TRIG_BOOT) != TV_HC_OK)

@@ -114,6 +114,8 @@ struct trace_cpu {
 	uint64_t window_branches;     /* branch records since START */
 	uint64_t windows;             /* START records written */
 	bool trigger_step;            /* stepping one instruction in the trigger page */
+	bool kentry_step;             /* kernel_entry: stepping out of the loader's image */
+	uint64_t kentry_steps;
 	struct trace_cursor exported; /* the exporter's place in the ring */
 	struct mtf_state mtf;
 	/* btf and lbr */

@@ -307,6 +307,135 @@ static void test_address_trigger_refuses_hidden(void **state)
 	assert_false(trace_trigger_fetch(&cpu, HIDDEN + 0x10));
 }
 
+/* --- kernel_entry: trapped at the loader's return from ExitBootServices ---------- */
+
+#define KE_IMAGE 0x2000000ull          /* the loader's PE image, 2 MiB */
+#define KE_RET   0x2001234ull          /* where ExitBootServices returns */
+#define KE_STACK 0x100000ull           /* the thunk's RSP at its VMCALL */
+#define KE_ENTRY 0x1000200ull          /* the first instruction outside */
+
+/* Guest-physical memory: the image's headers and the stack; zeros elsewhere. */
+static int ke_read(void *opaque, uint64_t gpa, void *buf, size_t len)
+{
+	static const uint64_t ret = KE_RET;
+	uint8_t *b = buf;
+
+	(void)opaque;
+	memset(buf, 0, len);
+	for (size_t i = 0; i < len; i++) {
+		uint64_t a = gpa + i;
+
+		if (a >= KE_IMAGE && a < KE_IMAGE + 0x400) {
+			uint64_t o = a - KE_IMAGE;
+			static uint8_t hdr[0x400];
+
+			if (!hdr[0]) {
+				hdr[0] = 'M';
+				hdr[1] = 'Z';
+				hdr[0x3c] = 0x80;
+				memcpy(hdr + 0x80, "PE\0\0", 4);
+				hdr[0x98] = 0x0b;               /* PE32+ magic 0x20b */
+				hdr[0x99] = 0x02;
+				hdr[0x98 + 56 + 2] = 0x20;      /* SizeOfImage 0x200000 */
+			}
+			b[i] = hdr[o];
+		} else if (a >= KE_STACK + 8 && a < KE_STACK + 16) {
+			b[i] = ((const uint8_t *)&ret)[a - KE_STACK - 8];
+		}
+	}
+	return 0;
+}
+
+static void ke_event(void)
+{
+	regs.rax = TV_HC_EVENT;
+	regs.rbx = TV_HC_EVENT_EXIT_BOOT_SERVICES;
+	hw_fake_vmcs_set(VMCS_EXIT_REASON, EXIT_REASON_VMCALL);
+	hw_fake_vmcs_set(VMCS_EXIT_INSTRUCTION_LEN, 3);
+	hw_fake_vmcs_set(VMCS_GUEST_RIP, 0x7f000b);
+	hw_fake_vmcs_set(VMCS_GUEST_RSP, KE_STACK);
+	hw_fake_vmcs_set(VMCS_GUEST_CR0, 0x11);       /* no paging: linear = physical */
+	hw_fake_vmcs_set(VMCS_GUEST_CS_BASE, 0);
+	assert_int_equal(vmx_exit_dispatch(&cpu, &regs), EXIT_RESUME);
+}
+
+static void test_kernel_entry_trigger(void **state)
+{
+	struct trace_setup ts;
+
+	(void)state;
+	memset(&ts, 0, sizeof(ts));
+	ts.source = TV_SOURCE_MTF;
+	ts.overflow = TV_OVERFLOW_STOP;
+	ts.start = TV_TRIG_KERNEL_ENTRY;
+	trace_filter_all(&ts.filter);
+	trace_engine_init(&ts, ke_read, NULL, NULL);
+	cpu.caps.proc = (uint64_t)CPU_MONITOR_TRAP_FLAG << 32;
+	assert_int_equal(trace_cpu_init(&cpu.trace, trig_ring, sizeof(trig_ring), 0, 0,
+					TV_SOURCE_MTF, TV_OVERFLOW_STOP, 0, 0), 0);
+	assert_int_equal(trace_trigger_arm(&ept, &pool), 0);
+	assert_int_equal(rights(KE_RET), EPT_RWX);              /* nothing until the event */
+
+	ke_event();
+	assert_int_equal(regs.rax, TV_HC_OK);
+	assert_int_equal(rights(KE_RET), EPT_R | EPT_W);
+	assert_int_equal(rights(KE_RET + 0x1000), EPT_RWX);
+	assert_non_null(strstr(logbuf, "kernel_entry: the OS loader's image is 0x2000000-0x21fffff, ExitBootServices returns to 0x2001234"));
+	assert_false(cpu.trace.active);
+
+	/* ExitBootServices returns: stepping, execute back */
+	assert_int_equal(violation(KE_RET, 1u << 2), EXIT_RESUME);
+	assert_true(cpu.trace.kentry_step);
+	assert_int_equal(rights(KE_RET), EPT_RWX);
+	assert_true(hw_fake_vmcs_get(VMCS_PROC_BASED_CTLS) & CPU_MONITOR_TRAP_FLAG);
+	trace_before_entry(&cpu);                                /* the violation's own exit */
+	assert_true(cpu.trace.kentry_step);
+	hw_fake_vmcs_set(VMCS_EXIT_REASON, EXIT_REASON_MONITOR_TRAP_FLAG);
+	hw_fake_vmcs_set(VMCS_GUEST_RIP, KE_RET + 5);
+	trace_before_entry(&cpu);                                /* still in the loader */
+	assert_true(cpu.trace.kentry_step);
+	assert_false(cpu.trace.active);
+	hw_fake_vmcs_set(VMCS_GUEST_RIP, KE_ENTRY);
+	trace_before_entry(&cpu);                                /* left it: the entry */
+	assert_false(cpu.trace.kentry_step);
+	assert_true(cpu.trace.active);
+	assert_non_null(strstr(logbuf, "kernel_entry: left the loader's image at 0x1000200 after 1 steps"));
+	assert_non_null(strstr(logbuf, "window 1 started (kernel-entry) at 0x1000200"));
+	assert_true(hw_fake_vmcs_get(VMCS_PROC_BASED_CTLS) & CPU_MONITOR_TRAP_FLAG);  /* the mtf window */
+	/* a second ExitBootServices call: refused, the trap stays the first one's */
+	ke_event();
+	assert_int_equal((int32_t)regs.rax, TV_HC_ENOSYS);
+	assert_non_null(strstr(logbuf, "ExitBootServices called again"));
+	assert_int_equal(trace_stop(&cpu, TV_TRIG_HYPERCALL), TV_HC_OK);
+}
+
+/* No PE image around the return address: said, no trap, no window. */
+static void test_kernel_entry_no_image(void **state)
+{
+	struct trace_setup ts;
+
+	(void)state;
+	memset(&ts, 0, sizeof(ts));
+	ts.source = TV_SOURCE_MTF;
+	ts.overflow = TV_OVERFLOW_STOP;
+	ts.start = TV_TRIG_KERNEL_ENTRY;
+	trace_filter_all(&ts.filter);
+	trace_engine_init(&ts, ke_read, NULL, NULL);
+	assert_int_equal(trace_cpu_init(&cpu.trace, trig_ring, sizeof(trig_ring), 0, 0,
+					TV_SOURCE_MTF, TV_OVERFLOW_STOP, 0, 0), 0);
+	assert_int_equal(trace_trigger_arm(&ept, &pool), 0);
+	regs.rax = TV_HC_EVENT;
+	regs.rbx = TV_HC_EVENT_EXIT_BOOT_SERVICES;
+	hw_fake_vmcs_set(VMCS_EXIT_REASON, EXIT_REASON_VMCALL);
+	hw_fake_vmcs_set(VMCS_EXIT_INSTRUCTION_LEN, 3);
+	hw_fake_vmcs_set(VMCS_GUEST_RSP, KE_STACK + 0x1000);     /* return address 0 */
+	hw_fake_vmcs_set(VMCS_GUEST_CR0, 0x11);
+	assert_int_equal(vmx_exit_dispatch(&cpu, &regs), EXIT_RESUME);
+	assert_int_equal((int32_t)regs.rax, TV_HC_ENOSYS);
+	assert_non_null(strstr(logbuf, "no PE image holds the loader's return address 0: no trap"));
+	assert_false(trace_trigger_fetch(&cpu, 0));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -318,6 +447,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_stale_tlb_on_mapped_page_resumes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_address_trigger, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_address_trigger_refuses_hidden, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_kernel_entry_trigger, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_kernel_entry_no_image, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

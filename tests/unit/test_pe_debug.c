@@ -84,6 +84,30 @@ static void test_nb10_and_pe32(void **state)
 	assert_memory_equal(p, PATH, n);
 }
 
+/* SizeOfImage at offset 56 of the optional header, PE32+ and PE32 alike. */
+static void test_image_size(void **state)
+{
+	uint32_t size = 0;
+
+	(void)state;
+	w32(OPT_OFF + 56, 0x123000);
+	assert_int_equal(pe_image_size(img, sizeof(img), &size), 0);
+	assert_int_equal(size, 0x123000);
+	w16(OPT_OFF, 0x10b);
+	assert_int_equal(pe_image_size(img, sizeof(img), &size), 0);
+	assert_int_equal(size, 0x123000);
+	w32(OPT_OFF + 56, 0);
+	assert_int_equal(pe_image_size(img, sizeof(img), &size), PE_ERR_FORMAT);
+	w32(OPT_OFF + 56, 0x1000);
+	assert_int_equal(pe_image_size(img, OPT_OFF + 58, &size), PE_ERR_FORMAT);  /* cut short */
+	w16(OPT_OFF, 0x107);                                                       /* ROM image */
+	assert_int_equal(pe_image_size(img, sizeof(img), &size), PE_ERR_FORMAT);
+	w16(OPT_OFF, 0x20b);
+	img[0] = 'X';
+	assert_int_equal(pe_image_size(img, sizeof(img), &size), PE_ERR_FORMAT);
+	assert_int_equal(pe_image_size(NULL, sizeof(img), &size), PE_ERR_ARG);
+}
+
 static void test_damage(void **state)
 {
 	const char *p = NULL;
@@ -132,6 +156,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_rsds_path, build),
 		cmocka_unit_test_setup(test_nb10_and_pe32, build),
+		cmocka_unit_test_setup(test_image_size, build),
 		cmocka_unit_test_setup(test_damage, build),
 	};
 
