@@ -354,3 +354,127 @@ PY
 		rm -f "$bin"
 	done <"$2/segments.txt"
 }
+
+# tv_vmlinux_check TEST WORK BRANCHES DELTA N - MTF branch records
+# ("FROM TO KIND" lines) checked against objdump's linear disassembly of
+# the vmlinux segments (tv_vmlinux_insns into WORK), not against
+# tracevisor's decoder: every from and to an instruction start, the
+# instruction at from a branch of the recorded kind, straight code
+# between records (no unconditional transfer skipped), N records.
+# Identity-mapped physical addresses are moved by DELTA (where the entry
+# ran minus the ELF entry) and mapped through the program headers.
+tv_vmlinux_check() {
+	local _t=$1 _w=$2 _b=$3 _d=$4 _n=$5 _summary what title
+	tv_vmlinux_insns "$LINUX_VMLINUX" "$_w"
+python3 - "$_w/segments.txt" "$_w/insns.txt" "$_b" "$_d" <<'PY' >"$_w/check.txt"
+import bisect, sys
+delta = int(sys.argv[4])
+segs = []
+for line in open(sys.argv[1]):
+    _, v, p, sz, _ = line.split()
+    segs.append((int(v, 16), int(p, 16), int(sz, 16)))
+
+def virt(x):
+    """A recorded address as a vmlinux virtual address (None: outside)."""
+    for v, p, sz in segs:
+        if v <= x < v + sz:
+            return x
+        if p <= x - delta < p + sz:
+            return x - delta - p + v
+    return None
+
+def seg_of(x):
+    for v, p, sz in segs:
+        if v <= x < v + sz:
+            return v
+    return None
+
+recs = []
+for l in open(sys.argv[3]):
+    frm, to, kind = l.split()
+    recs.append((frm, to, kind, virt(int(frm, 16)), virt(int(to, 16))))
+# Only the instructions the checks look at: each from and to, and the
+# straight runs between one record's to and the next one's from.
+want = []
+prev = None
+for _, _, _, f, t in recs:
+    for a in (f, t):
+        if a is not None:
+            want.append((a, a))
+    if prev is not None and f is not None and prev <= f and f - prev < (1 << 20):
+        want.append((prev, f))
+    prev = t
+want.sort()
+merged = []
+for lo, hi in want:
+    if merged and lo <= merged[-1][1] + 16:
+        merged[-1][1] = max(merged[-1][1], hi)
+    else:
+        merged.append([lo, hi])
+starts = [m[0] for m in merged]
+mn = {}
+for line in open(sys.argv[2]):
+    a, m = line.split()
+    a = int(a, 16)
+    k = bisect.bisect_right(starts, a) - 1
+    if k >= 0 and a <= merged[k][1]:
+        mn[a] = m
+order = sorted(mn)
+index = {a: i for i, a in enumerate(order)}
+
+kinds = {
+    "jcc": lambda m: (m.startswith("j") and m not in ("jmp", "jmpq")) or m.startswith("loop"),
+    "jmp": lambda m: m in ("jmp", "jmpq"),
+    "jmp-ind": lambda m: m in ("jmp", "jmpq"),
+    "call": lambda m: m in ("call", "callq"),
+    "call-ind": lambda m: m in ("call", "callq"),
+    "ret": lambda m: m in ("ret", "retq"),
+    "far": lambda m: m in ("lret", "lretq", "ljmp", "lcall", "ljmpq", "lcallq"),
+}
+uncond = ("jmp", "jmpq", "call", "callq", "ret", "retq", "lret", "lretq", "ljmp", "lcall",
+          "iret", "iretq", "sysret", "sysretq", "ud2")
+bad = {"from": 0, "to": 0, "kind": 0, "gap": 0}
+first_bad = []
+prev_to = None
+for n, (frm, to, kind, f, t) in enumerate(recs):
+    if f is None or f not in mn:
+        bad["from"] += 1
+        first_bad.append("record %d: from %s is no instruction start" % (n, frm))
+        prev_to = t if t in mn else None
+        continue
+    if t is None or t not in mn:
+        bad["to"] += 1
+        first_bad.append("record %d: to %s is no instruction start" % (n, to))
+    if kind not in kinds or not kinds[kind](mn[f]):
+        bad["kind"] += 1
+        first_bad.append("record %d: %s at %s is not a %s" % (n, mn[f], frm, kind))
+    if prev_to is not None:
+        if seg_of(prev_to) != seg_of(f) or f < prev_to:
+            bad["gap"] += 1
+            first_bad.append("record %d: from %#x does not follow the previous to %#x in straight code" % (n, f, prev_to))
+        else:
+            for a in order[index[prev_to]:index[f]]:
+                if mn[a] in uncond:
+                    bad["gap"] += 1
+                    first_bad.append("record %d: %s at %#x between %#x and %#x" % (n, mn[a], a, prev_to, f))
+                    break
+    prev_to = t if t in mn else None
+print("records %d from_bad %d to_bad %d kind_bad %d gap_bad %d" % (len(recs), bad["from"], bad["to"], bad["kind"], bad["gap"]))
+for l in first_bad[:5]:
+    print(l)
+PY
+_summary=$(head -1 "$_w/check.txt")
+for what in from to kind gap; do
+	case $what in
+	from) title="every 'from' is an instruction start in vmlinux" ;;
+	to) title="every 'to' is an instruction start in vmlinux" ;;
+	kind) title="the instruction at every 'from' is a branch of the recorded kind (objdump)" ;;
+	gap) title="between records the code runs straight (no unconditional transfer skipped)" ;;
+	esac
+	if grep -q " ${what}_bad 0\b" <<<"$_summary" && grep -q "^records $_n " <<<"$_summary"; then
+		tv_ok "$_t: $title"
+	else
+		tv_fail "$_t: $title" "$_summary; $(sed -n 2,3p "$_w/check.txt" | tr '\n' ' ')"
+	fi
+done
+}

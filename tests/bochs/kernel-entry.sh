@@ -7,18 +7,16 @@
 # kernel's own EFI stub, in the bzImage linuxload started) and traps the
 # return address; when ExitBootServices has returned, it steps the CPU
 # (MTF) until it executes outside that image: the kernel's entry, where
-# an MTF window of N branches opens (trace_stop_after).  For a bzImage
-# whose EFI stub moved the kernel, that is the compressed kernel's
-# startup_64, the x86 boot protocol's 64-bit entry, 0x200 into the
-# protected-mode code.  Checks, independent of tracevisor's own decoder:
+# an MTF window of N branches opens (trace_stop_after).  Debian's 6.1
+# EFI stub decompresses the kernel itself and jumps to vmlinux's
+# startup_64 (at 0x1600000 in this bench, as linux-window.sh's address
+# trigger).  Checks, independent of tracevisor's own decoder:
 #   - the hook, the loader's image and the return address inside it;
 #   - the entry outside the image, and the window opened there by
 #     trigger kernel-entry, N branches, nothing lost or undecodable;
-#   - the entry is startup_64 of the vmlinuz file: objdump of the
-#     protected-mode code (setup_sects from the boot header) placed so
-#     that offset 0x200 is the entry; every recorded `from` inside it is
-#     an instruction start holding a branch, every `to` inside it an
-#     instruction start, and the first record's `from` is inside it;
+#   - the entry is vmlinux's startup_64: the window's N branches, placed
+#     by entry - the ELF entry, pass tv_vmlinux_check against objdump of
+#     vmlinux (instruction starts, kinds, straight code between them);
 #   - Linux still boots to /init and powers off.
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
@@ -71,15 +69,9 @@ tv_expect "$T: window closed by the limit, $N branches, nothing lost or undecoda
 tv_linux_booted "$T" "$log" "$rc"
 tv_reject "$T: no tracevisor errors" "$log" '\[err\]'
 
-# The protected-mode code of the vmlinuz file, startup_64 at 0x200 = the entry.
-setup_sects=$(od -An -tu1 -j $((0x1f1)) -N1 "$LINUX_VMLINUZ" | tr -d ' ')
-[ "$setup_sects" = 0 ] && setup_sects=4
-pm_off=$(( (setup_sects + 1) * 512 ))
-tail -c +$((pm_off + 1)) "$LINUX_VMLINUZ" | head -c $((0x4000)) >"$work/pm.bin"
-vma=$(printf '0x%x' $((entry - 0x200)))
-objdump -D -b binary -m i386:x86-64 --adjust-vma="$vma" --start-address=$((entry)) "$work/pm.bin" |
-	awk -F'\t' '/^ *[0-9a-f]+:\t/ && NF >= 3 { a = $1; sub(/^ */, "", a); sub(/:$/, "", a); m = $3; sub(/ .*/, "", m); print a, m }' \
-		>"$work/insns.txt"
+# The entry is vmlinux's startup_64 (the ELF entry; the EFI stub of this
+# kernel decompresses it before ExitBootServices): the window's branches,
+# placed by entry - ELF entry, checked against objdump of vmlinux.
 tvt=$work/window.tvt
 if ! "$TV_BUILD/tracevisor" from-serial "$log" -o "$tvt" 2>"$work/from-serial.err"; then
 	tv_fail "$T: trace file from the serial export" "$(tail -n 1 "$work/from-serial.err")"
@@ -87,34 +79,7 @@ if ! "$TV_BUILD/tracevisor" from-serial "$log" -o "$tvt" 2>"$work/from-serial.er
 	exit 0
 fi
 "$TV_BUILD/tracevisor" dump -q --no-summary --cpu 0 "$tvt" >"$work/dump.txt" 2>&1
-awk '$3 == "BRANCH" || $3 == "BRANCH_COMPACT" { print $4, $6 }' "$work/dump.txt" >"$work/branches.txt"
-verdict=$(python3 - "$work/insns.txt" "$work/branches.txt" $((entry - 0x200)) $((entry + 0x3e00)) <<'PY'
-import re, sys
-ins = {}
-for line in open(sys.argv[1]):
-    a, m = line.split()[:2]
-    ins[int(a, 16)] = m
-lo, hi = int(sys.argv[3]), int(sys.argv[4])
-checked = n = 0
-for line in open(sys.argv[2]):
-    f, t = (int(x, 16) for x in line.split()[:2])
-    n += 1
-    if n == 1 and not lo <= f < hi:
-        print("first from %#x outside the startup_64 code" % f); sys.exit()
-    if lo <= f < hi:
-        checked += 1
-        if f not in ins:
-            print("from %#x is not an instruction start" % f); sys.exit()
-        if not re.match(r"(j|call|ret|lret|iret|bnd)", ins[f]):
-            print("from %#x is %s, not a branch" % (f, ins[f])); sys.exit()
-    if lo <= t < hi and t not in ins:
-        print("to %#x is not an instruction start" % t); sys.exit()
-print("ok", checked, n)
-PY
-)
-if [ "${verdict%% *}" = ok ] && [ "$(echo "$verdict" | cut -d' ' -f2)" -ge 10 ]; then
-	tv_ok "$T: the entry is the vmlinuz file's startup_64: $(echo "$verdict" | cut -d' ' -f2) of $(echo "$verdict" | cut -d' ' -f3) branches checked against its disassembly"
-else
-	tv_fail "$T: the entry is the vmlinuz file's startup_64" "$verdict"
-fi
+awk '$3 == "BRANCH" { print $4, $6, $7 }' "$work/dump.txt" >"$work/branches.txt"
+elf_entry=$(readelf -h "$LINUX_VMLINUX" | sed -n 's/.*Entry point address: *\(0x[0-9a-f]*\).*/\1/p')
+tv_vmlinux_check "$T" "$work" "$work/branches.txt" "$((entry - elf_entry))" "$N"
 tv_keep_log "$log"
