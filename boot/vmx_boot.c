@@ -372,6 +372,8 @@ int vmx_boot(const struct vmx_boot_params *p)
 		if (p->trace.source == TV_SOURCE_PT)
 			cpus[i].drain_period_tsc = preempt_period_tsc(p->pt_drain_us, p->tsc_hz);
 		cpus[i].pmc_switch = p->trace.pmi && p->trace.source == TV_SOURCE_LBR;
+		cpus[i].lbr_ctl_switch = p->trace.source == TV_SOURCE_LBR ||
+					 p->trace.source == TV_SOURCE_BTF;
 		cpus[i].nmi_exiting = p->trace.pmi && (p->trace.source == TV_SOURCE_LBR ||
 						       p->trace.source == TV_SOURCE_BTS ||
 						       p->trace.source == TV_SOURCE_PT);

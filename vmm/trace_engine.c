@@ -503,9 +503,17 @@ static bool lbr_usable(struct per_cpu *cpu)
 		if (!t->lbr_caps.supported)
 			log_err("trace: cpu %u: no usable LBR stack: %s", cpu->index,
 				t->lbr_caps.reason ? t->lbr_caps.reason : "?");
+		else if (t->lbr_caps.arch && (!(cpu->entry_ctls & ENTRY_LOAD_LBR_CTL) ||
+					      !(cpu->exit_ctls & EXIT_CLEAR_LBR_CTL)))
+			log_err("trace: cpu %u: architectural LBR, %u deep, but the VMCS does not load and clear IA32_LBR_CTL (entry %#x, exit %#x): %s refused",
+				cpu->index, t->lbr_caps.depth, cpu->entry_ctls, cpu->exit_ctls,
+				trace_caps_source_name((enum tv_source)setup.source));
 		else if (t->lbr_caps.arch)
-			log_err("trace: cpu %u: architectural LBR is not driven yet (IA32_LBR_CTL, the VMX LBR_CTL controls): %s refused",
-				cpu->index, trace_caps_source_name((enum tv_source)setup.source));
+			log_info("trace: cpu %u: architectural LBR, %u deep%s%s%s%s", cpu->index,
+				 t->lbr_caps.depth, t->lbr_caps.cpl_filter ? ", CPL filter" : "",
+				 t->lbr_caps.branch_filter ? ", branch filter" : "",
+				 t->lbr_caps.mispred ? ", mispredict" : "",
+				 t->lbr_caps.branch_type ? ", branch type" : "");
 		else
 			log_info("trace: cpu %u: LBR %s, format %u, %u deep", cpu->index,
 				 t->lbr_caps.name ? t->lbr_caps.name : "?", t->lbr_caps.format,
@@ -515,7 +523,9 @@ static bool lbr_usable(struct per_cpu *cpu)
 			log_err("trace: cpu %u: the VMCS does not load and save the guest's DEBUGCTL (entry %#x, exit %#x)",
 				cpu->index, cpu->entry_ctls, cpu->exit_ctls);
 	}
-	return t->lbr_caps.supported && !t->lbr_caps.arch &&
+	return t->lbr_caps.supported &&
+	       (!t->lbr_caps.arch || ((cpu->entry_ctls & ENTRY_LOAD_LBR_CTL) &&
+				      (cpu->exit_ctls & EXIT_CLEAR_LBR_CTL))) &&
 	       (cpu->entry_ctls & ENTRY_LOAD_DEBUG_CONTROLS) &&
 	       (cpu->exit_ctls & EXIT_SAVE_DEBUG_CONTROLS);
 }
@@ -810,6 +820,8 @@ static void pt_set_ctl(struct per_cpu *cpu)
 	}
 }
 
+static void lbr_set_ctl(struct per_cpu *cpu, bool on);
+
 /* Intercept #DB from now on (exception bitmap bit 1, SDM 3C 25.6.3). */
 static void intercept_db(struct per_cpu *cpu)
 {
@@ -851,6 +863,26 @@ static void btf_before_entry(struct per_cpu *cpu)
 		vmcs_write(VMCS_GUEST_PENDING_DBG_EXCEPTIONS, e.pending_dbg);
 	if (btf_intercept_db(&t->btf))
 		intercept_db(cpu);
+	lbr_set_ctl(cpu, t->btf.tracing);
+}
+
+/*
+ * Architectural LBR: GUEST_IA32_LBR_CTL holds the window's IA32_LBR_CTL
+ * (LBREn, the filter) while `on`, else 0; the exit clears the MSR, so
+ * VMX root is never recorded.  Written only when it changes (the guest's
+ * own LBR_CTL writes are shadowed, vmm/trace_msr.c).
+ */
+static void lbr_set_ctl(struct per_cpu *cpu, bool on)
+{
+	struct trace_cpu *t = &cpu->trace;
+	uint64_t want = on ? t->lbr.ctl : 0;
+
+	if (!t->lbr_caps.arch || !(cpu->entry_ctls & ENTRY_LOAD_LBR_CTL))
+		return;
+	if (want != t->lbr_vmcs_ctl) {
+		vmcs_write(VMCS_GUEST_IA32_LBR_CTL, want);
+		t->lbr_vmcs_ctl = want;
+	}
 }
 
 /* lbr, before every entry: DEBUGCTL.LBR while a window is open, else off. */
@@ -864,6 +896,7 @@ static void lbr_set_debugctl(struct per_cpu *cpu)
 		want = lbr_guest_debugctl(&t->lbr, want);
 	if (want != dbg)
 		vmcs_write(VMCS_GUEST_IA32_DEBUGCTL, want);
+	lbr_set_ctl(cpu, t->active);
 }
 
 /*

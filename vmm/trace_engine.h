@@ -124,6 +124,7 @@ struct trace_cpu {
 	struct lbr_caps lbr_caps;
 	struct btf_state btf;         /* btf: TF/BTF arming, #DB policy */
 	struct lbr_state lbr;         /* lbr: the drains; btf: the stack's top */
+	uint64_t lbr_vmcs_ctl;        /* arch LBR: what GUEST_IA32_LBR_CTL holds */
 	/* bts */
 	bool bts_probed;              /* bts_probe ran on this CPU */
 	struct bts_caps bts_caps;

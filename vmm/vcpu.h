@@ -107,6 +107,12 @@ struct per_cpu {
 	 * exit, so the counter counts guest branches only.
 	 */
 	bool pmc_switch;
+	/*
+	 * lbr or btf: with architectural LBR, IA32_LBR_CTL loaded from the
+	 * VMCS on entry and cleared on exit (SDM 3C 25.7.1, 25.8.1), so only
+	 * the guest's branches are recorded.
+	 */
+	bool lbr_ctl_switch;
 
 	struct hw_devirt_frame devirt;  /* filled by TV_HC_DEVIRT */
 	uint32_t nmi_pending;     /* NMIs taken in VMX root, not yet injected */

@@ -112,7 +112,8 @@ int vmx_compute_controls(struct per_cpu *cpu, bool guest_long_mode, char *why, s
 					     EXIT_HOST_ADDRESS_SPACE_SIZE | EXIT_SAVE_DEBUG_CONTROLS |
 					     EXIT_SAVE_EFER | EXIT_LOAD_EFER | EXIT_SAVE_PAT | EXIT_LOAD_PAT |
 					     (cpu->trace.pt_mem ? EXIT_CLEAR_RTIT_CTL : 0) |
-					     (cpu->pmc_switch ? EXIT_LOAD_PERF_GLOBAL_CTRL : 0),
+					     (cpu->pmc_switch ? EXIT_LOAD_PERF_GLOBAL_CTRL : 0) |
+					     (cpu->lbr_ctl_switch ? EXIT_CLEAR_LBR_CTL : 0),
 					     &missing);
 	if (missing & (EXIT_HOST_ADDRESS_SPACE_SIZE | EXIT_LOAD_EFER | EXIT_SAVE_EFER)) {
 		snprintf(why, whylen, "VM-exit controls lack 64-bit host or EFER save/load (%#x)", missing);
@@ -122,7 +123,8 @@ int vmx_compute_controls(struct per_cpu *cpu, bool guest_long_mode, char *why, s
 					      (guest_long_mode ? ENTRY_IA32E_MODE_GUEST : 0) |
 					      ENTRY_LOAD_DEBUG_CONTROLS | ENTRY_LOAD_EFER | ENTRY_LOAD_PAT |
 					      (cpu->trace.pt_mem ? ENTRY_LOAD_RTIT_CTL : 0) |
-					      (cpu->pmc_switch ? ENTRY_LOAD_PERF_GLOBAL_CTRL : 0),
+					      (cpu->pmc_switch ? ENTRY_LOAD_PERF_GLOBAL_CTRL : 0) |
+					      (cpu->lbr_ctl_switch ? ENTRY_LOAD_LBR_CTL : 0),
 					      &missing);
 	if (missing & (ENTRY_IA32E_MODE_GUEST | ENTRY_LOAD_EFER)) {
 		snprintf(why, whylen, "VM-entry controls lack IA-32e guest or EFER load (%#x)", missing);
@@ -132,6 +134,11 @@ int vmx_compute_controls(struct per_cpu *cpu, bool guest_long_mode, char *why, s
 	if (!(cpu->entry_ctls & ENTRY_LOAD_RTIT_CTL) != !(cpu->exit_ctls & EXIT_CLEAR_RTIT_CTL)) {
 		cpu->entry_ctls &= ~ENTRY_LOAD_RTIT_CTL;
 		cpu->exit_ctls &= ~EXIT_CLEAR_RTIT_CTL;
+	}
+	/* Arch LBR: both or neither (the engine refuses arch LBR windows then). */
+	if (!(cpu->entry_ctls & ENTRY_LOAD_LBR_CTL) != !(cpu->exit_ctls & EXIT_CLEAR_LBR_CTL)) {
+		cpu->entry_ctls &= ~ENTRY_LOAD_LBR_CTL;
+		cpu->exit_ctls &= ~EXIT_CLEAR_LBR_CTL;
 	}
 	/* The same for the counters: both or neither (the engine refuses lbr pmi then). */
 	if (!(cpu->entry_ctls & ENTRY_LOAD_PERF_GLOBAL_CTRL) !=
@@ -250,6 +257,8 @@ int vmx_write_vmcs(struct per_cpu *cpu, const struct cpu_snapshot *s,
 	W(VMCS_GUEST_IA32_DEBUGCTL, s->debugctl);
 	if (cpu->entry_ctls & ENTRY_LOAD_RTIT_CTL)
 		W(VMCS_GUEST_IA32_RTIT_CTL, 0);   /* TraceEn only in a pt window */
+	if (cpu->entry_ctls & ENTRY_LOAD_LBR_CTL)
+		W(VMCS_GUEST_IA32_LBR_CTL, 0);    /* LBREn only in an lbr/btf window */
 	if (cpu->entry_ctls & ENTRY_LOAD_PERF_GLOBAL_CTRL) {
 		/* the guest's counters as the firmware left them; none in root */
 		W(VMCS_GUEST_IA32_PERF_GLOBAL_CTRL, hw_rdmsr(MSR_IA32_PERF_GLOBAL_CTRL));

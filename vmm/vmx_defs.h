@@ -180,6 +180,7 @@ enum vmcs_field {
 	VMCS_GUEST_IA32_PERF_GLOBAL_CTRL = 0x00002808,
 	VMCS_GUEST_PDPTE0               = 0x0000280a,
 	VMCS_GUEST_IA32_RTIT_CTL        = 0x00002814,
+	VMCS_GUEST_IA32_LBR_CTL         = 0x00002816,
 	/* 64-bit host state */
 	VMCS_HOST_IA32_PAT              = 0x00002c00,
 	VMCS_HOST_IA32_EFER             = 0x00002c02,

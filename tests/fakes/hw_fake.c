@@ -297,6 +297,19 @@ void hw_wrmsr(uint32_t msr, uint64_t value)
 	 */
 	if (msr == 0x390u && hw_fake_has_msr(0x38eu))
 		hw_fake_set_msr(0x38eu, hw_fake_get_msr(0x38eu) & ~value);
+	/*
+	 * IA32_LBR_DEPTH (0x14CF) resets every architectural LBR entry
+	 * (IA32_LBR_x_FROM_IP/TO_IP/INFO) the test seeded (SDM 3B "Last Branch
+	 * Records", LBR depth).
+	 */
+	if (msr == 0x14cfu)
+		for (uint32_t i = 0; i < 64; i++) {
+			const uint32_t base[3] = { 0x1500u, 0x1600u, 0x1200u };
+
+			for (unsigned k = 0; k < 3; k++)
+				if (hw_fake_has_msr(base[k] + i))
+					hw_fake_set_msr(base[k] + i, 0);
+		}
 }
 
 const struct hw_fake_msr_write *hw_fake_msr_write_log(size_t back)

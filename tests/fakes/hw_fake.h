@@ -21,7 +21,8 @@
  *    a non-zero count in a test means the code read an MSR without
  *    checking it exists).  WRMSR stores and is logged; a write to
  *    IA32_PERF_GLOBAL_OVF_CTRL (0x390) also clears its 1 bits in a seeded
- *    IA32_PERF_GLOBAL_STATUS (0x38E), as the hardware does.
+ *    IA32_PERF_GLOBAL_STATUS (0x38E), and one to IA32_LBR_DEPTH (0x14CF)
+ *    zeroes the seeded arch LBR entries, as the hardware does.
  *  - Registers: plain variables behind hw_fake_regs().  Two #GP rules
  *    are enforced because breaking them would crash the real host: CR4.VMXE
  *    cannot be cleared in VMX operation (SDM 3C 24.8), and XSETBV checks

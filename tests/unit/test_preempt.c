@@ -256,6 +256,32 @@ static void test_nmi_exiting_for_pmi(void **state)
 	assert_non_null(strstr(logbuf, "NMI exiting not allowed: pmi windows will not open"));
 }
 
+/* lbr/btf: arch LBR's IA32_LBR_CTL loaded on entry and cleared on exit, both or neither. */
+static void test_lbr_ctl_switch(void **state)
+{
+	struct per_cpu c;
+	char why[120];
+
+	(void)state;
+	memset(&c, 0, sizeof(c));
+	c.caps.pin = 0xffffffff00000016ull;
+	c.caps.proc = 0xffffffff0401e172ull;
+	c.caps.proc2 = 0xffffffff00000000ull;
+	c.caps.exit = 0xffffffff00036dffull;
+	c.caps.entry = 0xffffffff000011ffull;
+	assert_int_equal(vmx_compute_controls(&c, true, why, sizeof(why)), 0);
+	assert_int_equal(c.entry_ctls & ENTRY_LOAD_LBR_CTL, 0);
+	assert_int_equal(c.exit_ctls & EXIT_CLEAR_LBR_CTL, 0);
+	c.lbr_ctl_switch = true;
+	assert_int_equal(vmx_compute_controls(&c, true, why, sizeof(why)), 0);
+	assert_int_equal(c.entry_ctls & ENTRY_LOAD_LBR_CTL, ENTRY_LOAD_LBR_CTL);
+	assert_int_equal(c.exit_ctls & EXIT_CLEAR_LBR_CTL, EXIT_CLEAR_LBR_CTL);
+	c.caps.entry = 0xffdfffff000011ffull;           /* no load IA32_LBR_CTL */
+	assert_int_equal(vmx_compute_controls(&c, true, why, sizeof(why)), 0);
+	assert_int_equal(c.entry_ctls & ENTRY_LOAD_LBR_CTL, 0);
+	assert_int_equal(c.exit_ctls & EXIT_CLEAR_LBR_CTL, 0);
+}
+
 /* lbr pmi: IA32_PERF_GLOBAL_CTRL loaded on entry and exit, only where it exists. */
 static void test_perf_global_ctrl_switch(void **state)
 {
@@ -297,6 +323,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_period_from_microseconds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_nmi_exiting_for_pmi, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_perf_global_ctrl_switch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lbr_ctl_switch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_timer_exit_runs_hook_and_rearms, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_any_exit_polls_once_due, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_only_the_designated_cpu, setup, teardown),

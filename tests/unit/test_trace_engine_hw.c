@@ -625,15 +625,93 @@ static void test_lbr_stop_after_and_full_ring(void **state)
 }
 
 /* Architectural LBR is not driven: refused, said so. */
+/* An arch LBR CPU (CPUID.(7,0):EDX[19], leaf 1CH: depths 8-32, all filters). */
+static void arch_lbr_cpu(void)
+{
+	hw_fake_set_cpuid(0, 0, 0x1c, 0x756e6547, 0x6c65746e, 0x49656e69);
+	hw_fake_set_cpuid(7, 0, 0, 0, 0, 1u << 19);
+	hw_fake_set_cpuid(0x1c, 0, 0xf, 0x7, 0x7, 0);
+	hw_fake_set_msr(0x14ce, 0);
+	hw_fake_set_msr(0x14cf, 32);
+	for (uint32_t i = 0; i < 32; i++) {
+		hw_fake_set_msr(0x1500 + i, 0);
+		hw_fake_set_msr(0x1600 + i, 0);
+		hw_fake_set_msr(0x1200 + i, 0);
+	}
+}
+
+/* Arch LBR records one more branch: entry 0 is the newest, the rest shift. */
+static void arch_push(uint64_t from, uint64_t to, uint32_t br_type)
+{
+	for (uint32_t i = 31; i > 0; i--) {
+		hw_fake_set_msr(0x1500 + i, hw_fake_get_msr(0x1500 + i - 1));
+		hw_fake_set_msr(0x1600 + i, hw_fake_get_msr(0x1600 + i - 1));
+		hw_fake_set_msr(0x1200 + i, hw_fake_get_msr(0x1200 + i - 1));
+	}
+	hw_fake_set_msr(0x1500, from);
+	hw_fake_set_msr(0x1600, to);
+	hw_fake_set_msr(0x1200, (uint64_t)br_type << 56 | 7);
+}
+
+/* Without the VMX LBR_CTL controls an arch LBR window is refused, saying why. */
 static void test_lbr_arch_refused(void **state)
 {
 	(void)state;
 	lbr_engine(0, TRACE_CPL_ALL);
-	hw_fake_set_cpuid(0, 0, 0x1c, 0x756e6547, 0x6c65746e, 0x49656e69);
-	hw_fake_set_cpuid(7, 0, 0, 0, 0, 1u << 19);
-	hw_fake_set_cpuid(0x1c, 0, 0x7, 0x7, 0x7, 0);
+	arch_lbr_cpu();
 	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_ENOSYS);
-	assert_non_null(strstr(logbuf, "architectural LBR is not driven yet"));
+	assert_non_null(strstr(logbuf, "architectural LBR, 32 deep, but the VMCS does not load and clear IA32_LBR_CTL"));
+}
+
+/*
+ * Arch LBR: IA32_LBR_DEPTH written at the start (empties the array),
+ * GUEST_IA32_LBR_CTL = LBREn, OS, USR and every branch type for the
+ * window's entries only, DEBUGCTL.LBR never; the entries (0 newest) read
+ * at exits oldest first with their BR_TYPE kinds, each once.
+ */
+static void test_lbr_arch_window(void **state)
+{
+	struct trace_event ev[16];
+
+	(void)state;
+	cpu.entry_ctls |= ENTRY_LOAD_LBR_CTL;
+	cpu.exit_ctls |= EXIT_CLEAR_LBR_CTL;
+	lbr_engine(0, TRACE_CPL_ALL);
+	arch_lbr_cpu();
+	hw_fake_vmcs_set(VMCS_GUEST_IA32_LBR_CTL, 0);
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
+	assert_non_null(strstr(logbuf, "architectural LBR, 32 deep, CPL filter, branch filter, mispredict, branch type"));
+	assert_int_equal(hw_fake_get_msr(0x14cf), 32);
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_LBR_CTL), 0x7f0007);
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_DEBUGCTL), DBG_GUEST);
+	arch_push(0x3001, 0x3101, 0);       /* jcc */
+	arch_push(0x3002, 0x3102, 4);       /* call */
+	arch_push(0x3003, 0x3103, 5);       /* ret */
+	cpuid_exit(0x1200);
+	arch_push(0x3004, 0x3104, 1);       /* jmp-ind */
+	assert_int_equal(vmcall(TV_HC_TRACE_STOP), TV_HC_OK);
+	cpuid_exit(0x1202);
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_LBR_CTL), 0);
+	assert_int_equal(events(ev, 16), 6);
+	assert_int_equal(ev[1].u.branch.from, 0x3001);
+	assert_int_equal(ev[1].u.branch.kind, TV_BR_JCC);
+	assert_int_equal(ev[2].u.branch.kind, TV_BR_CALL);
+	assert_int_equal(ev[3].u.branch.kind, TV_BR_RET);
+	assert_int_equal(ev[4].u.branch.from, 0x3004);
+	assert_int_equal(ev[4].u.branch.kind, TV_BR_JMP_IND);
+	assert_int_equal(ev[5].type, TV_REC_STOP);
+}
+
+/* A kernel-only filter: LBR_CTL.OS without USR. */
+static void test_lbr_arch_cpl_filter(void **state)
+{
+	(void)state;
+	cpu.entry_ctls |= ENTRY_LOAD_LBR_CTL;
+	cpu.exit_ctls |= EXIT_CLEAR_LBR_CTL;
+	lbr_engine(0, TRACE_CPL_KERNEL);
+	arch_lbr_cpu();
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
+	assert_int_equal(vmcs(VMCS_GUEST_IA32_LBR_CTL), 0x7f0003);
 }
 
 /* A #DB exit the engine does not own (mtf source): unexpected, the CPU stops. */
@@ -1702,6 +1780,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_lbr_full_stack, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lbr_stop_after_and_full_ring, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lbr_arch_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lbr_arch_window, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lbr_arch_cpl_filter, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_db_exit_not_ours_stops, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bts_window_vmcs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bts_cpl_filter, setup, teardown),
