@@ -175,6 +175,8 @@ void trace_caps_decode(struct trace_caps *tc, const struct trace_caps_raw *raw)
 		tc->pt_vmx = (raw->vmx_misc & VMX_MISC_PT_IN_VMX) != 0;
 		tc->pt_entry_load_rtit = vmx_control_allowed(entry, ENTRY_LOAD_RTIT_CTL);
 		tc->pt_exit_clear_rtit = vmx_control_allowed(exit_ctls, EXIT_CLEAR_RTIT_CTL);
+		tc->lbr_entry_load_ctl = vmx_control_allowed(entry, ENTRY_LOAD_LBR_CTL);
+		tc->lbr_exit_clear_ctl = vmx_control_allowed(exit_ctls, EXIT_CLEAR_LBR_CTL);
 	}
 
 	/* PT: caps_read() already dropped the bit when leaf 0x14 is missing */
@@ -227,7 +229,8 @@ void trace_caps_decode(struct trace_caps *tc, const struct trace_caps_raw *raw)
 			       (tc->lbr_format == LBR_FORMAT_INFO || tc->lbr_format == LBR_FORMAT_INFO2);
 	}
 	tc->lbr = tc->vmx && tc->lbr_depth > 0 && tc->debugctl_works &&
-		  tc->entry_load_debug && tc->exit_save_debug;
+		  tc->entry_load_debug && tc->exit_save_debug &&
+		  (!tc->arch_lbr || (tc->lbr_entry_load_ctl && tc->lbr_exit_clear_ctl));
 	tc->btf = tc->lbr;
 
 	/* architectural PMU (SDM 3B 20.2.1-20.2.5) */
@@ -295,7 +298,16 @@ static void missing_lbr(const struct trace_caps *tc, char *buf, size_t len, size
 {
 	char t[96];
 
-	if (tc->arch_lbr || tc->lbr_depth)
+	if (tc->arch_lbr) {
+		/* SDM 3C 25.7.1, 25.8.1: without them the guest's IA32_LBR_CTL
+		 * would record VMX root too, or not be switched at all */
+		if (tc->vmx && !tc->lbr_entry_load_ctl)
+			add(buf, len, n, "the VM-entry control \"load guest IA32_LBR_CTL\" (arch LBR)");
+		if (tc->vmx && !tc->lbr_exit_clear_ctl)
+			add(buf, len, n, "the VM-exit control \"clear IA32_LBR_CTL\" (arch LBR)");
+		return;
+	}
+	if (tc->lbr_depth)
 		return;
 	if (!tc->pdcm) {
 		add(buf, len, n, "PDCM (CPUID.1:ECX[15]) for the LBR format, or arch LBR (CPUID.(7,0):EDX[19])");

@@ -92,6 +92,8 @@ struct trace_caps {
 	bool pt_vmx;                 /* IA32_VMX_MISC[14] */
 	bool pt_entry_load_rtit;     /* VM-entry control 18 */
 	bool pt_exit_clear_rtit;     /* VM-exit control 25 */
+	bool lbr_entry_load_ctl;     /* VM-entry control 21: load guest IA32_LBR_CTL */
+	bool lbr_exit_clear_ctl;     /* VM-exit control 26: clear IA32_LBR_CTL */
 	bool pt;                     /* usable by tracevisor: all of the above */
 
 	/* BTS (SDM 3B 18.4.5, 18.6.8) */

@@ -341,6 +341,15 @@ static void test_alderlake_arch_lbr(void **state)
 	assert_int_equal(tc.arch_lbr_depth_mask, 0x0b);
 	assert_int_equal(tc.lbr_from0, MSR_IA32_LBR_0_FROM_IP);
 	assert_true(tc.lbr_info);
+	/* the 6700K's VMX lacks the IA32_LBR_CTL controls: lbr refused, named */
+	assert_false(tc.lbr);
+	expect_choice(TV_SOURCE_LBR, TRACE_CAPS_EUNSUPPORTED, 0, "load guest IA32_LBR_CTL");
+	expect_choice(TV_SOURCE_BTF, TRACE_CAPS_EUNSUPPORTED, 0, "clear IA32_LBR_CTL");
+	/* with VM-entry control 21 and VM-exit control 26 allowed it is usable */
+	hw_fake_set_msr(0x48f, hw_fake_get_msr(0x48f) | 1ull << (32 + 26));
+	hw_fake_set_msr(0x490, hw_fake_get_msr(0x490) | 1ull << (32 + 21));
+	trace_caps_read(&tc, NULL);
+	assert_true(tc.lbr_entry_load_ctl && tc.lbr_exit_clear_ctl);
 	assert_true(tc.lbr);
 	expect_choice(TV_SOURCE_LBR, 0, TV_SOURCE_LBR, NULL);
 }
