@@ -478,3 +478,20 @@ for what in from to kind gap; do
 	fi
 done
 }
+
+# tv_records_equal TEST TVT CPU TYPES EXPECTED DIR - the CPU's records whose
+# type matches TYPES (e.g. BRANCH|BRANCH_COMPACT, or LBR), as "from to"
+# lines, equal EXPECTED one for one and in order.  Leaves DIR/cpuN.dump
+# (tracevisor dump of that CPU), cpuN.txt and cpuN.diff.
+tv_records_equal() {
+	local t=$1 tvt=$2 cpu=$3 types=$4 exp=$5 dir=$6 n
+	"$TV_BUILD/tracevisor" dump -q --no-summary --cpu "$cpu" "$tvt" >"$dir/cpu$cpu.dump" 2>&1
+	awk -v re="^($types)\$" '$3 ~ re { print $4, $6 }' "$dir/cpu$cpu.dump" >"$dir/cpu$cpu.txt"
+	n=$(wc -l <"$dir/cpu$cpu.txt")
+	if [ "$n" -gt 0 ] && diff -u "$exp" "$dir/cpu$cpu.txt" >"$dir/cpu$cpu.diff"; then
+		tv_ok "$t: cpu $cpu: all $(wc -l <"$exp") branches as expected, in order, from and to"
+	else
+		tv_fail "$t: cpu $cpu: all $(wc -l <"$exp") branches as expected, in order, from and to" \
+			"$n recorded; first difference: $(grep -m2 '^[-+][^-+]' "$dir/cpu$cpu.diff" | tr '\n' ' ')"
+	fi
+}
