@@ -127,13 +127,22 @@ all: $(BUILD)/btstest.efi
 -include $(BTSTEST_OBJS:.o=.d)
 
 # --- guest program of the Bochs performance-counter model test (docs/BOCHS-MODEL.md)
-PMCTEST_SRCS := tests/payload/pmctest.c tests/payload/pmc_code.S vmm/hw/hw_x86.c
+PMCTEST_SRCS := tests/payload/pmctest.c tests/payload/pmc_code.S tests/payload/guest_helpers.S vmm/hw/hw_x86.c
 PMCTEST_OBJS := $(patsubst %.S,$(BUILD)/efi/%.o,$(patsubst %.c,$(BUILD)/efi/%.o,$(PMCTEST_SRCS)))
 $(BUILD)/pmctest.so: $(PMCTEST_OBJS) linker.ld
 	@echo "  LD      $@"
 	$(Q)$(LD) $(EFI_LDFLAGS) $(EFI_CRT0) $(PMCTEST_OBJS) $(EFI_LIBS) -o $@
 all: $(BUILD)/pmctest.efi
 -include $(PMCTEST_OBJS:.o=.d)
+
+# --- guest program of the Bochs architectural-LBR model test (docs/BOCHS-MODEL.md)
+ARCHLBRTEST_SRCS := tests/payload/archlbrtest.c tests/payload/archlbr_code.S tests/payload/guest_helpers.S vmm/hw/hw_x86.c
+ARCHLBRTEST_OBJS := $(patsubst %.S,$(BUILD)/efi/%.o,$(patsubst %.c,$(BUILD)/efi/%.o,$(ARCHLBRTEST_SRCS)))
+$(BUILD)/archlbrtest.so: $(ARCHLBRTEST_OBJS) linker.ld
+	@echo "  LD      $@"
+	$(Q)$(LD) $(EFI_LDFLAGS) $(EFI_CRT0) $(ARCHLBRTEST_OBJS) $(EFI_LIBS) -o $@
+all: $(BUILD)/archlbrtest.efi
+-include $(ARCHLBRTEST_OBJS:.o=.d)
 
 .PHONY: all
 all: $(BUILD)/tracevisor.efi $(BUILD)/payload.efi tools

@@ -524,10 +524,11 @@ step_bochs() {
 # ---- 4d. Bochs with the trace-hardware model (BOCHS_TRACE) ----------------
 # Debian's Bochs 3.0 plus tracevisor's own patches (tests/bench/bochs-patches,
 # applied in the order of their series file): IA32_DEBUGCTL, LBR and BTF,
-# BTS, Intel PT and the performance counters, each turned on per bochsrc
-# (`cpu: lbr=1`, `bts=1`, `pt=1`, `pmc=1`; docs/BOCHS-MODEL.md).  A cache
-# entry of its own, keyed on the stock inputs plus every patch's hash, so the
-# stock BOCHS entry and its key stay as they are.
+# BTS, Intel PT, the performance counters and architectural LBRs, each
+# turned on per bochsrc (`cpu: lbr=1`, `bts=1`, `pt=1`, `pmc=1`,
+# `arch_lbr=1`; docs/BOCHS-MODEL.md).  A cache entry of its own, keyed on
+# the stock inputs plus every patch's hash, so the stock BOCHS entry and its
+# key stay as they are.
 
 BOCHS_TRACE_PATCH_DIR=$REPO/tests/bench/bochs-patches
 
@@ -583,6 +584,10 @@ build_bochs_trace() {
 	if grep -q '^0005-pmc-branch-counter.patch$' "$BOCHS_TRACE_PATCH_DIR/series"; then
 		grep -q 'Model the general-purpose performance counters' "$out/bin/bochs" ||
 			{ echo "built bochs has no cpu: pmc option" >&2; return 1; }
+	fi
+	if grep -q '^0006-arch-lbr-model.patch$' "$BOCHS_TRACE_PATCH_DIR/series"; then
+		grep -q 'Model architectural LBRs' "$out/bin/bochs" ||
+			{ echo "built bochs has no cpu: arch_lbr option" >&2; return 1; }
 	fi
 	printf '%s\n' "$key_text" >"$out/.stamp"
 }

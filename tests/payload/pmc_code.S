@@ -2,7 +2,8 @@
 /*
  * pmc_code.S - the known branches counted under the Bochs
  * performance-counter model (tests/bochs/pmc-model.sh, docs/BOCHS-MODEL.md)
- * and the handlers and VMX guest pmctest.c uses.
+ * and the handlers pmctest.c uses (the #GP probes, VMLAUNCH and the VMX
+ * guest are tests/payload/guest_helpers.S's).
  *
  * The sequence is lbr_branches.S's BRANCHES/LEAVES macros with the prefix
  * pmct (that file is included whole for them: lbrt_run & co. are in this
@@ -109,30 +110,8 @@ pmct_pmi:
 	iretq
 	.size	pmct_pmi, . - pmct_pmi
 
-/* #GP handler for the probes below: counts and skips the 2-byte
- * WRMSR/RDPMC that faulted. */
-	.globl	pmct_gp
-	.type	pmct_gp, @function
-pmct_gp:
-	incq	pmct_gp_count(%rip)
-	addq	$8, %rsp		/* the error code */
-	addq	$2, (%rsp)		/* past the wrmsr / rdpmc */
-	iretq
-	.size	pmct_gp, . - pmct_gp
-
-/* void pmct_wrmsr(uint32_t msr, uint64_t value): a bare WRMSR. */
-	.globl	pmct_wrmsr
-	.type	pmct_wrmsr, @function
-pmct_wrmsr:
-	movl	%edi, %ecx
-	movq	%rsi, %rax
-	movq	%rsi, %rdx
-	shrq	$32, %rdx
-	wrmsr
-	ret
-	.size	pmct_wrmsr, . - pmct_wrmsr
-
-/* uint64_t pmct_rdpmc(uint32_t ecx): a bare RDPMC (0 after a #GP). */
+/* uint64_t pmct_rdpmc(uint32_t ecx): a bare RDPMC (0 after a #GP, which
+ * guest_gp skips like a WRMSR). */
 	.globl	pmct_rdpmc
 	.type	pmct_rdpmc, @function
 pmct_rdpmc:
@@ -145,75 +124,11 @@ pmct_rdpmc:
 	ret
 	.size	pmct_rdpmc, . - pmct_rdpmc
 
-/*
- * int pmct_vmx_launch(void): VMLAUNCH of the current VMCS, whose fields the
- * caller wrote except HOST_RSP and HOST_RIP (written here: the VM exit
- * comes back into this function).  Returns 0 after the VM exit (the
- * guest's, or a failed entry's), 1 when VMLAUNCH itself failed (no exit).
- * The VM exit leaves GDTR and IDTR with limit 0xFFFF (SDM 3C "Loading Host
- * Segment and Descriptor-Table Registers"): both are reloaded as they
- * were.  Callee-saved registers are preserved.
- */
-	.globl	pmct_vmx_launch
-	.type	pmct_vmx_launch, @function
-pmct_vmx_launch:
-	pushq	%rbx
-	pushq	%rbp
-	pushq	%r12
-	pushq	%r13
-	pushq	%r14
-	pushq	%r15
-	subq	$40, %rsp
-	sgdt	(%rsp)
-	sidt	16(%rsp)
-	movl	$0x6c14, %eax		/* HOST_RSP */
-	vmwrite	%rsp, %rax
-	leaq	.Lvmexit(%rip), %rdx
-	movl	$0x6c16, %eax		/* HOST_RIP */
-	vmwrite	%rdx, %rax
-	vmlaunch
-	movl	$1, %eax
-	jmp	.Lvmdone
-.Lvmexit:
-	lgdt	(%rsp)
-	lidt	16(%rsp)
-	xorl	%eax, %eax
-.Lvmdone:
-	addq	$40, %rsp
-	popq	%r15
-	popq	%r14
-	popq	%r13
-	popq	%r12
-	popq	%rbp
-	popq	%rbx
-	ret
-	.size	pmct_vmx_launch, . - pmct_vmx_launch
-
-/*
- * pmct_guest: the VMX guest (GUEST_RIP; same address space, GDT and IDT as
- * the host): three branch instructions (CALL, its RET, a taken JZ), then
- * VMCALL, which exits; it is never resumed.
- */
-	.globl	pmct_guest
-	.type	pmct_guest, @function
-pmct_guest:
-	call	.Lguest_leaf
-	xorl	%eax, %eax
-	jz	.Lguest_vmcall
-	nop
-.Lguest_vmcall:
-	vmcall
-	ud2
-.Lguest_leaf:
-	ret
-	.size	pmct_guest, . - pmct_guest
-
 	.data
 	.balign	8
-	.globl	pmct_pmi_count, pmct_pmi_rip, pmct_gp_count, pmct_debugctl_after
+	.globl	pmct_pmi_count, pmct_pmi_rip, pmct_debugctl_after
 pmct_pmi_count:		.quad	0
 pmct_pmi_rip:		.quad	0
-pmct_gp_count:		.quad	0
 pmct_debugctl_after:	.quad	0
 
 	.section .note.GNU-stack, "", @progbits

@@ -38,10 +38,12 @@
 
 #include "vmm/hw.h"
 #include "vmm/vmx_defs.h"
+#include "tests/payload/guest_helpers.h"
 #include "tests/payload/guest_idt.h"
+#include "tests/payload/guest_lapic.h"
 #include "tests/payload/guest_out.h"
+#include "tests/payload/guest_vmx.h"
 
-#define MSR_APIC_BASE 0x1b
 #define MSR_PMC0 0xc1
 #define MSR_PERFEVTSEL0 0x186
 #define MSR_LBR_SELECT 0x1c8
@@ -56,9 +58,6 @@
 #define MSR_LBR_FROM_0 0x680
 #define MSR_LBR_TO_0 0x6c0
 #define MSR_LBR_INFO_0 0xdc0
-#define MSR_X2APIC_EOI 0x80b
-#define MSR_X2APIC_IRR0 0x820
-#define MSR_X2APIC_LVT_PMI 0x834
 #define LBR_DEPTH 32
 
 /* IA32_PERFEVTSELx (SDM 3B "Architectural Performance Monitoring Version 1") */
@@ -88,57 +87,13 @@ void pmct_run(uint64_t global_ctrl, uint64_t debugctl);
 void pmct_int_handler(void);
 void pmct_sti_window(void);
 void pmct_pmi(void);
-void pmct_gp(void);
-void pmct_wrmsr(uint32_t msr, uint64_t value);
 uint64_t pmct_rdpmc(uint32_t ecx);
-int pmct_vmx_launch(void);
-void pmct_guest(void);
-extern uint64_t pmct_pmi_count, pmct_pmi_rip, pmct_gp_count, pmct_debugctl_after;
-
-static int x2apic;
+extern uint64_t pmct_pmi_count, pmct_pmi_rip, pmct_debugctl_after;
 
 static void say(const char *s)
 {
 	com1_puts(s);
 	com1_puts("\r\n");
-}
-
-/* ---- local APIC: the LVT performance monitoring entry, IRR, EOI ---- */
-
-static volatile uint32_t *lapic_reg(uint32_t off)
-{
-	uint64_t base = hw_rdmsr(MSR_APIC_BASE) & ~0xfffull;
-
-	return (volatile uint32_t *)(uintptr_t)(base + off);
-}
-
-static uint32_t lvt_pmi_read(void)
-{
-	return x2apic ? (uint32_t)hw_rdmsr(MSR_X2APIC_LVT_PMI) : *lapic_reg(0x340);
-}
-
-static void lvt_pmi_write(uint32_t v)
-{
-	if (x2apic)
-		hw_wrmsr(MSR_X2APIC_LVT_PMI, v);
-	else
-		*lapic_reg(0x340) = v;
-}
-
-/* Is vector v requested in the IRR (SDM 3A "Interrupt Request Register")? */
-static int lapic_irr(unsigned v)
-{
-	uint32_t w = x2apic ? (uint32_t)hw_rdmsr(MSR_X2APIC_IRR0 + v / 32) : *lapic_reg(0x200 + 0x10 * (v / 32));
-
-	return (w >> (v % 32)) & 1;
-}
-
-static void lapic_eoi(void)
-{
-	if (x2apic)
-		hw_wrmsr(MSR_X2APIC_EOI, 0);
-	else
-		*lapic_reg(0xb0) = 0;
 }
 
 /* ---- counters and LBR ---- */
@@ -358,14 +313,14 @@ static void msr_checks(void)
 	hw_wrmsr(MSR_A_PMC0, 0x123456789abcull);
 	c = hw_rdmsr(MSR_PMC0);
 
-	set_gate(13, pmct_gp, saved);
-	pmct_gp_count = 0;
-	pmct_wrmsr(MSR_PERFEVTSEL0, 1ull << 32);         /* reserved */
-	pmct_wrmsr(MSR_PERF_GLOBAL_CTRL, 1ull << 4);     /* no PMC4 */
-	pmct_wrmsr(MSR_PERF_GLOBAL_CTRL, 1ull << 35);    /* no FIXED_CTR3 */
-	pmct_wrmsr(MSR_A_PMC0, 1ull << 48);              /* beyond 48 bits */
-	pmct_wrmsr(MSR_PERF_GLOBAL_STATUS, 1);           /* read-only */
-	pmct_wrmsr(MSR_PERF_CAPABILITIES, 0);            /* read-only */
+	set_gate(13, guest_gp, saved);
+	guest_gp_count = 0;
+	guest_wrmsr(MSR_PERFEVTSEL0, 1ull << 32);         /* reserved */
+	guest_wrmsr(MSR_PERF_GLOBAL_CTRL, 1ull << 4);     /* no PMC4 */
+	guest_wrmsr(MSR_PERF_GLOBAL_CTRL, 1ull << 35);    /* no FIXED_CTR3 */
+	guest_wrmsr(MSR_A_PMC0, 1ull << 48);              /* beyond 48 bits */
+	guest_wrmsr(MSR_PERF_GLOBAL_STATUS, 1);           /* read-only */
+	guest_wrmsr(MSR_PERF_CAPABILITIES, 0);            /* read-only */
 	p = append(line, "PMCTEST msr legacy ");
 	p = hex(p, a);
 	p = append(p, " ");
@@ -373,10 +328,10 @@ static void msr_checks(void)
 	p = append(p, " full ");
 	p = hex(p, c);
 	p = append(p, " gp ");
-	dec(p, pmct_gp_count);
+	dec(p, guest_gp_count);
 	say(line);
 
-	pmct_gp_count = 0;
+	guest_gp_count = 0;
 	v = pmct_rdpmc(0);
 	m = hw_rdmsr(MSR_PMC0);
 	f = pmct_rdpmc(0x40000000);                      /* fixed counter 0: 0 */
@@ -389,158 +344,14 @@ static void msr_checks(void)
 	p = append(p, " fixed ");
 	p = hex(p, f);
 	p = append(p, " gp ");
-	dec(p, pmct_gp_count);
+	dec(p, guest_gp_count);
 	say(line);
 }
 
 /* ---- VMX: "load IA32_PERF_GLOBAL_CTRL" (entry 13, exit 12), save (exit 30) ---- */
 
-/* The allowed settings of a VMX control from its capability MSR (SDM 3D
- * "VMX Capability Reporting Facility"). */
-static uint32_t vmx_adjust(uint32_t want, uint32_t msr)
-{
-	uint64_t cap = hw_rdmsr(msr);
-
-	return (want | (uint32_t)cap) & (uint32_t)(cap >> 32);
-}
-
-static int vmx_true_ctls(void)
-{
-	return (hw_rdmsr(MSR_IA32_VMX_BASIC) & VMX_BASIC_TRUE_CTLS) != 0;
-}
-
-struct vmx_segment {
-	uint16_t sel;
-	uint32_t ar, limit;
-	uint64_t base;
-};
-
-/* A GDT segment as the VMCS guest-state area wants it (access rights,
- * byte-granular limit, base; "unusable" for a null selector). */
-static struct vmx_segment vmx_seg(const struct hw_dtr *gdt, uint16_t sel)
-{
-	struct vmx_segment s = { sel, 0x10000, 0, 0 };
-	uint64_t d;
-
-	if (!(sel & ~7u))
-		return s;
-	d = *(const uint64_t *)(uintptr_t)(gdt->base + (sel & ~7u));
-	s.ar = (uint32_t)(d >> 40) & 0xf0ff;
-	if (s.ar & 0x10)
-		s.ar |= 1;
-	s.limit = (uint32_t)(d & 0xffff) | ((uint32_t)(d >> 32) & 0xf0000);
-	if (s.ar & 0x8000)
-		s.limit = (s.limit << 12) | 0xfff;
-	s.base = ((d >> 16) & 0xffffff) | ((d >> 56) << 24);
-	return s;
-}
-
-static int vmcs_w(uint32_t field, uint64_t v)
-{
-	return hw_vmwrite(field, v) ? 1 : 0;
-}
-
-static uint64_t vmcs_r(uint32_t field)
-{
-	uint64_t v = 0;
-
-	return hw_vmread(field, &v) ? ~0ull : v;
-}
-
-/* The current VMCS for a guest that runs pmct_guest in this very address
- * space on the stack below guest_sp and exits back into pmct_vmx_launch,
- * with the given entry and exit controls.  Returns the failed VMWRITEs. */
-static int vmcs_setup(uint32_t entry, uint32_t exit_ctls, uint64_t guest_sp)
-{
-	int t = vmx_true_ctls(), bad = 0;
-	struct hw_dtr gdt, idt;
-	uint16_t tr = hw_read_selector(HW_SEG_TR);
-	uint64_t fs_base = hw_rdmsr(0xc0000100), gs_base = hw_rdmsr(0xc0000101), tr_base = 0;
-
-	hw_sgdt(&gdt);
-	hw_sidt(&idt);
-	if (tr)
-		tr_base = vmx_seg(&gdt, tr).base |
-			  (*(const uint64_t *)(uintptr_t)(gdt.base + (tr & ~7u) + 8) << 32);
-	bad += vmcs_w(VMCS_PIN_BASED_CTLS,
-		      vmx_adjust(0, t ? MSR_IA32_VMX_TRUE_PINBASED_CTLS : MSR_IA32_VMX_PINBASED_CTLS));
-	bad += vmcs_w(VMCS_PROC_BASED_CTLS,
-		      vmx_adjust(0, t ? MSR_IA32_VMX_TRUE_PROCBASED_CTLS : MSR_IA32_VMX_PROCBASED_CTLS));
-	bad += vmcs_w(VMCS_EXIT_CTLS, vmx_adjust(EXIT_HOST_ADDRESS_SPACE_SIZE | exit_ctls,
-						 t ? MSR_IA32_VMX_TRUE_EXIT_CTLS : MSR_IA32_VMX_EXIT_CTLS));
-	bad += vmcs_w(VMCS_ENTRY_CTLS, vmx_adjust(ENTRY_IA32E_MODE_GUEST | entry,
-						  t ? MSR_IA32_VMX_TRUE_ENTRY_CTLS : MSR_IA32_VMX_ENTRY_CTLS));
-	bad += vmcs_w(VMCS_EXCEPTION_BITMAP, 0);
-	bad += vmcs_w(VMCS_CR3_TARGET_COUNT, 0);
-	bad += vmcs_w(VMCS_EXIT_MSR_STORE_COUNT, 0);
-	bad += vmcs_w(VMCS_EXIT_MSR_LOAD_COUNT, 0);
-	bad += vmcs_w(VMCS_ENTRY_MSR_LOAD_COUNT, 0);
-	bad += vmcs_w(VMCS_ENTRY_INTR_INFO, 0);
-	bad += vmcs_w(VMCS_VMCS_LINK_POINTER, ~0ull);
-
-	/* host: now.  TR must not be 0 for VM entry: without one (OVMF),
-	 * CS's selector stands in (the exit loads TR's base and limit from
-	 * the VMCS, not from the GDT) */
-	bad += vmcs_w(VMCS_HOST_CR0, hw_read_cr0());
-	bad += vmcs_w(VMCS_HOST_CR3, hw_read_cr3());
-	bad += vmcs_w(VMCS_HOST_CR4, hw_read_cr4());
-	bad += vmcs_w(VMCS_HOST_ES_SELECTOR, hw_read_selector(HW_SEG_ES) & ~7u);
-	bad += vmcs_w(VMCS_HOST_CS_SELECTOR, hw_read_selector(HW_SEG_CS) & ~7u);
-	bad += vmcs_w(VMCS_HOST_SS_SELECTOR, hw_read_selector(HW_SEG_SS) & ~7u);
-	bad += vmcs_w(VMCS_HOST_DS_SELECTOR, hw_read_selector(HW_SEG_DS) & ~7u);
-	bad += vmcs_w(VMCS_HOST_FS_SELECTOR, hw_read_selector(HW_SEG_FS) & ~7u);
-	bad += vmcs_w(VMCS_HOST_GS_SELECTOR, hw_read_selector(HW_SEG_GS) & ~7u);
-	bad += vmcs_w(VMCS_HOST_TR_SELECTOR, tr ? tr : hw_read_selector(HW_SEG_CS) & ~7u);
-	bad += vmcs_w(VMCS_HOST_FS_BASE, fs_base);
-	bad += vmcs_w(VMCS_HOST_GS_BASE, gs_base);
-	bad += vmcs_w(VMCS_HOST_TR_BASE, tr_base);
-	bad += vmcs_w(VMCS_HOST_GDTR_BASE, gdt.base);
-	bad += vmcs_w(VMCS_HOST_IDTR_BASE, idt.base);
-	bad += vmcs_w(VMCS_HOST_IA32_SYSENTER_CS, 0);
-	bad += vmcs_w(VMCS_HOST_IA32_SYSENTER_ESP, 0);
-	bad += vmcs_w(VMCS_HOST_IA32_SYSENTER_EIP, 0);
-
-	/* guest: the same machine state, at pmct_guest */
-	bad += vmcs_w(VMCS_GUEST_CR0, hw_read_cr0());
-	bad += vmcs_w(VMCS_GUEST_CR3, hw_read_cr3());
-	bad += vmcs_w(VMCS_GUEST_CR4, hw_read_cr4());
-	bad += vmcs_w(VMCS_GUEST_DR7, 0x400);
-	bad += vmcs_w(VMCS_GUEST_IA32_DEBUGCTL, 0);
-	for (int i = 0; i < 6; i++) { /* ES, CS, SS, DS, FS, GS: encodings 2 apart */
-		struct vmx_segment s = vmx_seg(&gdt, hw_read_selector((enum hw_seg)i));
-
-		bad += vmcs_w(VMCS_GUEST_ES_SELECTOR + 2 * i, s.sel);
-		bad += vmcs_w(VMCS_GUEST_ES_AR + 2 * i, s.ar);
-		bad += vmcs_w(VMCS_GUEST_ES_LIMIT + 2 * i, s.limit);
-		bad += vmcs_w(VMCS_GUEST_ES_BASE + 2 * i,
-			      i == HW_SEG_FS ? fs_base : i == HW_SEG_GS ? gs_base : s.base);
-	}
-	bad += vmcs_w(VMCS_GUEST_LDTR_SELECTOR, 0);
-	bad += vmcs_w(VMCS_GUEST_LDTR_AR, 0x10000);
-	bad += vmcs_w(VMCS_GUEST_LDTR_LIMIT, 0);
-	bad += vmcs_w(VMCS_GUEST_LDTR_BASE, 0);
-	bad += vmcs_w(VMCS_GUEST_TR_SELECTOR, 0);
-	bad += vmcs_w(VMCS_GUEST_TR_AR, 0x8b);
-	bad += vmcs_w(VMCS_GUEST_TR_LIMIT, 0x67);
-	bad += vmcs_w(VMCS_GUEST_TR_BASE, 0);
-	bad += vmcs_w(VMCS_GUEST_GDTR_BASE, gdt.base);
-	bad += vmcs_w(VMCS_GUEST_GDTR_LIMIT, gdt.limit);
-	bad += vmcs_w(VMCS_GUEST_IDTR_BASE, idt.base);
-	bad += vmcs_w(VMCS_GUEST_IDTR_LIMIT, idt.limit);
-	bad += vmcs_w(VMCS_GUEST_RSP, guest_sp);
-	bad += vmcs_w(VMCS_GUEST_RIP, (uint64_t)(uintptr_t)pmct_guest);
-	bad += vmcs_w(VMCS_GUEST_RFLAGS, 0x2);
-	bad += vmcs_w(VMCS_GUEST_INTERRUPTIBILITY, 0);
-	bad += vmcs_w(VMCS_GUEST_ACTIVITY_STATE, ACTIVITY_ACTIVE);
-	bad += vmcs_w(VMCS_GUEST_PENDING_DBG_EXCEPTIONS, 0);
-	bad += vmcs_w(VMCS_GUEST_IA32_SYSENTER_CS, 0);
-	bad += vmcs_w(VMCS_GUEST_IA32_SYSENTER_ESP, 0);
-	bad += vmcs_w(VMCS_GUEST_IA32_SYSENTER_EIP, 0);
-	return bad;
-}
-
 /*
- * One VM entry to pmct_guest (3 branch instructions, then VMCALL) with
+ * One VM entry to guest_vmx_guest (3 branch instructions, then VMCALL) with
  * PMC0 counting C4/00 from 0 and IA32_PERF_GLOBAL_CTRL = 0 in VMX root
  * up to the VMLAUNCH (nothing counts there), GUEST_ and
  * HOST_IA32_PERF_GLOBAL_CTRL = guest_gctl and host_gctl.  Prints
@@ -559,11 +370,11 @@ static void vmx_run(const char *name, uint32_t *vmcs, uint64_t guest_sp, uint32_
 	hw_wrmsr(MSR_PERFEVTSEL0, BR_ALL | EVT_OS | EVT_USR | EVT_EN);
 	hw_wrmsr(MSR_A_PMC0, 0);
 	if (hw_vmclear(pa) == 0 && hw_vmptrld(pa) == 0 &&
-	    vmcs_setup(entry, exit_ctls, guest_sp) == 0 &&
+	    vmcs_setup(entry, exit_ctls, guest_sp, (uint64_t)(uintptr_t)guest_vmx_guest) == 0 &&
 	    vmcs_w(VMCS_GUEST_IA32_PERF_GLOBAL_CTRL, guest_gctl) == 0 &&
 	    vmcs_w(VMCS_HOST_IA32_PERF_GLOBAL_CTRL, host_gctl) == 0) {
 		hw_wrmsr(MSR_PERF_GLOBAL_CTRL, 0);
-		rc = pmct_vmx_launch();
+		rc = guest_vmx_launch();
 		gctl = hw_rdmsr(MSR_PERF_GLOBAL_CTRL);
 		hw_wrmsr(MSR_PERF_GLOBAL_CTRL, 0);
 		if (rc == 1)
@@ -610,49 +421,36 @@ static void vmx_check(uint8_t *pages)
 	uint64_t guest_sp = (uint64_t)(uintptr_t)(pages + 0x3000);
 	const uint32_t load_e = ENTRY_LOAD_PERF_GLOBAL_CTRL;
 	const uint32_t load_x = EXIT_LOAD_PERF_GLOBAL_CTRL, save_x = EXIT_SAVE_PERF_GLOBAL_CTRL;
-	struct hw_cpuid_regs r1;
-	uint64_t cr0, cr4, fc, entry, exit_ctls;
+	uint32_t entry, exit_ctls;
+	uint64_t saved_cr[2];
 	char line[200], *p;
-	int t;
+	int on;
 
-	hw_cpuid(1, 0, &r1);
-	if (!(r1.ecx & (1u << 5))) {
+	if (!vmx_available()) {
 		say("PMCTEST vmx absent");
 		return;
 	}
-	fc = hw_rdmsr(0x3a); /* IA32_FEATURE_CONTROL */
-	if (!(fc & 1))
-		hw_wrmsr(0x3a, fc | 5); /* lock, VMXON outside SMX */
-	t = vmx_true_ctls();
-	entry = hw_rdmsr(t ? MSR_IA32_VMX_TRUE_ENTRY_CTLS : MSR_IA32_VMX_ENTRY_CTLS);
-	exit_ctls = hw_rdmsr(t ? MSR_IA32_VMX_TRUE_EXIT_CTLS : MSR_IA32_VMX_EXIT_CTLS);
+	entry = vmx_entry_allowed1();
+	exit_ctls = vmx_exit_allowed1();
 	p = append(line, "PMCTEST vmx caps entry13 ");
-	p = dec(p, (entry >> (32 + 13)) & 1);
+	p = dec(p, (entry >> 13) & 1);
 	p = append(p, " exit12 ");
-	p = dec(p, (exit_ctls >> (32 + 12)) & 1);
+	p = dec(p, (exit_ctls >> 12) & 1);
 	p = append(p, " exit30 ");
-	dec(p, (exit_ctls >> (32 + 30)) & 1);
+	dec(p, (exit_ctls >> 30) & 1);
 	say(line);
 
-	cr0 = hw_read_cr0();
-	cr4 = hw_read_cr4();
-	hw_write_cr0((cr0 | hw_rdmsr(MSR_IA32_VMX_CR0_FIXED0)) & hw_rdmsr(MSR_IA32_VMX_CR0_FIXED1));
-	hw_write_cr4((cr4 | hw_rdmsr(MSR_IA32_VMX_CR4_FIXED0) | (1ull << 13)) &
-		     hw_rdmsr(MSR_IA32_VMX_CR4_FIXED1));
-	vmxon_page[0] = VMX_BASIC_REVISION(hw_rdmsr(MSR_IA32_VMX_BASIC));
-	if (hw_vmxon((uint64_t)(uintptr_t)vmxon_page) == 0) {
+	on = vmx_enter(vmxon_page, saved_cr) == 0;
+	if (on) {
 		vmx_run("load", vmcs, guest_sp, load_e, load_x | save_x, 0x1, 0x2);
 		vmx_run("save", vmcs, guest_sp, 0, save_x, 0x5, 0x2);
 		vmx_run("none", vmcs, guest_sp, 0, 0, 0x1, 0x2);
 		vmx_run("badguest", vmcs, guest_sp, load_e, load_x, 0x10, 0x2);
 		vmx_run("badhost", vmcs, guest_sp, load_e, load_x, 0x1, 1ull << 48);
-		hw_vmclear((uint64_t)(uintptr_t)vmcs);
-		hw_vmxoff();
 	} else {
 		say("PMCTEST vmx vmxon failed");
 	}
-	hw_write_cr4(cr4);
-	hw_write_cr0(cr0);
+	vmx_leave(vmcs, on, saved_cr);
 }
 
 EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab);
@@ -686,8 +484,7 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	}
 	for (uint32_t i = 0; i < 3 * 4096 / 8; i++)
 		((uint64_t *)(uintptr_t)pages)[i] = 0;
-	x2apic = (hw_rdmsr(MSR_APIC_BASE) >> 10) & 1;
-
+	
 	/* No interrupt but our own may land in the runs: its branches would
 	 * count and its delivery would be recorded. */
 	hw_cli();
