@@ -479,19 +479,22 @@ for what in from to kind gap; do
 done
 }
 
-# tv_records_equal TEST TVT CPU TYPES EXPECTED DIR - the CPU's records whose
-# type matches TYPES (e.g. BRANCH|BRANCH_COMPACT, or LBR), as "from to"
-# lines, equal EXPECTED one for one and in order.  Leaves DIR/cpuN.dump
-# (tracevisor dump of that CPU), cpuN.txt and cpuN.diff.
+# tv_records_equal TEST TVT CPU TYPES EXPECTED DIR [kind] - the CPU's
+# records whose type matches TYPES (e.g. BRANCH|BRANCH_COMPACT, or LBR), as
+# "from to" lines (with `kind`: "from to kind"), equal EXPECTED one for one
+# and in order.  Leaves DIR/cpuN.dump (tracevisor dump of that CPU),
+# cpuN.txt and cpuN.diff.
 tv_records_equal() {
-	local t=$1 tvt=$2 cpu=$3 types=$4 exp=$5 dir=$6 n
+	local t=$1 tvt=$2 cpu=$3 types=$4 exp=$5 dir=$6 k=${7:-} n what="from and to"
+	[ -z "$k" ] || what="from, to and kind"
 	"$TV_BUILD/tracevisor" dump -q --no-summary --cpu "$cpu" "$tvt" >"$dir/cpu$cpu.dump" 2>&1
-	awk -v re="^($types)\$" '$3 ~ re { print $4, $6 }' "$dir/cpu$cpu.dump" >"$dir/cpu$cpu.txt"
+	awk -v re="^($types)\$" -v k="$k" '$3 ~ re { if (k != "") print $4, $6, $7; else print $4, $6 }' \
+		"$dir/cpu$cpu.dump" >"$dir/cpu$cpu.txt"
 	n=$(wc -l <"$dir/cpu$cpu.txt")
 	if [ "$n" -gt 0 ] && diff -u "$exp" "$dir/cpu$cpu.txt" >"$dir/cpu$cpu.diff"; then
-		tv_ok "$t: cpu $cpu: all $(wc -l <"$exp") branches as expected, in order, from and to"
+		tv_ok "$t: cpu $cpu: all $(wc -l <"$exp") branches as expected, in order, $what"
 	else
-		tv_fail "$t: cpu $cpu: all $(wc -l <"$exp") branches as expected, in order, from and to" \
+		tv_fail "$t: cpu $cpu: all $(wc -l <"$exp") branches as expected, in order, $what" \
 			"$n recorded; first difference: $(grep -m2 '^[-+][^-+]' "$dir/cpu$cpu.diff" | tr '\n' ' ')"
 	fi
 }

@@ -185,6 +185,47 @@ else
 	tv_keep_log "$log"
 fi
 
+# --- architectural LBR (patch 0006, `cpu: arch_lbr=1`) -------------------------
+# btf and lbr with pmi on the arch LBR model: IA32_LBR_CTL in the VMCS
+# (load on entry, clear on exit), entry 0 the newest, BR_TYPE kinds.
+if ! grep -q 'Model architectural LBRs' "$model"; then
+	tv_skip "trace-hw: arch" "$model has no cpu: arch_lbr option (patch 0006 not applied)"
+else
+	arch_checks() {
+		local name=$1 src=$2
+		tv_expect "trace-hw: $name: source is $src" "$log" "\\[info\\] trace: source $src"
+		tv_expect "trace-hw: $name: the model's architectural LBR found" "$log" \
+			'trace: cpu 0: architectural LBR, 32 deep, CPL filter, branch filter, mispredict, branch type'
+		tv_reject "trace-hw: $name: no errors" "$log" '\[err\]'
+		tvt=$work/$name/trace.tvt
+		from_serial $name "$log" "$tvt"
+		base=$(tv_payload_base "$log")
+		tv_payload_expected "${base:-0}" "$iterations" >"$work/expected-arch.txt"
+		nexp=$(wc -l <"$work/expected-arch.txt")
+	}
+	name=arch-btf
+	run btf "$model" "cpu: arch_lbr=1" 240 $name
+	arch_checks $name btf
+	for cpu in 0 1; do
+		tv_payload_check_cpu "trace-hw: $name" "$tvt" "$cpu" "$work/expected-arch.txt" "$work/$name"
+		tv_expect "trace-hw: $name: cpu $cpu: $nexp #DB exits, every from from LBR entry 0" "$log" \
+			"trace: cpu $cpu: window 1 stopped \\(hypercall\\): $nexp branches, 0 filtered, 0 dropped, 0 undecodable, 0 from unknown, $nexp #DB exits, 0 reflected, 0 stray; ring lost 0 records"
+	done
+	tv_keep_log "$log"
+
+	name=arch-lbr-pmi
+	TV_PAYLOAD_CONF='pmi = on' run lbr "$model" $'cpu: arch_lbr=1\ncpu: pmc=1' 180 $name
+	arch_checks $name lbr
+	for cpu in 0 1; do
+		tv_records_equal "trace-hw: $name" "$tvt" "$cpu" LBR "$work/expected-arch.txt" "$work/$name" kind
+		tv_expect "trace-hw: $name: cpu $cpu: stop line: $nexp branches, no full read" "$log" \
+			"trace: cpu $cpu: window 1 stopped \\(hypercall\\): $nexp branches, 0 filtered, 0 dropped, [0-9]+ reads, 0 full reads"
+		tv_expect "trace-hw: $name: cpu $cpu: counter PMIs taken as NMI exits, none reflected" "$log" \
+			"trace: cpu $cpu: window 1 PMIs: [1-9][0-9]* ours \\(0 taken in VMX root\\), 0 NMIs reflected to the guest"
+	done
+	tv_keep_log "$log"
+fi
+
 # --- stock Bochs: btf is impossible, and says so -------------------------------
 stock=$(tv_dep BOCHS)
 if [ -z "$stock" ] || [ ! -x "$stock" ]; then
