@@ -176,7 +176,7 @@ enum exit_action exit_ept_violation(struct exit_ctx *ctx)
 		return EXIT_STOP_CPU;
 	}
 	/* The tracer's address trigger: an execute-disabled page. */
-	if ((ctx->qualification & EPT_QUAL_FETCH) && trace_trigger_fetch(ctx->cpu, gpa))
+	if ((ctx->qualification & EPT_QUAL_FETCH) && trace_trigger_fetch(ctx->cpu, gpa, ctx->regs->rax))
 		return EXIT_RESUME;
 	ept_edit_lock();
 	/*

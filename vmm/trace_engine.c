@@ -298,7 +298,7 @@ int trace_trigger_arm(struct ept *ept, struct page_pool *pool)
 	return rc;
 }
 
-bool trace_trigger_fetch(struct per_cpu *cpu, uint64_t gpa)
+bool trace_trigger_fetch(struct per_cpu *cpu, uint64_t gpa, uint64_t guest_rax)
 {
 	bool hit;
 
@@ -322,6 +322,17 @@ bool trace_trigger_fetch(struct per_cpu *cpu, uint64_t gpa)
 	if (hit)
 		__atomic_store_n(&trig_armed, false, __ATOMIC_RELEASE);
 	ept_edit_unlock();
+	if (hit && kentry_return && guest_rax) {
+		/*
+		 * It failed (an EFI status, e.g. a stale map key): the loader
+		 * gets the map again and calls it again, which arms anew.
+		 */
+		log_info("trace: cpu %u: ExitBootServices returned %#llx (failed): waiting for the next call",
+			 cpu->index, (unsigned long long)guest_rax);
+		trig_addr = 0;
+		kentry_return = false;
+		return true;
+	}
 	if (hit && kentry_return) {
 		/* ExitBootServices returned: step until the loader's image is left */
 		log_info("trace: cpu %u: ExitBootServices returned to %#llx: stepping to the kernel's entry",

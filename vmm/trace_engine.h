@@ -345,10 +345,12 @@ void trace_before_entry(struct per_cpu *cpu);
  * trace_trigger_arm - take execute away (once, at boot, before any CPU
  *   uses the EPT: it does no INVEPT): 0, or an EPT_ERR_* code (logged).
  * trace_trigger_fetch - from the EPT-violation handler, for a fetch at
- *   gpa: true when it was the trigger's page and has been dealt with.
+ *   gpa (guest_rax: the guest's RAX, which for kernel_entry's trap is the
+ *   status ExitBootServices returned): true when it was the trigger's
+ *   page and has been dealt with.
  */
 int trace_trigger_arm(struct ept *ept, struct page_pool *pool);
-bool trace_trigger_fetch(struct per_cpu *cpu, uint64_t gpa);
+bool trace_trigger_fetch(struct per_cpu *cpu, uint64_t gpa, uint64_t guest_rax);
 
 /* Exit reason 37: the work happens in trace_before_entry. */
 enum exit_action exit_monitor_trap(struct exit_ctx *ctx);

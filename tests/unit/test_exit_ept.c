@@ -276,7 +276,7 @@ static void test_address_trigger(void **state)
 	assert_int_equal(rights(TRIGGER), EPT_R | EPT_W);
 
 	/* A data access is not ours (the page is readable): nothing changes. */
-	assert_false(trace_trigger_fetch(&cpu, TRIGGER + 0x2000));
+	assert_false(trace_trigger_fetch(&cpu, TRIGGER + 0x2000, 0));
 
 	/* The address itself: the window opens, execute comes back for good. */
 	hw_fake_vmcs_set(VMCS_GUEST_CS_BASE, 0);
@@ -304,7 +304,7 @@ static void test_address_trigger_refuses_hidden(void **state)
 	assert_true(trace_trigger_arm(&ept, &pool) < 0);
 	if (!strstr(logbuf, "not guest memory tracevisor can trap"))
 		fail_msg("log: %s", logbuf);
-	assert_false(trace_trigger_fetch(&cpu, HIDDEN + 0x10));
+	assert_false(trace_trigger_fetch(&cpu, HIDDEN + 0x10, 0));
 }
 
 /* --- kernel_entry: trapped at the loader's return from ExitBootServices ---------- */
@@ -383,7 +383,18 @@ static void test_kernel_entry_trigger(void **state)
 	assert_non_null(strstr(logbuf, "kernel_entry: the OS loader's image is 0x2000000-0x21fffff, ExitBootServices returns to 0x2001234"));
 	assert_false(cpu.trace.active);
 
-	/* ExitBootServices returns: stepping, execute back */
+	/* ExitBootServices fails (a stale map key): no stepping, armed again by the next call */
+	regs.rax = 0x8000000000000002ull;                        /* EFI_INVALID_PARAMETER */
+	assert_int_equal(violation(KE_RET, 1u << 2), EXIT_RESUME);
+	assert_false(cpu.trace.kentry_step);
+	assert_int_equal(rights(KE_RET), EPT_RWX);
+	assert_non_null(strstr(logbuf, "ExitBootServices returned 0x8000000000000002 (failed): waiting for the next call"));
+	ke_event();
+	assert_int_equal(regs.rax, TV_HC_OK);
+	assert_int_equal(rights(KE_RET), EPT_R | EPT_W);
+
+	/* ExitBootServices returns EFI_SUCCESS: stepping, execute back */
+	regs.rax = 0;
 	assert_int_equal(violation(KE_RET, 1u << 2), EXIT_RESUME);
 	assert_true(cpu.trace.kentry_step);
 	assert_int_equal(rights(KE_RET), EPT_RWX);
@@ -433,7 +444,7 @@ static void test_kernel_entry_no_image(void **state)
 	assert_int_equal(vmx_exit_dispatch(&cpu, &regs), EXIT_RESUME);
 	assert_int_equal((int32_t)regs.rax, TV_HC_ENOSYS);
 	assert_non_null(strstr(logbuf, "no PE image holds the loader's return address 0: no trap"));
-	assert_false(trace_trigger_fetch(&cpu, 0));
+	assert_false(trace_trigger_fetch(&cpu, 0, 0));
 }
 
 int main(void)
