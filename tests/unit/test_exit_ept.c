@@ -228,21 +228,27 @@ static void test_stale_tlb_on_mapped_page_resumes(void **state)
 #define TRIGGER 0x1000040ull
 static uint64_t trig_ring[(4096 + 8192) / 8];
 
-static void arm_trigger(void)
+/* source = mtf with trigger start (at addr), guest memory through reader. */
+static void arm_start(uint8_t start, uint64_t addr, gmem_read_phys_fn reader)
 {
 	struct trace_setup ts;
 
 	memset(&ts, 0, sizeof(ts));
 	ts.source = TV_SOURCE_MTF;
 	ts.overflow = TV_OVERFLOW_STOP;
-	ts.start = TV_TRIG_ADDRESS;
-	ts.start_addr = TRIGGER;
+	ts.start = start;
+	ts.start_addr = addr;
 	trace_filter_all(&ts.filter);
-	trace_engine_init(&ts, NULL, NULL, NULL);
+	trace_engine_init(&ts, reader, NULL, NULL);
 	cpu.caps.proc = (uint64_t)CPU_MONITOR_TRAP_FLAG << 32;
 	assert_int_equal(trace_cpu_init(&cpu.trace, trig_ring, sizeof(trig_ring), 0, 0,
 					TV_SOURCE_MTF, TV_OVERFLOW_STOP, 0, 0), 0);
 	assert_int_equal(trace_trigger_arm(&ept, &pool), 0);
+}
+
+static void arm_trigger(void)
+{
+	arm_start(TV_TRIG_ADDRESS, TRIGGER, NULL);
 }
 
 static unsigned rights(uint64_t gpa)
@@ -346,34 +352,29 @@ static int ke_read(void *opaque, uint64_t gpa, void *buf, size_t len)
 	return 0;
 }
 
-static void ke_event(void)
+/* The thunk's VMCALL TV_HC_EVENT with RSP = rsp (the return address at rsp + 8). */
+static void ke_event_at(uint64_t rsp)
 {
 	regs.rax = TV_HC_EVENT;
 	regs.rbx = TV_HC_EVENT_EXIT_BOOT_SERVICES;
 	hw_fake_vmcs_set(VMCS_EXIT_REASON, EXIT_REASON_VMCALL);
 	hw_fake_vmcs_set(VMCS_EXIT_INSTRUCTION_LEN, 3);
 	hw_fake_vmcs_set(VMCS_GUEST_RIP, 0x7f000b);
-	hw_fake_vmcs_set(VMCS_GUEST_RSP, KE_STACK);
+	hw_fake_vmcs_set(VMCS_GUEST_RSP, rsp);
 	hw_fake_vmcs_set(VMCS_GUEST_CR0, 0x11);       /* no paging: linear = physical */
 	hw_fake_vmcs_set(VMCS_GUEST_CS_BASE, 0);
 	assert_int_equal(vmx_exit_dispatch(&cpu, &regs), EXIT_RESUME);
 }
 
+static void ke_event(void)
+{
+	ke_event_at(KE_STACK);
+}
+
 static void test_kernel_entry_trigger(void **state)
 {
-	struct trace_setup ts;
-
 	(void)state;
-	memset(&ts, 0, sizeof(ts));
-	ts.source = TV_SOURCE_MTF;
-	ts.overflow = TV_OVERFLOW_STOP;
-	ts.start = TV_TRIG_KERNEL_ENTRY;
-	trace_filter_all(&ts.filter);
-	trace_engine_init(&ts, ke_read, NULL, NULL);
-	cpu.caps.proc = (uint64_t)CPU_MONITOR_TRAP_FLAG << 32;
-	assert_int_equal(trace_cpu_init(&cpu.trace, trig_ring, sizeof(trig_ring), 0, 0,
-					TV_SOURCE_MTF, TV_OVERFLOW_STOP, 0, 0), 0);
-	assert_int_equal(trace_trigger_arm(&ept, &pool), 0);
+	arm_start(TV_TRIG_KERNEL_ENTRY, 0, ke_read);
 	assert_int_equal(rights(KE_RET), EPT_RWX);              /* nothing until the event */
 
 	ke_event();
@@ -423,25 +424,9 @@ static void test_kernel_entry_trigger(void **state)
 /* No PE image around the return address: said, no trap, no window. */
 static void test_kernel_entry_no_image(void **state)
 {
-	struct trace_setup ts;
-
 	(void)state;
-	memset(&ts, 0, sizeof(ts));
-	ts.source = TV_SOURCE_MTF;
-	ts.overflow = TV_OVERFLOW_STOP;
-	ts.start = TV_TRIG_KERNEL_ENTRY;
-	trace_filter_all(&ts.filter);
-	trace_engine_init(&ts, ke_read, NULL, NULL);
-	assert_int_equal(trace_cpu_init(&cpu.trace, trig_ring, sizeof(trig_ring), 0, 0,
-					TV_SOURCE_MTF, TV_OVERFLOW_STOP, 0, 0), 0);
-	assert_int_equal(trace_trigger_arm(&ept, &pool), 0);
-	regs.rax = TV_HC_EVENT;
-	regs.rbx = TV_HC_EVENT_EXIT_BOOT_SERVICES;
-	hw_fake_vmcs_set(VMCS_EXIT_REASON, EXIT_REASON_VMCALL);
-	hw_fake_vmcs_set(VMCS_EXIT_INSTRUCTION_LEN, 3);
-	hw_fake_vmcs_set(VMCS_GUEST_RSP, KE_STACK + 0x1000);     /* return address 0 */
-	hw_fake_vmcs_set(VMCS_GUEST_CR0, 0x11);
-	assert_int_equal(vmx_exit_dispatch(&cpu, &regs), EXIT_RESUME);
+	arm_start(TV_TRIG_KERNEL_ENTRY, 0, ke_read);
+	ke_event_at(KE_STACK + 0x1000);                        /* return address 0 */
 	assert_int_equal((int32_t)regs.rax, TV_HC_ENOSYS);
 	assert_non_null(strstr(logbuf, "no PE image holds the loader's return address 0: no trap"));
 	assert_false(trace_trigger_fetch(&cpu, 0, 0));

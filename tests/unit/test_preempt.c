@@ -195,18 +195,24 @@ static void test_drain_tick_only_in_a_window(void **state)
 	cpus[1].timer_period_tsc = 0;
 }
 
+/* A CPU with the VMX capabilities of Bochs's corei7_skylake_x (all optional controls). */
+static void vmx_cpu_with_caps(struct per_cpu *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->caps.pin = 0xffffffff00000016ull;
+	c->caps.proc = 0xffffffff0401e172ull;
+	c->caps.proc2 = 0xffffffff00000000ull;
+	c->caps.exit = 0xffffffff00036dffull;
+	c->caps.entry = 0xffffffff000011ffull;
+}
+
 static void test_control_present_and_absent(void **state)
 {
 	struct per_cpu c;
 	char why[120];
 
 	(void)state;
-	memset(&c, 0, sizeof(c));
-	c.caps.pin = 0xffffffff00000016ull;
-	c.caps.proc = 0xffffffff0401e172ull;
-	c.caps.proc2 = 0xffffffff00000000ull;
-	c.caps.exit = 0xffffffff00036dffull;
-	c.caps.entry = 0xffffffff000011ffull;
+	vmx_cpu_with_caps(&c);
 	c.poll_period_tsc = 1000;
 	assert_int_equal(vmx_compute_controls(&c, true, why, sizeof(why)), 0);
 	assert_int_equal(c.pin & PIN_PREEMPTION_TIMER, PIN_PREEMPTION_TIMER);
@@ -237,12 +243,7 @@ static void test_nmi_exiting_for_pmi(void **state)
 	char why[120];
 
 	(void)state;
-	memset(&c, 0, sizeof(c));
-	c.caps.pin = 0xffffffff00000016ull;
-	c.caps.proc = 0xffffffff0401e172ull;
-	c.caps.proc2 = 0xffffffff00000000ull;
-	c.caps.exit = 0xffffffff00036dffull;
-	c.caps.entry = 0xffffffff000011ffull;
+	vmx_cpu_with_caps(&c);
 	assert_int_equal(vmx_compute_controls(&c, true, why, sizeof(why)), 0);
 	assert_int_equal(c.pin & PIN_NMI_EXITING, 0);
 	c.nmi_exiting = true;
@@ -263,12 +264,7 @@ static void test_lbr_ctl_switch(void **state)
 	char why[120];
 
 	(void)state;
-	memset(&c, 0, sizeof(c));
-	c.caps.pin = 0xffffffff00000016ull;
-	c.caps.proc = 0xffffffff0401e172ull;
-	c.caps.proc2 = 0xffffffff00000000ull;
-	c.caps.exit = 0xffffffff00036dffull;
-	c.caps.entry = 0xffffffff000011ffull;
+	vmx_cpu_with_caps(&c);
 	assert_int_equal(vmx_compute_controls(&c, true, why, sizeof(why)), 0);
 	assert_int_equal(c.entry_ctls & ENTRY_LOAD_LBR_CTL, 0);
 	assert_int_equal(c.exit_ctls & EXIT_CLEAR_LBR_CTL, 0);
@@ -289,12 +285,7 @@ static void test_perf_global_ctrl_switch(void **state)
 	char why[120];
 
 	(void)state;
-	memset(&c, 0, sizeof(c));
-	c.caps.pin = 0xffffffff00000016ull;
-	c.caps.proc = 0xffffffff0401e172ull;
-	c.caps.proc2 = 0xffffffff00000000ull;
-	c.caps.exit = 0xffffffff00036dffull;
-	c.caps.entry = 0xffffffff000011ffull;
+	vmx_cpu_with_caps(&c);
 	hw_fake_set_cpuid(0, 0, 0x16, 0, 0, 0);
 	hw_fake_set_cpuid(0xa, 0, 0x07300404, 0, 0, 0);
 	assert_int_equal(vmx_compute_controls(&c, true, why, sizeof(why)), 0);
