@@ -793,6 +793,22 @@ static int pt_window_setup(struct per_cpu *cpu)
  * ring or the record ring refused something (the caller closes the
  * window, TV_TRIG_FULL); the loss is counted in the stream already.
  */
+/* A pt_drain (or pt_on_pmi) error: counted, logged (TraceEn in root once). */
+static void pt_drain_failed(struct per_cpu *cpu, int rc)
+{
+	struct trace_cpu *t = &cpu->trace;
+
+	t->pt_drain_errors++;
+	if (rc == PT_ERR_BUSY) {
+		if (!t->pt_busy_logged)
+			log_err("trace: cpu %u: IA32_RTIT_CTL.TraceEn set in VMX root: nothing drained",
+				cpu->index);
+		t->pt_busy_logged = true;
+	} else {
+		log_warn("trace: cpu %u: pt drain: %s (gap counted)", cpu->index, pt_strerror(rc));
+	}
+}
+
 static bool pt_drain_now(struct per_cpu *cpu)
 {
 	struct trace_cpu *t = &cpu->trace;
@@ -800,16 +816,8 @@ static bool pt_drain_now(struct per_cpu *cpu)
 	uint64_t refused = t->pt.stats.sink_dropped + t->pt.stats.syncs_dropped;
 	int rc = pt_drain(&t->pt, &sink, t->ring, hw_rdtsc());
 
-	if (rc == PT_ERR_BUSY) {
-		t->pt_drain_errors++;
-		if (!t->pt_busy_logged)
-			log_err("trace: cpu %u: IA32_RTIT_CTL.TraceEn set in VMX root: nothing drained",
-				cpu->index);
-		t->pt_busy_logged = true;
-	} else if (rc) {
-		t->pt_drain_errors++;
-		log_warn("trace: cpu %u: pt drain: %s (gap counted)", cpu->index, pt_strerror(rc));
-	}
+	if (rc)
+		pt_drain_failed(cpu, rc);
 	return t->pt.stats.sink_dropped + t->pt.stats.syncs_dropped != refused;
 }
 
@@ -936,7 +944,6 @@ static bool lbr_drain(struct trace_cpu *t)
  * backends' (docs/TRACE-MSR-POLICY.md); 63 (CondChgd) raises no PMI.
  */
 #define PMI_GUEST_STATUS 0x0001ffffffffffffull
-#define MSR_PERF_GLOBAL_STATUS 0x38eu
 
 static bool pmi_source(void)
 {
@@ -1063,7 +1070,6 @@ static void pmi_log(struct per_cpu *cpu)
 #define PMC_OS              (1ull << 17)
 #define PMC_INT             (1ull << 20)
 #define PMC_EN              (1ull << 22)
-#define PMC_STATUS_LBR_FRZ  (1ull << 58)
 
 /* The counter from -period (a legacy write: bits 31:0, sign-extended). */
 static void pmc_load(struct trace_cpu *t)
@@ -1102,7 +1108,7 @@ static int pmc_arm(struct per_cpu *cpu)
 	hw_wrmsr(PMC_EVTSEL(t->pmc_idx), 0);
 	pmc_load(t);
 	hw_wrmsr(PMC_EVTSEL(t->pmc_idx), PMC_EVENT_BRANCHES | PMC_USR | PMC_OS | PMC_INT | PMC_EN);
-	hw_wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, (1ull << t->pmc_idx) | PMC_STATUS_LBR_FRZ);
+	hw_wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, (1ull << t->pmc_idx) | LBR_GLOBAL_STATUS_LBR_FRZ);
 	vmcs_write(VMCS_GUEST_IA32_PERF_GLOBAL_CTRL,
 		   vmcs_get(VMCS_GUEST_IA32_PERF_GLOBAL_CTRL) | 1ull << t->pmc_idx);
 	t->pmc_on = true;
@@ -1114,7 +1120,7 @@ static void pmc_disarm(struct trace_cpu *t)
 	if (!t->pmc_on)
 		return;
 	hw_wrmsr(PMC_EVTSEL(t->pmc_idx), 0);
-	hw_wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, (1ull << t->pmc_idx) | PMC_STATUS_LBR_FRZ);
+	hw_wrmsr(MSR_IA32_PERF_GLOBAL_OVF_CTRL, (1ull << t->pmc_idx) | LBR_GLOBAL_STATUS_LBR_FRZ);
 	vmcs_write(VMCS_GUEST_IA32_PERF_GLOBAL_CTRL,
 		   vmcs_get(VMCS_GUEST_IA32_PERF_GLOBAL_CTRL) & ~(1ull << t->pmc_idx));
 	t->pmc_on = false;
@@ -1131,7 +1137,7 @@ static bool lbr_pmi_now(struct per_cpu *cpu, uint64_t *other, bool *full)
 	struct trace_cpu *t = &cpu->trace;
 	uint64_t dbg = vmcs_get(VMCS_GUEST_IA32_DEBUGCTL), d = dbg;
 	uint64_t rec = t->lbr.stats.recorded, dropped = t->lbr.stats.dropped;
-	uint64_t st = hw_rdmsr(MSR_PERF_GLOBAL_STATUS);
+	uint64_t st = hw_rdmsr(MSR_IA32_PERF_GLOBAL_STATUS);
 	int rc = lbr_pmi(&t->lbr, t->ring, cpu_filter(t), &d);
 
 	*other = st & PMI_GUEST_STATUS & ~(1ull << t->pmc_idx);
@@ -1175,7 +1181,7 @@ enum exit_action trace_nmi_exit(struct exit_ctx *ctx)
 		full = t->bts.stats.dropped != dropped;
 		/* bts_on_pmi cleared OvfBuffer; what is left is the guest's */
 		if (t->bts_caps.pmu_version >= 2)
-			other = hw_rdmsr(MSR_PERF_GLOBAL_STATUS) & PMI_GUEST_STATUS;
+			other = hw_rdmsr(MSR_IA32_PERF_GLOBAL_STATUS) & PMI_GUEST_STATUS;
 		break;
 	}
 	case TV_SOURCE_LBR:
@@ -1188,11 +1194,8 @@ enum exit_action trace_nmi_exit(struct exit_ctx *ctx)
 		int rc = pt_on_pmi(&t->pt, &sink, t->ring, hw_rdtsc(), &other);
 
 		ours = rc == PT_PMI_OURS || (rc < 0 && rc != PT_ERR_INVAL);
-		if (rc < 0) {
-			t->pt_drain_errors++;
-			log_warn("trace: cpu %u: pt drain on PMI: %s (gap counted)", cpu->index,
-				 pt_strerror(rc));
-		}
+		if (rc < 0)
+			pt_drain_failed(cpu, rc);
 		other &= PMI_GUEST_STATUS;
 		full = t->pt.stats.sink_dropped + t->pt.stats.syncs_dropped != refused;
 		break;
@@ -1583,7 +1586,7 @@ void trace_before_entry(struct per_cpu *cpu)
 		 * as the guest left it).
 		 */
 		if (t->active && t->pmc_on &&
-		    (hw_rdmsr(MSR_PERF_GLOBAL_STATUS) & ((1ull << t->pmc_idx) | PMC_STATUS_LBR_FRZ))) {
+		    (hw_rdmsr(MSR_IA32_PERF_GLOBAL_STATUS) & ((1ull << t->pmc_idx) | LBR_GLOBAL_STATUS_LBR_FRZ))) {
 			/* overflowed before this exit: its PMI is on the way or was taken in root */
 			uint64_t other;
 			bool full;
