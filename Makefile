@@ -118,7 +118,7 @@ $(BUILD)/lbrtest.so: $(LBRTEST_OBJS) linker.ld
 all: $(BUILD)/lbrtest.efi
 
 # --- guest program of the Bochs BTS model test (docs/BOCHS-MODEL.md) ----------
-BTSTEST_SRCS := tests/payload/btstest.c tests/payload/bts_branches.S vmm/hw/hw_x86.c
+BTSTEST_SRCS := tests/payload/btstest.c tests/payload/bts_branches.S tests/payload/guest_helpers.S vmm/hw/hw_x86.c
 BTSTEST_OBJS := $(patsubst %.S,$(BUILD)/efi/%.o,$(patsubst %.c,$(BUILD)/efi/%.o,$(BTSTEST_SRCS)))
 $(BUILD)/btstest.so: $(BTSTEST_OBJS) linker.ld
 	@echo "  LD      $@"
@@ -149,7 +149,7 @@ all: $(BUILD)/tracevisor.efi $(BUILD)/payload.efi tools
 
 # --- Intel PT model test (tests/bochs/pt-model.sh, docs/BOCHS-MODEL.md): the
 # guest program and the host-side libipt decoder (built where libipt-dev is)
-PTTEST_SRCS := tests/payload/pttest.c tests/payload/pt_code.S vmm/hw/hw_x86.c
+PTTEST_SRCS := tests/payload/pttest.c tests/payload/pt_code.S tests/payload/guest_helpers.S vmm/hw/hw_x86.c
 PTTEST_OBJS := $(patsubst %.S,$(BUILD)/efi/%.o,$(patsubst %.c,$(BUILD)/efi/%.o,$(PTTEST_SRCS)))
 $(BUILD)/pttest.so: $(PTTEST_OBJS) linker.ld
 	@echo "  LD      $@"

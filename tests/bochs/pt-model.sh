@@ -3,9 +3,10 @@
 # 0003 and 0004, docs/BOCHS-MODEL.md) checked against ground truth,
 # without tracevisor.
 #
-# build/pttest.efi (tests/payload/pttest.c + pt_code.S) runs as OVMF's boot
-# program on one CPU with `cpu: pt=1`, runs known code with PT on under
-# several configurations and dumps each run's raw PT output.  Checked here,
+# build/pttest.efi (tests/payload/pttest.c + pt_code.S, VMX entry from the
+# shared guest_vmx.h/guest_helpers.S) runs as OVMF's boot program on one
+# CPU with `cpu: pt=1`, runs known code with PT on under several
+# configurations and dumps each run's raw PT output.  Checked here,
 # with our libipt-based decoder build/pt-flow (tests/bochs/pt_flow.c):
 #   - CPUID.(7,0):EBX[25] and leaf 14H advertise exactly the modelled subset;
 #     MSR accesses that must #GP do, and those that must not do not;
@@ -352,15 +353,16 @@ vmfield() { awk -v n="$1" -v f="$2" '$1 == "PTTEST" && $2 == "vmxrun" && $3 == n
 # pktseq NAME: the run's packets, one word each (pip with its NR bit)
 pktseq() { awk '$1 ~ /^0x/ { w = $2; if (w == "pip") w = w "/" $4; printf "%s ", w }' "$work/$1.pkt"; }
 # the guest's instructions (CALL, RET, XOR, JZ) up to its VMCALL
-guest_ips=$(printf '%s %s %s %s' "$(addr ptt_guest)" "$(addr ptt_guest_leaf)" \
-	"$(printf '0x%016x' $((base + symtab[ptt_guest] + 5)))" "$(printf '0x%016x' $((base + symtab[ptt_guest] + 7)))")
+# (guest_vmx_guest, tests/payload/guest_helpers.S)
+guest_ips=$(printf '%s %s %s %s' "$(addr guest_vmx_guest)" "$(addr guest_vmx_guest_leaf)" \
+	"$(addr guest_vmx_guest_ret)" "$(addr guest_vmx_guest_jz)")
 # vm_guest_flow NAME: libipt's flow is the guest's 4 instructions, enabled
-# at ptt_guest, async-disabled at its VMCALL (the FUP of the VM exit)
+# at guest_vmx_guest, async-disabled at its VMCALL (the FUP of the VM exit)
 vm_guest_flow() {
 	flow "$1"
 	[ "$(cat "$work/$1.flow.rc")" = 0 ] && [ "$(tr '\n' ' ' <"$work/$1.ips")" = "$guest_ips " ] &&
-		grep -q "^# event enabled $(addr ptt_guest)$" "$work/$1.flow" &&
-		[ "$(grep '^# event async-disabled' "$work/$1.flow" | tail -1)" = "# event async-disabled at $(addr ptt_guest_vmcall)" ]
+		grep -q "^# event enabled $(addr guest_vmx_guest)$" "$work/$1.flow" &&
+		[ "$(grep '^# event async-disabled' "$work/$1.flow" | tail -1)" = "# event async-disabled at $(addr guest_vmx_guest_exit)" ]
 }
 for r in vmentry vmroot vmbad vmnoctl; do
 	extract $r
@@ -385,8 +387,8 @@ fi
 seq=$(pktseq vmroot)
 if [ "$(vmfield vmroot reason)" = 0x0000000000000012 ] && [ "$(vmfield vmroot ctl-after)" = 0x0000000000000000 ] &&
 	[ "$seq" = "psb cbr mode pip/nr=0 psbend tip.pge fup tip.pgd cbr pip/nr=1 tip.pge tnt.8 fup tip.pgd " ] &&
-	vm_guest_flow vmroot && grep -q "^# event enabled $(addr ptt_vmlaunch)$" "$work/vmroot.flow" &&
-	grep -q "^# event async-disabled at $(addr ptt_vmlaunch)$" "$work/vmroot.flow"; then
+	vm_guest_flow vmroot && grep -q "^# event enabled $(addr guest_vmx_wrmsr_vmlaunch)$" "$work/vmroot.flow" &&
+	grep -q "^# event async-disabled at $(addr guest_vmx_wrmsr_vmlaunch)$" "$work/vmroot.flow"; then
 	tv_ok "pt-model: VM entry while the host traces root: FUP at the VMLAUNCH + TIP.PGD first, then the guest's trace"
 else
 	tv_fail "pt-model: VM entry while the host traces root" "$(grep -m1 'vmxrun vmroot' <<<"$out"); packets: $seq; flow: $(grep -v '^# event type' "$work/vmroot.flow" | tr '\n' ' ')"

@@ -35,6 +35,7 @@
 
 #include "vmm/hw.h"
 #include "vmm/vmx_defs.h"
+#include "tests/payload/guest_efi.h"
 #include "tests/payload/guest_helpers.h"
 #include "tests/payload/guest_idt.h"
 #include "tests/payload/guest_lapic.h"
@@ -348,13 +349,12 @@ static void msr_checks(void)
 static void vmx_run(const char *name, uint32_t *vmcs, uint64_t guest_sp, uint32_t entry,
 		    uint32_t exit_ctls, uint64_t field)
 {
-	uint64_t pa = (uint64_t)(uintptr_t)vmcs, reason = ~0ull, after = ~0ull, ctl = ~0ull;
+	uint64_t reason = ~0ull, after = ~0ull, ctl = ~0ull;
 	char line[240], *p, rec[40];
 	int rc = -1, wr = 1;
 
-	vmcs[0] = VMX_BASIC_REVISION(hw_rdmsr(MSR_IA32_VMX_BASIC));
 	hw_wrmsr(MSR_LBR_DEPTH, 32);
-	if (hw_vmclear(pa) == 0 && hw_vmptrld(pa) == 0 &&
+	if (vmcs_load(vmcs) == 0 &&
 	    vmcs_setup(entry, exit_ctls, guest_sp, (uint64_t)(uintptr_t)guest_vmx_guest) == 0) {
 		wr = vmcs_w(VMCS_GUEST_IA32_LBR_CTL, field);
 		hw_wrmsr(MSR_LBR_CTL, ROOT_CTL);
@@ -425,8 +425,6 @@ static void vmx_check(uint8_t *pages)
 	vmx_leave(vmcs, on, saved_cr);
 }
 
-EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab);
-
 EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 {
 	EFI_PHYSICAL_ADDRESS pages = 0;
@@ -434,9 +432,7 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	char line[200], *p;
 
 	(void)image;
-	p = append(line, "ALBTEST base albt_run ");
-	hex(p, (uint64_t)(uintptr_t)albt_run);
-	say(line);
+	com1_say_hex("ALBTEST base albt_run ", (uint64_t)(uintptr_t)albt_run);
 	say_cpuid();
 	p = append(line, "ALBTEST reset ctl ");
 	p = hex(p, hw_rdmsr(MSR_LBR_CTL));
@@ -446,12 +442,10 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	/* IA32_PERF_GLOBAL_CTRL is 0xF after RESET (patch 0005): off but in
 	 * the freeze runs, so no counter counts the branches around them. */
 	hw_wrmsr(MSR_PERF_GLOBAL_CTRL, 0);
-	if (systab->BootServices->AllocatePages(AllocateAnyPages, EfiLoaderData, 3, &pages) != EFI_SUCCESS) {
+	if (guest_alloc_pages(systab, 3, &pages)) {
 		say("ALBTEST error no pages");
 		goto out;
 	}
-	for (uint32_t i = 0; i < 3 * 4096 / 8; i++)
-		((uint64_t *)(uintptr_t)pages)[i] = 0;
 
 	/* No interrupt but our own may land in the runs: its delivery would be
 	 * recorded. */
@@ -469,9 +463,5 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	systab->BootServices->FreePages(pages, 3);
 	say("ALBTEST done");
 out:
-	systab->RuntimeServices->ResetSystem(EfiResetShutdown, EFI_SUCCESS, 0, NULL);
-	for (const char *s = "Shutdown"; *s; s++)
-		hw_outb(0x8900, (uint8_t)*s);
-	for (;;)
-		hw_halt();
+	guest_shutdown(systab);
 }

@@ -2,7 +2,7 @@
 /*
  * bts_branches.S - the known branches of lbr_branches.S, run under the
  * Bochs BTS model (tests/bochs/bts-model.sh, docs/BOCHS-MODEL.md), and the
- * interrupt handlers btstest.c installs.
+ * PMI handler btstest.c installs (its #GP probe is guest_helpers.S's).
  *
  * The sequence is lbr_branches.S's BRANCHES/LEAVES macros with the prefix
  * btst (its 9 taken branches are listed there); that file is included
@@ -59,34 +59,10 @@ btst_pmi:
 	iretq
 	.size	btst_pmi, . - btst_pmi
 
-/* #GP handler for the WRMSR probes: counts and skips the 2-byte WRMSR. */
-	.globl	btst_gp
-	.type	btst_gp, @function
-btst_gp:
-	incq	btst_gp_count(%rip)
-	addq	$8, %rsp		/* the error code */
-	addq	$2, (%rsp)		/* past the wrmsr */
-	iretq
-	.size	btst_gp, . - btst_gp
-
-/* void btst_wrmsr(uint32_t msr, uint64_t value): a bare WRMSR (2 bytes,
- * the #GP handler above skips it). */
-	.globl	btst_wrmsr
-	.type	btst_wrmsr, @function
-btst_wrmsr:
-	movl	%edi, %ecx
-	movq	%rsi, %rax
-	movq	%rsi, %rdx
-	shrq	$32, %rdx
-	wrmsr
-	ret
-	.size	btst_wrmsr, . - btst_wrmsr
-
 	.data
 	.balign	8
-	.globl	btst_pmi_count, btst_pmi_rip, btst_gp_count
+	.globl	btst_pmi_count, btst_pmi_rip
 btst_pmi_count:	.quad	0
 btst_pmi_rip:	.quad	0
-btst_gp_count:	.quad	0
 
 	.section .note.GNU-stack, "", @progbits

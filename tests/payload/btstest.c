@@ -31,18 +31,17 @@
 #include <stdint.h>
 
 #include "vmm/hw.h"
+#include "tests/payload/guest_efi.h"
+#include "tests/payload/guest_helpers.h"
 #include "tests/payload/guest_idt.h"
+#include "tests/payload/guest_lapic.h"
 #include "tests/payload/guest_out.h"
 
-#define MSR_APIC_BASE 0x1b
 #define MSR_MISC_ENABLE 0x1a0
 #define MSR_DEBUGCTL 0x1d9
 #define MSR_PERF_GLOBAL_STATUS 0x38e
 #define MSR_PERF_GLOBAL_STATUS_RESET 0x390
 #define MSR_DS_AREA 0x600
-#define MSR_X2APIC_EOI 0x80b
-#define MSR_X2APIC_IRR0 0x820
-#define MSR_X2APIC_LVT_PMI 0x834
 
 #define DEBUGCTL_TR (1u << 6)
 #define DEBUGCTL_BTS (1u << 7)
@@ -77,56 +76,15 @@ _Static_assert(sizeof(struct bts_record) == 24, "64-bit BTS record");
 void btst_run(uint64_t debugctl);
 void btst_sti_window(void);
 void btst_pmi(void);
-void btst_gp(void);
-void btst_wrmsr(uint32_t msr, uint64_t value);
-extern uint64_t btst_pmi_count, btst_pmi_rip, btst_gp_count;
+extern uint64_t btst_pmi_count, btst_pmi_rip;
 
 static struct ds_area *ds;
 static struct bts_record *buf;
-static int x2apic;
 
 static void say(const char *s)
 {
 	com1_puts(s);
 	com1_puts("\r\n");
-}
-
-/* The local APIC's LVT performance monitoring entry and EOI, xAPIC MMIO
- * or x2APIC MSRs, whichever mode the firmware left. */
-static volatile uint32_t *lapic_reg(uint32_t off)
-{
-	uint64_t base = hw_rdmsr(MSR_APIC_BASE) & ~0xfffull;
-
-	return (volatile uint32_t *)(uintptr_t)(base + off);
-}
-
-static uint32_t lvt_pmi_read(void)
-{
-	return x2apic ? (uint32_t)hw_rdmsr(MSR_X2APIC_LVT_PMI) : *lapic_reg(0x340);
-}
-
-static void lvt_pmi_write(uint32_t v)
-{
-	if (x2apic)
-		hw_wrmsr(MSR_X2APIC_LVT_PMI, v);
-	else
-		*lapic_reg(0x340) = v;
-}
-
-/* Is vector v requested in the IRR (SDM 3A "Interrupt Request Register")? */
-static int lapic_irr(unsigned v)
-{
-	uint32_t w = x2apic ? (uint32_t)hw_rdmsr(MSR_X2APIC_IRR0 + v / 32) : *lapic_reg(0x200 + 0x10 * (v / 32));
-
-	return (w >> (v % 32)) & 1;
-}
-
-static void lapic_eoi(void)
-{
-	if (x2apic)
-		hw_wrmsr(MSR_X2APIC_EOI, 0);
-	else
-		*lapic_reg(0xb0) = 0;
 }
 
 /* One run: a buffer of 'slots' records (threshold at record 'thr'), the
@@ -188,8 +146,6 @@ static void bts_run(const char *name, uint64_t ctl, uint32_t slots, uint32_t thr
 	}
 }
 
-EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab);
-
 EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 {
 	struct hw_cpuid_regs r;
@@ -199,21 +155,17 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	char line[200], *p;
 
 	(void)image;
-	p = append(line, "BTSTEST base btst_run ");
-	hex(p, (uint64_t)(uintptr_t)btst_run);
-	say(line);
+	com1_say_hex("BTSTEST base btst_run ", (uint64_t)(uintptr_t)btst_run);
 
-	/* One page of its own for the DS save area and the buffer: present,
-	 * writable, not shared with code (SDM 3B "Setting Up the DS Save Area"). */
-	if (systab->BootServices->AllocatePages(AllocateAnyPages, EfiLoaderData, 1, &page) != EFI_SUCCESS) {
+	/* One page of its own (zeroed) for the DS save area and the buffer:
+	 * present, writable, not shared with code (SDM 3B "Setting Up the DS
+	 * Save Area"). */
+	if (guest_alloc_pages(systab, 1, &page)) {
 		say("BTSTEST error no page");
 		goto out;
 	}
 	ds = (struct ds_area *)(uintptr_t)page;
 	buf = (struct bts_record *)(uintptr_t)(page + 0x100);
-	for (uint32_t i = 0; i < sizeof(*ds) / 8; i++)
-		((uint64_t *)ds)[i] = 0;
-	x2apic = (hw_rdmsr(MSR_APIC_BASE) >> 10) & 1;
 
 	hw_cpuid(1, 0, &r);
 	p = append(line, "BTSTEST cpuid ds ");
@@ -228,13 +180,13 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 
 	/* No interrupt may land in the runs: its records would be in the buffer. */
 	hw_cli();
-	set_gate(13, btst_gp, saved_gp);
+	set_gate(13, guest_gp, saved_gp);
 	hw_wrmsr(MSR_DS_AREA, 0x1000);
-	btst_wrmsr(MSR_DS_AREA, 0x0000800000000000ull); /* non-canonical: #GP */
+	guest_wrmsr(MSR_DS_AREA, 0x0000800000000000ull); /* non-canonical: #GP */
 	p = append(line, "BTSTEST dsarea ");
 	p = hex(p, hw_rdmsr(MSR_DS_AREA));
 	p = append(p, " gp ");
-	dec(p, btst_gp_count);
+	dec(p, guest_gp_count);
 	say(line);
 	restore_gate(13, saved_gp);
 
@@ -271,9 +223,5 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	systab->BootServices->FreePages(page, 1);
 	say("BTSTEST done");
 out:
-	systab->RuntimeServices->ResetSystem(EfiResetShutdown, EFI_SUCCESS, 0, NULL);
-	for (const char *s = "Shutdown"; *s; s++)
-		hw_outb(0x8900, (uint8_t)*s);
-	for (;;)
-		hw_halt();
+	guest_shutdown(systab);
 }

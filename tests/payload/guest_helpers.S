@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * guest_helpers.S - assembly helpers shared by the bench's guest programs
- * (tests/payload/pmctest.c, archlbrtest.c; declared in guest_helpers.h):
- * a #GP handler for WRMSR/RDMSR probes, bare WRMSR/RDMSR, VMLAUNCH with
- * the exit coming back into the caller, and a tiny VMX guest.
+ * (tests/payload/pmctest.c, archlbrtest.c, pttest.c, btstest.c; declared
+ * in guest_helpers.h): a #GP handler for WRMSR/RDMSR probes, bare
+ * WRMSR/RDMSR, VMLAUNCH with the exit coming back into the caller (with
+ * or without an MSR write right before it), and a tiny VMX guest.
  */
 	.text
 
@@ -44,14 +45,18 @@ guest_rdmsr:
 	.size	guest_rdmsr, . - guest_rdmsr
 
 /*
- * int guest_vmx_launch(void): see guest_helpers.h.  The VM exit leaves
- * GDTR and IDTR with limit 0xFFFF (SDM 3C "Loading Host Segment and
- * Descriptor-Table Registers"): both are reloaded as they were.
- * Callee-saved registers are preserved.
+ * int guest_vmx_launch(void) and
+ * int guest_vmx_launch_wrmsr(uint32_t msr, uint64_t value): see
+ * guest_helpers.h.  One body (VMX_LAUNCH); the second writes the MSR right
+ * before its VMLAUNCH (at guest_vmx_wrmsr_vmlaunch), the first has no
+ * instruction of that.  The VM exit leaves GDTR and IDTR with limit 0xFFFF
+ * (SDM 3C "Loading Host Segment and Descriptor-Table Registers"): both are
+ * reloaded as they were.  Callee-saved registers are preserved.
  */
-	.globl	guest_vmx_launch
-	.type	guest_vmx_launch, @function
-guest_vmx_launch:
+.macro VMX_LAUNCH name, wrmsr
+	.globl	\name
+	.type	\name, @function
+\name:
 	pushq	%rbx
 	pushq	%rbp
 	pushq	%r12
@@ -63,17 +68,26 @@ guest_vmx_launch:
 	sidt	16(%rsp)
 	movl	$0x6c14, %eax		/* HOST_RSP */
 	vmwrite	%rsp, %rax
-	leaq	.Lvmexit(%rip), %rdx
+	leaq	.Lvmexit\@(%rip), %rdx
 	movl	$0x6c16, %eax		/* HOST_RIP */
 	vmwrite	%rdx, %rax
+.if \wrmsr
+	movl	%edi, %ecx
+	movq	%rsi, %rax
+	movq	%rsi, %rdx
+	shrq	$32, %rdx
+	wrmsr				/* its next IP: the VMLAUNCH */
+	.globl	guest_vmx_wrmsr_vmlaunch
+guest_vmx_wrmsr_vmlaunch:
+.endif
 	vmlaunch
 	movl	$1, %eax
-	jmp	.Lvmdone
-.Lvmexit:
+	jmp	.Lvmdone\@
+.Lvmexit\@:
 	lgdt	(%rsp)
 	lidt	16(%rsp)
 	xorl	%eax, %eax
-.Lvmdone:
+.Lvmdone\@:
 	addq	$40, %rsp
 	popq	%r15
 	popq	%r14
@@ -82,7 +96,11 @@ guest_vmx_launch:
 	popq	%rbp
 	popq	%rbx
 	ret
-	.size	guest_vmx_launch, . - guest_vmx_launch
+	.size	\name, . - \name
+.endm
+
+	VMX_LAUNCH guest_vmx_launch, 0
+	VMX_LAUNCH guest_vmx_launch_wrmsr, 1
 
 /* guest_vmx_guest: see guest_helpers.h. */
 	.globl	guest_vmx_guest, guest_vmx_guest_leaf, guest_vmx_guest_ret

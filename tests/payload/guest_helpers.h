@@ -2,7 +2,7 @@
 /*
  * guest_helpers.h - the assembly helpers of tests/payload/guest_helpers.S,
  * shared by the bench's guest programs that probe for #GP or enter a VMX
- * guest (tests/payload/pmctest.c, archlbrtest.c).
+ * guest (tests/payload/pmctest.c, archlbrtest.c, pttest.c, btstest.c).
  */
 #ifndef TV_GUEST_HELPERS_H
 #define TV_GUEST_HELPERS_H
@@ -31,11 +31,19 @@ uint64_t guest_rdmsr(uint32_t msr);
 int guest_vmx_launch(void);
 
 /*
+ * guest_vmx_launch_wrmsr: the same, with a WRMSR of value to msr right
+ * before the VMLAUNCH (at guest_vmx_wrmsr_vmlaunch, the WRMSR's next IP):
+ * e.g. IA32_RTIT_CTL, so that the host traces VMX root up to the entry.
+ */
+int guest_vmx_launch_wrmsr(uint32_t msr, uint64_t value);
+
+/*
  * guest_vmx_guest: a VMX guest for GUEST_RIP (same address space, GDT and
  * IDT as the host): three branch instructions, all taken -- a CALL to
  * guest_vmx_guest_leaf, its RET to guest_vmx_guest_ret, a JZ from
  * guest_vmx_guest_jz to guest_vmx_guest_exit -- then VMCALL (at
- * guest_vmx_guest_exit), which exits; never resumed.
+ * guest_vmx_guest_exit), which exits; never resumed.  For Intel PT: one
+ * compressible RET and one Jcc (two TNT bits).
  */
 void guest_vmx_guest(void);
 

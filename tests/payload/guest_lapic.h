@@ -2,9 +2,9 @@
 /*
  * guest_lapic.h - local APIC helpers shared by the bench's guest programs
  * that take or mask the performance-monitoring interrupt
- * (tests/payload/pmctest.c, archlbrtest.c): the LVT performance
- * monitoring counters entry, the IRR and EOI, in xAPIC (MMIO at
- * IA32_APIC_BASE) or x2APIC (MSR) mode, whichever the firmware left on.
+ * (tests/payload/pmctest.c, archlbrtest.c, btstest.c, pttest.c): the LVT
+ * performance monitoring counters entry, the IRR and EOI, in xAPIC (MMIO
+ * at IA32_APIC_BASE) or x2APIC (MSR) mode, whichever the firmware left on.
  * Each program includes it once.
  */
 #ifndef TV_GUEST_LAPIC_H

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * guest_out.h - output helpers shared by the bench's guest programs
- * (tests/payload/payload.c, tests/payload/lbrtest.c): polled COM1 and
- * number formatting without a libc.  Each program includes it once.
+ * (tests/payload/payload.c, lbrtest.c and the model tests' programs):
+ * polled COM1 and number formatting without a libc.  Each program
+ * includes it once.
  */
 #ifndef TV_GUEST_OUT_H
 #define TV_GUEST_OUT_H
@@ -57,6 +58,17 @@ static char *append(char *p, const char *s)
 		*p++ = *s++;
 	*p = '\0';
 	return p;
+}
+
+/* One COM1 line: text, v as hex() writes it, CR LF. */
+static inline void com1_say_hex(const char *text, uint64_t v)
+{
+	char num[24];
+
+	hex(num, v);
+	com1_puts(text);
+	com1_puts(num);
+	com1_puts("\r\n");
 }
 
 #endif /* TV_GUEST_OUT_H */

@@ -2,7 +2,7 @@
 /*
  * guest_vmx.h - a minimal VM entry for the bench's guest programs that
  * check VMX interplay of a trace-hardware model (tests/payload/pmctest.c,
- * archlbrtest.c): VMXON, a VMCS whose guest is the very machine state of
+ * archlbrtest.c, pttest.c): VMXON, a VMCS whose guest is the very machine state of
  * the caller at a given RIP (same address space, GDT, IDT), the allowed
  * control settings from the capability MSRs.  The VMLAUNCH itself and the
  * guest are guest_helpers.S's.  Each program includes it once.
@@ -79,6 +79,16 @@ static inline uint64_t vmcs_r(uint32_t field)
 	uint64_t v = 0;
 
 	return hw_vmread(field, &v) ? ~0ull : v;
+}
+
+/* The 4 KiB page vmcs as the current VMCS: revision identifier, VMCLEAR,
+ * VMPTRLD.  0, or 1 when either failed. */
+static inline int vmcs_load(uint32_t *vmcs)
+{
+	uint64_t pa = (uint64_t)(uintptr_t)vmcs;
+
+	vmcs[0] = VMX_BASIC_REVISION(hw_rdmsr(MSR_IA32_VMX_BASIC));
+	return hw_vmclear(pa) != 0 || hw_vmptrld(pa) != 0;
 }
 
 /* The current VMCS for a guest that runs at guest_rip in this very address
@@ -190,18 +200,30 @@ static inline int vmx_available(void)
 	return 1;
 }
 
-/* CR0/CR4 to the VMX fixed bits with CR4.VMXE, then VMXON with the
- * 4 KiB region vmxon_page; the old CR0/CR4 go to saved[0], saved[1] for
- * vmx_leave.  Returns 0, or the VMXON failure. */
-static inline int vmx_enter(uint32_t *vmxon_page, uint64_t saved[2])
+/* CR0/CR4 to the VMX fixed bits with CR4.VMXE; the old CR0/CR4 go to
+ * saved[0], saved[1] for vmx_leave. */
+static inline void vmx_set_cr(uint64_t saved[2])
 {
 	saved[0] = hw_read_cr0();
 	saved[1] = hw_read_cr4();
 	hw_write_cr0((saved[0] | hw_rdmsr(MSR_IA32_VMX_CR0_FIXED0)) & hw_rdmsr(MSR_IA32_VMX_CR0_FIXED1));
 	hw_write_cr4((saved[1] | hw_rdmsr(MSR_IA32_VMX_CR4_FIXED0) | (1ull << 13)) &
 		     hw_rdmsr(MSR_IA32_VMX_CR4_FIXED1));
+}
+
+/* VMXON with the 4 KiB region vmxon_page (after vmx_set_cr).  Returns 0,
+ * or the VMXON failure. */
+static inline int vmx_on(uint32_t *vmxon_page)
+{
 	vmxon_page[0] = VMX_BASIC_REVISION(hw_rdmsr(MSR_IA32_VMX_BASIC));
 	return hw_vmxon((uint64_t)(uintptr_t)vmxon_page);
+}
+
+/* vmx_set_cr, then vmx_on. */
+static inline int vmx_enter(uint32_t *vmxon_page, uint64_t saved[2])
+{
+	vmx_set_cr(saved);
+	return vmx_on(vmxon_page);
 }
 
 /* VMCLEAR vmcs (if not 0), VMXOFF (after a successful vmx_enter), CR0/CR4

@@ -38,6 +38,7 @@
 
 #include "vmm/hw.h"
 #include "vmm/vmx_defs.h"
+#include "tests/payload/guest_efi.h"
 #include "tests/payload/guest_helpers.h"
 #include "tests/payload/guest_idt.h"
 #include "tests/payload/guest_lapic.h"
@@ -362,14 +363,13 @@ static void msr_checks(void)
 static void vmx_run(const char *name, uint32_t *vmcs, uint64_t guest_sp, uint32_t entry,
 		    uint32_t exit_ctls, uint64_t guest_gctl, uint64_t host_gctl)
 {
-	uint64_t pa = (uint64_t)(uintptr_t)vmcs, reason = ~0ull, field = ~0ull, err = 0, pmc0, gctl;
+	uint64_t reason = ~0ull, field = ~0ull, err = 0, pmc0, gctl;
 	char line[240], *p;
 	int rc = -1;
 
-	vmcs[0] = VMX_BASIC_REVISION(hw_rdmsr(MSR_IA32_VMX_BASIC));
 	hw_wrmsr(MSR_PERFEVTSEL0, BR_ALL | EVT_OS | EVT_USR | EVT_EN);
 	hw_wrmsr(MSR_A_PMC0, 0);
-	if (hw_vmclear(pa) == 0 && hw_vmptrld(pa) == 0 &&
+	if (vmcs_load(vmcs) == 0 &&
 	    vmcs_setup(entry, exit_ctls, guest_sp, (uint64_t)(uintptr_t)guest_vmx_guest) == 0 &&
 	    vmcs_w(VMCS_GUEST_IA32_PERF_GLOBAL_CTRL, guest_gctl) == 0 &&
 	    vmcs_w(VMCS_HOST_IA32_PERF_GLOBAL_CTRL, host_gctl) == 0) {
@@ -453,8 +453,6 @@ static void vmx_check(uint8_t *pages)
 	vmx_leave(vmcs, on, saved_cr);
 }
 
-EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab);
-
 EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 {
 	struct hw_cpuid_regs r;
@@ -464,9 +462,7 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	char line[200], *p;
 
 	(void)image;
-	p = append(line, "PMCTEST base pmct_run ");
-	hex(p, (uint64_t)(uintptr_t)pmct_run);
-	say(line);
+	com1_say_hex("PMCTEST base pmct_run ", (uint64_t)(uintptr_t)pmct_run);
 	/* At RESET the general-purpose enables are 1: off until each run. */
 	gctl_reset = hw_rdmsr(MSR_PERF_GLOBAL_CTRL);
 	hw_wrmsr(MSR_PERF_GLOBAL_CTRL, 0);
@@ -478,12 +474,10 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	p = append(p, " gctl-reset ");
 	hex(p, gctl_reset);
 	say(line);
-	if (systab->BootServices->AllocatePages(AllocateAnyPages, EfiLoaderData, 3, &pages) != EFI_SUCCESS) {
+	if (guest_alloc_pages(systab, 3, &pages)) {
 		say("PMCTEST error no pages");
 		goto out;
 	}
-	for (uint32_t i = 0; i < 3 * 4096 / 8; i++)
-		((uint64_t *)(uintptr_t)pages)[i] = 0;
 	
 	/* No interrupt but our own may land in the runs: its branches would
 	 * count and its delivery would be recorded. */
@@ -509,9 +503,5 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	systab->BootServices->FreePages(pages, 3);
 	say("PMCTEST done");
 out:
-	systab->RuntimeServices->ResetSystem(EfiResetShutdown, EFI_SUCCESS, 0, NULL);
-	for (const char *s = "Shutdown"; *s; s++)
-		hw_outb(0x8900, (uint8_t)*s);
-	for (;;)
-		hw_halt();
+	guest_shutdown(systab);
 }

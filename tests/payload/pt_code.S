@@ -23,9 +23,7 @@
  * filter's range).
  * Clobbers rax, rcx, rdx, r8, r9 (caller-saved).
  *
- * For the VMX checks: ptt_vmx_launch (VMLAUNCH at ptt_vmlaunch, back at
- * the VM exit) and the guest ptt_guest (its RET at ptt_guest_leaf, its
- * VMCALL at ptt_guest_vmcall), below.
+ * The #GP handler and the VMX entry and guest are guest_helpers.S's.
  */
 	.text
 
@@ -140,16 +138,6 @@ ptt_far:
 	ret
 	.size	ptt_far, . - ptt_far
 
-/* #GP handler for the MSR checks: counts, skips the 2-byte RDMSR/WRMSR. */
-	.globl	ptt_gp
-	.type	ptt_gp, @function
-ptt_gp:
-	incq	ptt_gp_count(%rip)
-	addq	$8, %rsp		/* error code */
-	addq	$2, (%rsp)		/* past the faulting RDMSR/WRMSR */
-	iretq
-	.size	ptt_gp, . - ptt_gp
-
 /* #UD handler: resumes past the 2-byte UD2 at ptt_ud2. */
 	.globl	ptt_ud
 	.type	ptt_ud, @function
@@ -170,89 +158,13 @@ ptt_pmi:
 	iretq
 	.size	ptt_pmi, . - ptt_pmi
 
-/*
- * int ptt_vmx_launch(void): VMLAUNCH of the current VMCS, whose fields the
- * caller wrote except HOST_RSP and HOST_RIP (written here: the VM exit
- * comes back into this function).  With ptt_host_ctl != 0 it is written
- * to IA32_RTIT_CTL just before (the host traces VMX root up to the entry:
- * the WRMSR's next IP is the VMLAUNCH, ptt_vmlaunch).  Returns 0 after
- * the VM exit (the guest's, or a failed entry's), 1 when VMLAUNCH itself
- * failed (no exit).  The VM exit leaves GDTR and IDTR with limit 0xFFFF
- * (SDM 3C "Loading Host Segment and Descriptor-Table Registers"): both
- * are reloaded as they were.  Callee-saved registers are preserved.
- */
-	.globl	ptt_vmx_launch, ptt_vmlaunch
-	.type	ptt_vmx_launch, @function
-ptt_vmx_launch:
-	pushq	%rbx
-	pushq	%rbp
-	pushq	%r12
-	pushq	%r13
-	pushq	%r14
-	pushq	%r15
-	subq	$40, %rsp
-	sgdt	(%rsp)
-	sidt	16(%rsp)
-	movl	$0x6c14, %eax		/* HOST_RSP */
-	vmwrite	%rsp, %rax
-	leaq	.Lvmexit(%rip), %rdx
-	movl	$0x6c16, %eax		/* HOST_RIP */
-	vmwrite	%rdx, %rax
-	movq	ptt_host_ctl(%rip), %rax
-	testq	%rax, %rax
-	jz	ptt_vmlaunch
-	movq	%rax, %rdx
-	shrq	$32, %rdx
-	movl	$0x570, %ecx		/* IA32_RTIT_CTL */
-	wrmsr
-ptt_vmlaunch:
-	vmlaunch
-	movl	$1, %eax
-	jmp	.Lvmdone
-.Lvmexit:
-	lgdt	(%rsp)
-	lidt	16(%rsp)
-	xorl	%eax, %eax
-.Lvmdone:
-	addq	$40, %rsp
-	popq	%r15
-	popq	%r14
-	popq	%r13
-	popq	%r12
-	popq	%rbp
-	popq	%rbx
-	ret
-	.size	ptt_vmx_launch, . - ptt_vmx_launch
-
-/*
- * ptt_guest: the VMX guest (GUEST_RIP; same address space, GDT and IDT as
- * the host).  A near call whose RET is compressible (one TNT bit), a Jcc
- * taken (one TNT bit), then VMCALL at ptt_guest_vmcall, which exits; it
- * is never resumed.
- */
-	.globl	ptt_guest, ptt_guest_vmcall, ptt_guest_leaf
-	.type	ptt_guest, @function
-ptt_guest:
-	call	ptt_guest_leaf
-	xorl	%eax, %eax
-	jz	ptt_guest_vmcall
-	nop
-ptt_guest_vmcall:
-	vmcall
-	ud2
-ptt_guest_leaf:
-	ret
-	.size	ptt_guest, . - ptt_guest
-
 	.data
 	.balign	8
-	.globl	ptt_ctl, ptt_iters, ptt_gp_count, ptt_pmi_count, ptt_far_target, ptt_host_ctl
+	.globl	ptt_ctl, ptt_iters, ptt_pmi_count, ptt_far_target
 ptt_ctl:	.quad	0
-ptt_host_ctl:	.quad	0
 ptt_far_target:	.quad	0
 ptt_iters:	.long	0
 	.long	0
-ptt_gp_count:	.quad	0
 ptt_pmi_count:	.quad	0
 
 	.section .note.GNU-stack, "", @progbits

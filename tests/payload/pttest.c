@@ -26,14 +26,20 @@
  *   PTTEST done
  *
  * Without PT (CPUID.(7,0):EBX[25] = 0) only the cpuid line and done.
+ * The VMX entry (VMCS, VMLAUNCH, the guest) is guest_vmx.h's and
+ * guest_helpers.S's, as in pmctest.c.
  */
 #include <efi.h>
 #include <stdint.h>
 
 #include "vmm/hw.h"
 #include "vmm/vmx_defs.h"
+#include "tests/payload/guest_efi.h"
+#include "tests/payload/guest_helpers.h"
 #include "tests/payload/guest_idt.h"
+#include "tests/payload/guest_lapic.h"
 #include "tests/payload/guest_out.h"
+#include "tests/payload/guest_vmx.h"
 
 #define MSR_PERF_GLOBAL_STATUS   0x38e
 #define MSR_PERF_GLOBAL_OVF_CTRL 0x390
@@ -59,33 +65,24 @@
 #define TOPA_INT  (1ull << 2)
 #define TOPA_STOP (1ull << 4)
 
-#define LAPIC_LVT_PERFMON 0xfee00340ull
 #define PMI_VECTOR 0xee
 
 #define SR_SIZE   0x10000ull   /* single-range buffer: 64 KiB, aligned to its size */
 #define TOPA_REGION 0x1000ull  /* each ToPA region: 4 KiB (Size 0) */
 
 void ptt_run(void);
-void ptt_gp(void);
 void ptt_pmi(void);
 void ptt_ud(void);
 void ptt_far(void);
-int ptt_vmx_launch(void);
-void ptt_guest(void);
 void ptt_leaf(void);
 void ptt_leaf_end(void);
-extern uint64_t ptt_ctl, ptt_gp_count, ptt_pmi_count, ptt_far_target, ptt_host_ctl;
+extern uint64_t ptt_ctl, ptt_pmi_count, ptt_far_target;
 extern uint32_t ptt_iters;
 
 static void say(const char *s)
 {
 	com1_puts(s);
 	com1_puts("\r\n");
-}
-
-static volatile uint32_t *lapic_reg(uint64_t a)
-{
-	return (volatile uint32_t *)(uintptr_t)a;
 }
 
 static void dump(const char *name, const uint8_t *buf, uint64_t n, uint64_t at)
@@ -126,7 +123,7 @@ static void report(const char *name, uint64_t ctl, uint64_t bytes, int pmi)
 		p = append(p, " pmi ");
 		p = dec(p, ptt_pmi_count);
 		p = append(p, " lvt ");
-		p = hex(p, *lapic_reg(LAPIC_LVT_PERFMON));
+		p = hex(p, lvt_pmi_read());
 		p = append(p, " gstat ");
 		p = hex(p, hw_rdmsr(MSR_PERF_GLOBAL_STATUS));
 	}
@@ -167,7 +164,7 @@ static void run_topa(const char *name, uint64_t *table, uint8_t *r0, uint8_t *r1
 	hw_wrmsr(MSR_RTIT_OUTPUT_MASK, 0x7f);	/* entry 0, offset 0 */
 	set_gate(PMI_VECTOR, ptt_pmi, saved);
 	ptt_pmi_count = 0;
-	*lapic_reg(LAPIC_LVT_PERFMON) = PMI_VECTOR;	/* fixed, unmasked */
+	lvt_pmi_write(PMI_VECTOR);	/* fixed, unmasked */
 	ptt_ctl = ctl | CTL_TRACEEN | CTL_BRANCHEN | CTL_TOPA;
 	ptt_iters = iters;
 	ptt_run();
@@ -178,7 +175,7 @@ static void run_topa(const char *name, uint64_t *table, uint8_t *r0, uint8_t *r1
 	off = mask >> 32;
 	bytes = idx * TOPA_REGION + off;
 	report(name, ptt_ctl, bytes, 1);
-	*lapic_reg(LAPIC_LVT_PERFMON) = 0x10000;	/* masked again */
+	lvt_pmi_write(0x10000);	/* masked again */
 	restore_gate(PMI_VECTOR, saved);
 	dump(name, r0, idx ? TOPA_REGION : off, 0);
 	if (idx)
@@ -221,7 +218,7 @@ static void gp_check(const char *name, int write, uint32_t msr, uint64_t v)
 {
 	char line[80], *p;
 
-	ptt_gp_count = 0;
+	guest_gp_count = 0;
 	if (write)
 		hw_wrmsr(msr, v);
 	else
@@ -229,7 +226,7 @@ static void gp_check(const char *name, int write, uint32_t msr, uint64_t v)
 	p = append(line, "PTTEST gp ");
 	p = append(p, name);
 	p = append(p, " ");
-	dec(p, ptt_gp_count);
+	dec(p, guest_gp_count);
 	say(line);
 }
 
@@ -237,7 +234,7 @@ static void msr_checks(uint8_t *buf)
 {
 	uint64_t saved[2];
 
-	set_gate(13, ptt_gp, saved);
+	set_gate(13, guest_gp, saved);
 	gp_check("ctl-valid", 1, MSR_RTIT_CTL, CTL_OS | CTL_BRANCHEN);
 	gp_check("ctl-cycen", 1, MSR_RTIT_CTL, CTL_OS | CTL_BRANCHEN | (1ull << 1));
 	gp_check("ctl-mtcen", 1, MSR_RTIT_CTL, CTL_OS | CTL_BRANCHEN | (1ull << 9));
@@ -273,163 +270,12 @@ static void msr_checks(uint8_t *buf)
 
 /* ---- VMX (patch 0004: IA32_VMX_MISC[14] = 1 and the RTIT_CTL controls) ---- */
 
-/* The allowed settings of a VMX control from its capability MSR: bits 31:0
- * must be 1, bits 63:32 may be 1 (SDM 3D "VMX Capability Reporting
- * Facility"). */
-static uint32_t vmx_adjust(uint32_t want, uint32_t msr)
-{
-	uint64_t cap = hw_rdmsr(msr);
-
-	return (want | (uint32_t)cap) & (uint32_t)(cap >> 32);
-}
-
-static int vmx_true_ctls(void)
-{
-	return (hw_rdmsr(MSR_IA32_VMX_BASIC) & VMX_BASIC_TRUE_CTLS) != 0;
-}
-
-/* A GDT segment as the VMCS guest-state area wants it: access rights
- * (bits 15:12 and 7:0 of the descriptor's attributes, "unusable" for a
- * null selector), the byte-granular limit and the base. */
-struct ptt_seg {
-	uint16_t sel;
-	uint32_t ar, limit;
-	uint64_t base;
-};
-
-static struct ptt_seg vmx_seg(const struct hw_dtr *gdt, uint16_t sel)
-{
-	struct ptt_seg s = { sel, 0x10000, 0, 0 };
-	uint64_t d;
-
-	if (!(sel & ~7u))
-		return s;
-	d = *(const uint64_t *)(uintptr_t)(gdt->base + (sel & ~7u));
-	s.ar = (uint32_t)(d >> 40) & 0xf0ff;
-	if (s.ar & 0x10)
-		s.ar |= 1;			/* code/data: accessed */
-	s.limit = (uint32_t)(d & 0xffff) | ((uint32_t)(d >> 32) & 0xf0000);
-	if (s.ar & 0x8000)
-		s.limit = (s.limit << 12) | 0xfff;
-	s.base = ((d >> 16) & 0xffffff) | ((d >> 56) << 24);
-	return s;
-}
-
-static int vmcs_w(uint32_t field, uint64_t v)
-{
-	return hw_vmwrite(field, v) ? 1 : 0;
-}
-
-static uint64_t vmcs_r(uint32_t field)
-{
-	uint64_t v = 0;
-
-	return hw_vmread(field, &v) ? ~0ull : v;
-}
-
 /*
- * The current VMCS for a guest that runs ptt_guest in this very address
- * space (CR0/CR3/CR4, GDT, IDT, segments copied from now) on the stack
- * below guest_sp, and returns to ptt_vmx_launch's exit path.  With ctls,
- * VM-entry "load IA32_RTIT_CTL" and VM-exit "clear IA32_RTIT_CTL".
- * Returns how many VMWRITEs failed.
- */
-static int vmcs_setup(int ctls, uint64_t guest_sp)
-{
-	int t = vmx_true_ctls(), bad = 0;
-	struct hw_dtr gdt, idt;
-	uint16_t tr = hw_read_selector(HW_SEG_TR);
-	uint64_t fs_base = hw_rdmsr(0xc0000100), gs_base = hw_rdmsr(0xc0000101), tr_base = 0;
-
-	hw_sgdt(&gdt);
-	hw_sidt(&idt);
-	if (tr)
-		tr_base = vmx_seg(&gdt, tr).base |
-			  (*(const uint64_t *)(uintptr_t)(gdt.base + (tr & ~7u) + 8) << 32);
-	bad += vmcs_w(VMCS_PIN_BASED_CTLS,
-		      vmx_adjust(0, t ? MSR_IA32_VMX_TRUE_PINBASED_CTLS : MSR_IA32_VMX_PINBASED_CTLS));
-	bad += vmcs_w(VMCS_PROC_BASED_CTLS,
-		      vmx_adjust(0, t ? MSR_IA32_VMX_TRUE_PROCBASED_CTLS : MSR_IA32_VMX_PROCBASED_CTLS));
-	bad += vmcs_w(VMCS_EXIT_CTLS,
-		      vmx_adjust(EXIT_HOST_ADDRESS_SPACE_SIZE | (ctls ? EXIT_CLEAR_RTIT_CTL : 0),
-				 t ? MSR_IA32_VMX_TRUE_EXIT_CTLS : MSR_IA32_VMX_EXIT_CTLS));
-	bad += vmcs_w(VMCS_ENTRY_CTLS,
-		      vmx_adjust(ENTRY_IA32E_MODE_GUEST | (ctls ? ENTRY_LOAD_RTIT_CTL : 0),
-				 t ? MSR_IA32_VMX_TRUE_ENTRY_CTLS : MSR_IA32_VMX_ENTRY_CTLS));
-	bad += vmcs_w(VMCS_EXCEPTION_BITMAP, 0);
-	bad += vmcs_w(VMCS_CR3_TARGET_COUNT, 0);
-	bad += vmcs_w(VMCS_EXIT_MSR_STORE_COUNT, 0);
-	bad += vmcs_w(VMCS_EXIT_MSR_LOAD_COUNT, 0);
-	bad += vmcs_w(VMCS_ENTRY_MSR_LOAD_COUNT, 0);
-	bad += vmcs_w(VMCS_ENTRY_INTR_INFO, 0);
-	bad += vmcs_w(VMCS_VMCS_LINK_POINTER, ~0ull);
-
-	/* host: now; HOST_RSP/RIP are ptt_vmx_launch's.  TR must not be 0
-	 * for VM entry: without one (OVMF), CS's selector stands in (the
-	 * exit loads TR's base and limit from the VMCS, not from the GDT) */
-	bad += vmcs_w(VMCS_HOST_CR0, hw_read_cr0());
-	bad += vmcs_w(VMCS_HOST_CR3, hw_read_cr3());
-	bad += vmcs_w(VMCS_HOST_CR4, hw_read_cr4());
-	bad += vmcs_w(VMCS_HOST_ES_SELECTOR, hw_read_selector(HW_SEG_ES) & ~7u);
-	bad += vmcs_w(VMCS_HOST_CS_SELECTOR, hw_read_selector(HW_SEG_CS) & ~7u);
-	bad += vmcs_w(VMCS_HOST_SS_SELECTOR, hw_read_selector(HW_SEG_SS) & ~7u);
-	bad += vmcs_w(VMCS_HOST_DS_SELECTOR, hw_read_selector(HW_SEG_DS) & ~7u);
-	bad += vmcs_w(VMCS_HOST_FS_SELECTOR, hw_read_selector(HW_SEG_FS) & ~7u);
-	bad += vmcs_w(VMCS_HOST_GS_SELECTOR, hw_read_selector(HW_SEG_GS) & ~7u);
-	bad += vmcs_w(VMCS_HOST_TR_SELECTOR, tr ? tr : hw_read_selector(HW_SEG_CS) & ~7u);
-	bad += vmcs_w(VMCS_HOST_FS_BASE, fs_base);
-	bad += vmcs_w(VMCS_HOST_GS_BASE, gs_base);
-	bad += vmcs_w(VMCS_HOST_TR_BASE, tr_base);
-	bad += vmcs_w(VMCS_HOST_GDTR_BASE, gdt.base);
-	bad += vmcs_w(VMCS_HOST_IDTR_BASE, idt.base);
-	bad += vmcs_w(VMCS_HOST_IA32_SYSENTER_CS, 0);
-	bad += vmcs_w(VMCS_HOST_IA32_SYSENTER_ESP, 0);
-	bad += vmcs_w(VMCS_HOST_IA32_SYSENTER_EIP, 0);
-
-	/* guest: the same machine state, at ptt_guest */
-	bad += vmcs_w(VMCS_GUEST_CR0, hw_read_cr0());
-	bad += vmcs_w(VMCS_GUEST_CR3, hw_read_cr3());
-	bad += vmcs_w(VMCS_GUEST_CR4, hw_read_cr4());
-	bad += vmcs_w(VMCS_GUEST_DR7, 0x400);
-	bad += vmcs_w(VMCS_GUEST_IA32_DEBUGCTL, 0);
-	for (int i = 0; i < 6; i++) {		/* ES, CS, SS, DS, FS, GS: encodings 2 apart */
-		struct ptt_seg s = vmx_seg(&gdt, hw_read_selector((enum hw_seg)i));
-
-		bad += vmcs_w(VMCS_GUEST_ES_SELECTOR + 2 * i, s.sel);
-		bad += vmcs_w(VMCS_GUEST_ES_AR + 2 * i, s.ar);
-		bad += vmcs_w(VMCS_GUEST_ES_LIMIT + 2 * i, s.limit);
-		bad += vmcs_w(VMCS_GUEST_ES_BASE + 2 * i,
-			      i == HW_SEG_FS ? fs_base : i == HW_SEG_GS ? gs_base : s.base);
-	}
-	bad += vmcs_w(VMCS_GUEST_LDTR_SELECTOR, 0);
-	bad += vmcs_w(VMCS_GUEST_LDTR_AR, 0x10000);	/* unusable */
-	bad += vmcs_w(VMCS_GUEST_LDTR_LIMIT, 0);
-	bad += vmcs_w(VMCS_GUEST_LDTR_BASE, 0);
-	bad += vmcs_w(VMCS_GUEST_TR_SELECTOR, 0);	/* never used by the guest */
-	bad += vmcs_w(VMCS_GUEST_TR_AR, 0x8b);		/* present busy 64-bit TSS */
-	bad += vmcs_w(VMCS_GUEST_TR_LIMIT, 0x67);
-	bad += vmcs_w(VMCS_GUEST_TR_BASE, 0);
-	bad += vmcs_w(VMCS_GUEST_GDTR_BASE, gdt.base);
-	bad += vmcs_w(VMCS_GUEST_GDTR_LIMIT, gdt.limit);
-	bad += vmcs_w(VMCS_GUEST_IDTR_BASE, idt.base);
-	bad += vmcs_w(VMCS_GUEST_IDTR_LIMIT, idt.limit);
-	bad += vmcs_w(VMCS_GUEST_RSP, guest_sp);
-	bad += vmcs_w(VMCS_GUEST_RIP, (uint64_t)(uintptr_t)ptt_guest);
-	bad += vmcs_w(VMCS_GUEST_RFLAGS, 0x2);		/* IF = 0 */
-	bad += vmcs_w(VMCS_GUEST_INTERRUPTIBILITY, 0);
-	bad += vmcs_w(VMCS_GUEST_ACTIVITY_STATE, ACTIVITY_ACTIVE);
-	bad += vmcs_w(VMCS_GUEST_PENDING_DBG_EXCEPTIONS, 0);
-	bad += vmcs_w(VMCS_GUEST_IA32_SYSENTER_CS, 0);
-	bad += vmcs_w(VMCS_GUEST_IA32_SYSENTER_ESP, 0);
-	bad += vmcs_w(VMCS_GUEST_IA32_SYSENTER_EIP, 0);
-	return bad;
-}
-
-/*
- * One VM entry to ptt_guest and its VM exit (VMCALL, or the failed entry),
- * PT output into buf from offset 0 with PacketByteCnt 0: GUEST_IA32_RTIT_CTL
- * = guest_ctl, IA32_RTIT_CTL = host_ctl from just before the VMLAUNCH (0:
- * not traced), ctls as for vmcs_setup.  Prints
+ * One VM entry to guest_vmx_guest and its VM exit (VMCALL, or the failed
+ * entry), PT output into buf from offset 0 with PacketByteCnt 0:
+ * GUEST_IA32_RTIT_CTL = guest_ctl, IA32_RTIT_CTL = host_ctl from just
+ * before the VMLAUNCH (0: not traced); with ctls, VM-entry "load
+ * IA32_RTIT_CTL" and VM-exit "clear IA32_RTIT_CTL".  Prints
  *   PTTEST vmxrun NAME launch RC setup N reason 0xR ctl-after 0xC field 0xF bytes N
  * (the exit reason, IA32_RTIT_CTL and GUEST_IA32_RTIT_CTL after the exit)
  * and the output as "PTTEST data NAME" lines.
@@ -437,20 +283,18 @@ static int vmcs_setup(int ctls, uint64_t guest_sp)
 static void vmx_run(const char *name, uint8_t *buf, uint32_t *vmcs, uint64_t guest_sp,
 		    uint64_t guest_ctl, uint64_t host_ctl, int ctls)
 {
-	uint64_t pa = (uint64_t)(uintptr_t)vmcs, reason = ~0ull, field = ~0ull, ctl_after, bytes;
+	uint64_t reason = ~0ull, field = ~0ull, ctl_after, bytes;
 	char line[240], *p;
 	int rc = -1, bad = -1;
 
-	vmcs[0] = VMX_BASIC_REVISION(hw_rdmsr(MSR_IA32_VMX_BASIC));
 	hw_wrmsr(MSR_RTIT_STATUS, 0);
 	hw_wrmsr(MSR_RTIT_OUTPUT_BASE, (uint64_t)(uintptr_t)buf);
 	hw_wrmsr(MSR_RTIT_OUTPUT_MASK, SR_SIZE - 1);
-	if (hw_vmclear(pa) == 0 && hw_vmptrld(pa) == 0) {
-		bad = vmcs_setup(ctls, guest_sp);
+	if (vmcs_load(vmcs) == 0) {
+		bad = vmcs_setup(ctls ? ENTRY_LOAD_RTIT_CTL : 0, ctls ? EXIT_CLEAR_RTIT_CTL : 0, guest_sp,
+				 (uint64_t)(uintptr_t)guest_vmx_guest);
 		bad += vmcs_w(VMCS_GUEST_IA32_RTIT_CTL, guest_ctl);
-		ptt_host_ctl = host_ctl;
-		rc = ptt_vmx_launch();
-		ptt_host_ctl = 0;
+		rc = host_ctl ? guest_vmx_launch_wrmsr(MSR_RTIT_CTL, host_ctl) : guest_vmx_launch();
 		reason = vmcs_r(VMCS_EXIT_REASON);
 		field = vmcs_r(VMCS_GUEST_IA32_RTIT_CTL);
 	}
@@ -493,48 +337,35 @@ static void vmx_check(uint8_t *buf, uint8_t *pages)
 	uint32_t *vmxon_page = (uint32_t *)(uintptr_t)pages;
 	uint32_t *vmcs = (uint32_t *)(uintptr_t)(pages + 0x1000);
 	uint64_t guest_sp = (uint64_t)(uintptr_t)(pages + 0x3000);
-	struct hw_cpuid_regs r1;
-	uint64_t saved[2], cr0, cr4, fc, misc, entry, exit_ctls, ctl_after = 0, root_ctl = 0;
+	uint64_t saved[2], saved_cr[2], misc, ctl_after = 0, root_ctl = 0;
 	uint64_t rt = ~0ull, rt_hi = ~0ull;
+	uint32_t entry, exit_ctls;
 	char line[240], *p;
-	int rc = -1, t;
+	int rc = -1;
 
-	hw_cpuid(1, 0, &r1);
-	if (!(r1.ecx & (1u << 5))) {
+	if (!vmx_available()) {
 		say("PTTEST vmx absent");
 		return;
 	}
-	fc = hw_rdmsr(0x3a);			/* IA32_FEATURE_CONTROL */
-	if (!(fc & 1))
-		hw_wrmsr(0x3a, fc | 5);		/* lock, VMXON outside SMX */
 	misc = hw_rdmsr(MSR_IA32_VMX_MISC);
-	t = vmx_true_ctls();
-	entry = hw_rdmsr(t ? MSR_IA32_VMX_TRUE_ENTRY_CTLS : MSR_IA32_VMX_ENTRY_CTLS);
-	exit_ctls = hw_rdmsr(t ? MSR_IA32_VMX_TRUE_EXIT_CTLS : MSR_IA32_VMX_EXIT_CTLS);
-	cr0 = hw_read_cr0();
-	cr4 = hw_read_cr4();
-	hw_write_cr0((cr0 | hw_rdmsr(MSR_IA32_VMX_CR0_FIXED0)) & hw_rdmsr(MSR_IA32_VMX_CR0_FIXED1));
-	hw_write_cr4((cr4 | hw_rdmsr(MSR_IA32_VMX_CR4_FIXED0) | (1ull << 13)) &
-		     hw_rdmsr(MSR_IA32_VMX_CR4_FIXED1));
-	vmxon_page[0] = VMX_BASIC_REVISION(hw_rdmsr(MSR_IA32_VMX_BASIC));
+	entry = vmx_entry_allowed1();
+	exit_ctls = vmx_exit_allowed1();
+	vmx_set_cr(saved_cr);
 
 	hw_wrmsr(MSR_RTIT_STATUS, 0);
 	hw_wrmsr(MSR_RTIT_OUTPUT_BASE, (uint64_t)(uintptr_t)buf);
 	hw_wrmsr(MSR_RTIT_OUTPUT_MASK, SR_SIZE - 1);
 	hw_wrmsr(MSR_RTIT_CTL, on);
-	rc = hw_vmxon((uint64_t)(uintptr_t)vmxon_page);
+	rc = vmx_on(vmxon_page);
 	if (rc == 0) {
 		ctl_after = hw_rdmsr(MSR_RTIT_CTL);
 		hw_wrmsr(MSR_RTIT_CTL, 0);
-		set_gate(13, ptt_gp, saved);
+		set_gate(13, guest_gp, saved);
 		gp_check("vmx-root-traceen", 1, MSR_RTIT_CTL, on);
 		restore_gate(13, saved);
 		root_ctl = hw_rdmsr(MSR_RTIT_CTL);
 		hw_wrmsr(MSR_RTIT_CTL, 0);
-		vmcs[0] = vmxon_page[0];
-		if (hw_vmclear((uint64_t)(uintptr_t)vmcs) == 0 &&
-		    hw_vmptrld((uint64_t)(uintptr_t)vmcs) == 0 &&
-		    hw_vmwrite(VMCS_GUEST_IA32_RTIT_CTL, CTL_ADDR0_CFG(2) | on) == 0) {
+		if (vmcs_load(vmcs) == 0 && hw_vmwrite(VMCS_GUEST_IA32_RTIT_CTL, CTL_ADDR0_CFG(2) | on) == 0) {
 			rt = vmcs_r(VMCS_GUEST_IA32_RTIT_CTL);
 			rt_hi = vmcs_r(VMCS_GUEST_IA32_RTIT_CTL + 1);
 		}
@@ -542,21 +373,18 @@ static void vmx_check(uint8_t *buf, uint8_t *pages)
 		vmx_run("vmroot", buf, vmcs, guest_sp, on, on, 1);
 		vmx_run("vmbad", buf, vmcs, guest_sp, on | (1ull << 1), 0, 1);
 		vmx_run("vmnoctl", buf, vmcs, guest_sp, on, 0, 0);
-		hw_vmclear((uint64_t)(uintptr_t)vmcs);
-		hw_vmxoff();
 	}
-	hw_write_cr4(cr4);
-	hw_write_cr0(cr0);
-	set_gate(13, ptt_gp, saved);
+	vmx_leave(vmcs, rc == 0, saved_cr);
+	set_gate(13, guest_gp, saved);
 	gp_check("after-vmxoff-traceen", 1, MSR_RTIT_CTL, on);
 	restore_gate(13, saved);
 	hw_wrmsr(MSR_RTIT_CTL, 0);
 	p = append(line, "PTTEST vmx misc14 ");
 	p = dec(p, (misc >> 14) & 1);
 	p = append(p, " entry-load-rtit ");
-	p = dec(p, (entry >> (32 + 18)) & 1);
+	p = dec(p, (entry >> 18) & 1);
 	p = append(p, " exit-clear-rtit ");
-	p = dec(p, (exit_ctls >> (32 + 25)) & 1);
+	p = dec(p, (exit_ctls >> 25) & 1);
 	p = append(p, " vmxon ");
 	p = dec(p, (uint64_t)rc);
 	p = append(p, " ctl-after-vmxon ");
@@ -570,8 +398,6 @@ static void vmx_check(uint8_t *buf, uint8_t *pages)
 	say(line);
 }
 
-EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab);
-
 EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 {
 	struct hw_cpuid_regs r7, r14, r14b;
@@ -580,9 +406,7 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	int pt;
 
 	(void)image;
-	p = append(line, "PTTEST base ptt_run ");
-	hex(p, (uint64_t)(uintptr_t)ptt_run);
-	say(line);
+	com1_say_hex("PTTEST base ptt_run ", (uint64_t)(uintptr_t)ptt_run);
 	hw_cpuid(7, 0, &r7);
 	hw_cpuid(0x14, 0, &r14);
 	hw_cpuid(0x14, 1, &r14b);
@@ -599,27 +423,23 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 	dec(p, r14b.eax & 7);
 	say(line);
 
-	/* 64 KiB single-range buffer aligned to its size, a ToPA table and two
-	 * 4 KiB regions: 36 pages of boot-services memory, physical = virtual
-	 * under OVMF's identity map */
-	if (pt && systab->BootServices->AllocatePages(AllocateAnyPages, EfiLoaderData, 48, &mem) == EFI_SUCCESS) {
+	/* 64 KiB single-range buffer aligned to its size, a ToPA table, two
+	 * 4 KiB regions and 3 pages for VMX: 48 pages of boot-services
+	 * memory, physical = virtual under OVMF's identity map */
+	if (pt && guest_alloc_pages(systab, 48, &mem) == 0) {
 		uint8_t *sr = (uint8_t *)(uintptr_t)((mem + SR_SIZE - 1) & ~(SR_SIZE - 1));
 		uint8_t *after = sr + SR_SIZE;
 		uint64_t *table = (uint64_t *)(uintptr_t)after;
 		uint8_t *r0 = after + 0x1000, *r1 = after + 0x2000;
 		uint64_t cr3 = hw_read_cr3(), ud_saved[2], alias;
 
-		p = append(line, "PTTEST cr3 ");
-		hex(p, cr3);
-		say(line);
+		com1_say_hex("PTTEST cr3 ", cr3);
 		hw_cli();
 		msr_checks(sr);
 		set_gate(6, ptt_ud, ud_saved);	/* ptt_run's UD2 */
 		alias = alias_map(1);
 		ptt_far_target = (uint64_t)(uintptr_t)ptt_far + alias;
-		p = append(line, "PTTEST alias ");
-		hex(p, alias);
-		say(line);
+		com1_say_hex("PTTEST alias ", alias);
 		/* the runs, in the order the debugger script counts them */
 		run_single("sr", sr, CTL_OS | CTL_TSCEN, 1500);		/* 1, traced */
 		run_single("noretc", sr, CTL_OS | CTL_DISRETC, 1500);	/* 2 */
@@ -644,10 +464,5 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 		systab->BootServices->FreePages(mem, 48);
 	}
 	say("PTTEST done");
-
-	systab->RuntimeServices->ResetSystem(EfiResetShutdown, EFI_SUCCESS, 0, NULL);
-	for (const char *s = "Shutdown"; *s; s++)
-		hw_outb(0x8900, (uint8_t)*s);
-	for (;;)
-		hw_halt();
+	guest_shutdown(systab);
 }
