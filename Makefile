@@ -72,9 +72,12 @@ EFI_SECTIONS := -j .text -j .sdata -j .data -j .dynamic -j .dynsym \
 	-j .rel -j .rela -j .rel.* -j .rela.* -j .reloc
 
 # --- tracevisor.efi --------------------------------------------------------
-# vmm/*.c is hardware-free (host-testable); the seam's target side and the
+# vmm/ outside vmm/hw is hardware-free (host-testable); the seam's target side and the
 # assembly live in vmm/hw/.
-VMM_SRCS := $(sort $(wildcard vmm/*.c))
+# Layers (docs/ARCHITECTURE.md): vmm/lib, vmm/vmx, vmm/exit, vmm/trace and
+# vmm/trace/backend; vmm/*.c is the top (config, resident init).
+VMM_DIRS := vmm vmm/lib vmm/vmx vmm/exit vmm/trace vmm/trace/backend
+VMM_SRCS := $(sort $(foreach d,$(VMM_DIRS),$(wildcard $(d)/*.c)))
 TV_SRCS := $(sort $(wildcard boot/*.c)) $(VMM_SRCS) vmm/hw/hw_x86.c vmm/hw/vmx_entry.S \
 	$(sort $(wildcard drivers/*.c)) net/net.c net/lwip_port.c net/netif.c net/selftest.c net/rawframe.c
 # The export protocol (docs/PROTOCOL.md): pure, also in the unit tests and host tools.
@@ -182,7 +185,11 @@ UNIT_LIB_SRCS := $(VMM_SRCS) boot/load_option.c drivers/serial.c tests/fakes/hw_
 UNIT_LIB_SRCS += $(NET_PROTO_SRCS)
 UNIT_LIB_SRCS += drivers/devio.c drivers/pci.c drivers/nic.c drivers/e1000.c drivers/virtio_net.c net/selftest.c net/rawframe.c
 UNIT_LIB_SRCS += boot/acpi.c
-UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/host/%,$(wildcard tests/unit/test_*.c))
+# Unit tests follow the code's layout: tests/unit/<dir>/test_*.c tests <dir>.
+UNIT_TEST_SRCS := $(shell find tests/unit -name 'test_*.c' | sort)
+UNIT_TESTS := $(addprefix $(BUILD)/host/,$(basename $(notdir $(UNIT_TEST_SRCS))))
+# Test names are unique across directories (one binary per name).
+vpath test_%.c $(sort $(dir $(UNIT_TEST_SRCS)))
 
 # The code under test is compiled once into an archive (each object with
 # its own header dependencies); every test links against it.
@@ -198,7 +205,7 @@ $(UNIT_LIB): $(UNIT_LIB_OBJS)
 	$(Q)rm -f $@
 	$(Q)ar rcs $@ $^
 
-$(BUILD)/host/unit/%.o: tests/unit/%.c | $(BUILD)/deps.mk
+$(BUILD)/host/unit/%.o: %.c | $(BUILD)/deps.mk
 	@mkdir -p $(dir $@)
 	@echo "  HOSTCC  $<"
 	$(Q)$(HOST_CC) $(HOST_CFLAGS) -MMD -MP -c $< -o $@

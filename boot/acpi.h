@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * acpi.h - the one ACPI table tracevisor reads: MCFG, for the ECAM base
- * of PCI segment 0 (vmm/pci_hide.h hides ECAM pages of hidden functions).
+ * of PCI segment 0 (vmm/exit/pci_hide.h hides ECAM pages of hidden functions).
  *
  * The walk is RSDP (ACPI 6.5 5.2.5.3, revision >= 2: the XSDT address)
  * -> XSDT (5.2.8, 64-bit entries) -> the table with signature "MCFG"
@@ -24,7 +24,7 @@
 
 #include <stdint.h>
 
-#include "vmm/pci_hide.h"
+#include "vmm/exit/pci_hide.h"
 
 #define ACPI_ERR_ARG       (-1)
 #define ACPI_ERR_RSDP      (-2)

@@ -17,7 +17,7 @@
 
 #include "boot/efi_util.h"
 #include "boot/load_option.h"
-#include "vmm/log.h"
+#include "vmm/lib/log.h"
 
 #define DEFAULT_REMOVABLE_PATH "\\EFI\\BOOT\\BOOTX64.EFI"
 #define MAX_BOOT_OPTIONS 128

@@ -23,8 +23,8 @@
 #include <string.h>
 
 #include "boot/efi_util.h"
-#include "vmm/hypercall.h"
-#include "vmm/log.h"
+#include "vmm/exit/hypercall.h"
+#include "vmm/lib/log.h"
 
 static const uint8_t thunk_code[] = {
 	0x53,                                     /* push rbx */

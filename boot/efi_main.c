@@ -17,15 +17,15 @@
 #include "boot/libc_glue.h"
 #include "boot/net_boot.h"
 #include "drivers/serial.h"
-#include "vmm/caps.h"
+#include "vmm/lib/caps.h"
 #include "vmm/config.h"
-#include "vmm/hw.h"
-#include "vmm/log.h"
-#include "vmm/memmap.h"
-#include "vmm/msr.h"
-#include "vmm/pci_hide.h"
-#include "vmm/trace_caps.h"
-#include "vmm/trace_msr.h"
+#include "vmm/hw/hw.h"
+#include "vmm/lib/log.h"
+#include "vmm/lib/memmap.h"
+#include "vmm/hw/msr.h"
+#include "vmm/exit/pci_hide.h"
+#include "vmm/trace/caps.h"
+#include "vmm/trace/msr_policy.h"
 #include "vmm/version.h"
 #include "net/net.h"
 
@@ -164,7 +164,7 @@ out:
 	return rc;
 }
 
-/* Backends the engine drives today (vmm/trace_engine.c). */
+/* Backends the engine drives today (vmm/trace/engine.c). */
 static bool backend_wired(enum tv_source s)
 {
 	return s == TV_SOURCE_MTF || s == TV_SOURCE_BTF || s == TV_SOURCE_LBR ||

@@ -9,10 +9,10 @@
 
 #include "boot/efi_util.h"
 #include "boot/images.h"
-#include "vmm/hw.h"
-#include "vmm/log.h"
-#include "vmm/pe_debug.h"
-#include "vmm/trace_ring.h"
+#include "vmm/hw/hw.h"
+#include "vmm/lib/log.h"
+#include "vmm/lib/pe_debug.h"
+#include "vmm/trace/ring.h"
 
 static void *find_table(void)
 {

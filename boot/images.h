@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "vmm/trace_format.h"
+#include "vmm/trace/format.h"
 
 /*
  * images_record - append one TV_REC_IMAGE (kind TV_IMG_FIRMWARE: base,

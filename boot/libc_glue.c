@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-#include "vmm/hw.h"
+#include "vmm/hw/hw.h"
 
 static uint8_t *heap_base, *heap_end, *heap_brk;
 

@@ -21,9 +21,9 @@
 #include "net/net.h"
 #include "net/netif.h"
 #include "net/rawframe.h"
-#include "vmm/hw.h"
-#include "vmm/log.h"
-#include "vmm/trace_ring.h"
+#include "vmm/hw/hw.h"
+#include "vmm/lib/log.h"
+#include "vmm/trace/ring.h"
 
 #define NET_ADDR_TIMEOUT_MS 15000   /* link and DHCP */
 #define NET_SEND_TIMEOUT_MS 30000   /* ARP and the whole stream, acknowledged */

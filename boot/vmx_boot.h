@@ -8,8 +8,8 @@
 #include <stdint.h>
 
 #include "vmm/hv.h"
-#include "vmm/log.h"
-#include "vmm/trace_engine.h"
+#include "vmm/lib/log.h"
+#include "vmm/trace/engine.h"
 
 struct vmx_boot_params {
 	uint32_t phys_addr_bits;     /* CPUID.80000008H:EAX[7:0] */

@@ -4,7 +4,7 @@
  */
 #include "drivers/devio.h"
 
-#include "vmm/hw.h"
+#include "vmm/hw/hw.h"
 
 static uint32_t mmio_read(void *ctx, uint64_t base, uint32_t off, int width)
 {

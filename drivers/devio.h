@@ -6,7 +6,7 @@
  * Drivers never dereference a BAR or execute IN/OUT themselves: they call
  * devio_read/devio_write, which go to the window's read/write functions.
  * devio_mmio() and devio_port() fill those with the real accessors
- * (volatile loads and stores; hw_in and hw_out of the seam vmm/hw.h); a unit
+ * (volatile loads and stores; hw_in and hw_out of the seam vmm/hw/hw.h); a unit
  * test fills them with a device model of its own and so sees every
  * register access the driver makes, in order.
  *

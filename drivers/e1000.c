@@ -8,8 +8,8 @@
 
 #include <string.h>
 
-#include "vmm/hw.h"
-#include "vmm/log.h"
+#include "vmm/hw/hw.h"
+#include "vmm/lib/log.h"
 
 /* Bounded waits, in register reads (each read is a bus round trip). */
 #define E1000_RESET_POLLS  100000

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "vmm/log.h"
+#include "vmm/lib/log.h"
 
 static const struct nic_driver *const nic_drivers[] = {
 	&e1000_driver,

@@ -4,7 +4,7 @@
  */
 #include "drivers/pci.h"
 
-#include "vmm/hw.h"
+#include "vmm/hw/hw.h"
 
 #define PCI_CONFIG_ADDRESS 0xcf8
 #define PCI_CONFIG_DATA    0xcfc

@@ -6,7 +6,7 @@
  * that the logic runs on a host against a fake; pci_cfg_ports is the real
  * one: configuration mechanism #1, CONFIG_ADDRESS at 0xCF8 and
  * CONFIG_DATA at 0xCFC..0xCFF (PCI Local Bus 3.0, 3.2.2.3.2), through the
- * port I/O of vmm/hw.h.  Mechanism #1 reaches segment 0, buses 0..255 and
+ * port I/O of vmm/hw/hw.h.  Mechanism #1 reaches segment 0, buses 0..255 and
  * the first 256 bytes of each function, which is all a NIC driver needs.
  *
  * Errors: PCI_E_ARG (bad argument), PCI_E_NODEV (nothing answers at the

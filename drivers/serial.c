@@ -6,7 +6,7 @@
  */
 #include "drivers/serial.h"
 
-#include "vmm/hw.h"
+#include "vmm/hw/hw.h"
 
 #define UART_THR 0
 #define UART_IER 1

@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-#include "vmm/log.h"
+#include "vmm/lib/log.h"
 
 #define VNET_SLOTS 64            /* packet buffers per direction (at most) */
 #define VNET_BUF 2048

@@ -15,7 +15,7 @@
 #include "host-tools/capture.h"
 #include "host-tools/error.h"
 #include "host-tools/le.h"
-#include "vmm/trace_format.h"
+#include "vmm/trace/format.h"
 #include "vmm/version.h"
 
 /* ---- errors ------------------------------------------------------------- */

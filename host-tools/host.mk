@@ -32,10 +32,10 @@ HOST_TOOLS_ASAN_CFLAGS := -std=gnu11 -O1 -g $(HOST_TOOLS_WARN) -I. \
 	-fno-sanitize-recover=all -fno-omit-frame-pointer
 
 HOST_TOOLS_LIB_SRCS := $(sort $(filter-out host-tools/main.c host-tools/cmd_%.c,$(wildcard host-tools/*.c))) \
-	vmm/trace_read.c vmm/trace_ring.c vmm/trace_serial.c vmm/x86_decode.c
+	vmm/trace/read.c vmm/trace/ring.c vmm/trace/serial_enc.c vmm/lib/x86_decode.c
 # tracevisor record: the export protocol's pure cores (encode/decode, HMAC, receiver)
 HOST_TOOLS_LIB_SRCS += net/proto.c net/sha256.c net/recv.c net/export.c
-HOST_TOOLS_LIB_SRCS += vmm/pe_debug.c
+HOST_TOOLS_LIB_SRCS += vmm/lib/pe_debug.c
 # The CLI beside main.c (cli.h): not library code.
 HOST_TOOLS_CLI_SRCS := $(sort $(wildcard host-tools/cmd_*.c))
 HOST_TOOLS_OBJS := $(patsubst %.c,$(BUILD)/host-tools/%.o,$(HOST_TOOLS_LIB_SRCS))
@@ -148,9 +148,9 @@ endif
 # HOST_TOOL_TESTS; run-tests.sh only runs build/host/test_*).
 NET_TEST_TOOLS := $(BUILD)/tests/net/fake_sender $(BUILD)/tests/net/udp_relay
 NET_FAKE_SRCS := tests/net/fake_sender.c net/export.c net/proto.c net/sha256.c \
-	vmm/trace_ring.c vmm/trace_serial.c host-tools/tvt.c host-tools/error.c \
+	vmm/trace/ring.c vmm/trace/serial_enc.c host-tools/tvt.c host-tools/error.c \
 	host-tools/text.c tests/host/json_check.c
-$(BUILD)/tests/net/fake_sender: $(NET_FAKE_SRCS) $(wildcard net/*.h vmm/trace_*.h host-tools/tvt.h)
+$(BUILD)/tests/net/fake_sender: $(NET_FAKE_SRCS) $(wildcard net/*.h vmm/trace/*.h vmm/trace/backend/*.h host-tools/tvt.h)
 	@mkdir -p $(dir $@)
 	@echo "  HOSTLD  $@"
 	$(Q)$(HOST_CC) $(HOST_TOOLS_CFLAGS) -o $@ $(NET_FAKE_SRCS)

@@ -12,7 +12,7 @@
 #include "host-tools/error.h"
 #include "host-tools/images.h"
 #include "host-tools/walk.h"
-#include "vmm/pe_debug.h"
+#include "vmm/lib/pe_debug.h"
 
 void tvh_images_free(struct tvh_images *im)
 {

@@ -5,7 +5,7 @@
  * search directory the file for that name is found there and loaded at
  * that address.
  *
- * Names as the hypervisor writes them (vmm/pe_debug.c, docs/FORMAT.md):
+ * Names as the hypervisor writes them (vmm/lib/pe_debug.c, docs/FORMAT.md):
  *   - a CodeView debug path of a firmware image,
  *     ".../Build/OvmfX64/DEBUG_GCC5/X64/DxeCore.dll" or "...\\DxeCore.pdb";
  *   - "FvFile(GUID)" for a firmware image without one (the FV file name);

@@ -8,7 +8,7 @@
  * on the traced machine (ToPA STOP, an operational error, bytes a full
  * stream ring refused) take no stream offsets: the producer counts them
  * in TV_REC_PT_SYNC.pt_lost, written at pt_offset = where the bytes stop
- * (vmm/trace_pt.c).  So a PT_SYNC whose pt_lost grew is a *cut*: the
+ * (vmm/trace/backend/pt.c).  So a PT_SYNC whose pt_lost grew is a *cut*: the
  * bytes before and after it do not belong together, although their
  * offsets are consecutive.  Decoding treats each run free of gaps and
  * cuts as its own buffer (the decoder resynchronises at the next PSB)

@@ -27,7 +27,7 @@
 #include "host-tools/record.h"
 #include "net/proto.h"
 #include "net/recv.h"
-#include "vmm/trace_format.h"
+#include "vmm/trace/format.h"
 #include "vmm/version.h"
 
 #define REC_BATCH          64       /* datagrams per recvmmsg */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * serial_in.c - serial log -> .tvt (see serial_in.h).  Lines are parsed
- * and CRC-checked by vmm/trace_serial.c, the same code that writes them.
+ * and CRC-checked by vmm/trace/serial_enc.c, the same code that writes them.
  */
 #include <stdlib.h>
 #include <string.h>

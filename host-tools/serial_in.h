@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * serial_in.h - the receiving side of the serial trace transport
- * (vmm/trace_serial.h, docs/SERIAL-TRANSPORT.md): scan a serial log for
+ * (vmm/trace/serial_enc.h, docs/SERIAL-TRANSPORT.md): scan a serial log for
  * TVT1 lines, check their CRCs, put each CPU's records, PT bytes and ring
  * header snapshots back together and write them as a .tvt (tvt.h).
  *
@@ -35,8 +35,8 @@
 
 #include "host-tools/cputab.h"
 #include "host-tools/tvt.h"
-#include "vmm/trace_format.h"
-#include "vmm/trace_serial.h"
+#include "vmm/trace/format.h"
+#include "vmm/trace/serial_enc.h"
 
 struct tvh_serial_cpu_stats {
 	uint32_t cpu;

@@ -5,7 +5,7 @@
  * A thin adapter over vmm/trace_read.[ch], the validating reader shared
  * with the hypervisor (it also expands compact branches): walk.c, the
  * exporters and the CLI use only this header, with the host tools' error
- * codes (enum tvh_error).  vmm/trace_format.h is the normative layout.
+ * codes (enum tvh_error).  vmm/trace/format.h is the normative layout.
  *
  * The caller feeds linear buffers of whole records (the payload of one
  * .tvt records chunk) one after another with the sequence number of the
@@ -21,11 +21,11 @@
 #include <stdint.h>
 
 #include "host-tools/error.h"
-#include "vmm/trace_format.h"
-#include "vmm/trace_read.h"
+#include "vmm/trace/format.h"
+#include "vmm/trace/read.h"
 
 /*
- * Records come out as vmm/trace_read.h's struct trace_event (seq, offset,
+ * Records come out as vmm/trace/read.h's struct trace_event (seq, offset,
  * raw header fields, tsc, the per-type union; pointers point into the
  * buffer fed).
  */

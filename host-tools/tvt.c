@@ -13,7 +13,7 @@
 #include "host-tools/error.h"
 #include "host-tools/le.h"
 #include "host-tools/tvt.h"
-#include "vmm/trace_format.h"
+#include "vmm/trace/format.h"
 
 #define ALIGN8(n) (((n) + 7u) & ~(uint64_t)7u)
 

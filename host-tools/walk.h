@@ -21,7 +21,7 @@
 #include "host-tools/progress.h"
 #include "host-tools/stream.h"
 #include "host-tools/tvt.h"
-#include "vmm/trace_format.h"
+#include "vmm/trace/format.h"
 
 enum tvh_event_kind {
 	TVH_EV_RECORD,       /* rec: a good record */

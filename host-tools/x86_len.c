@@ -5,7 +5,7 @@
  * only control transfers.
  */
 #include "host-tools/x86_len.h"
-#include "vmm/x86_decode.h"
+#include "vmm/lib/x86_decode.h"
 
 unsigned tvh_x86_branch_len(const uint8_t *p, size_t n)
 {

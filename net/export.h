@@ -13,7 +13,7 @@
  * owns struct exporter (it is large: put it in reserved memory) and calls
  * everything from one CPU, the one that owns the NIC.  The rings it reads
  * may belong to other CPUs whose producers run at the same time
- * (vmm/trace_ring.h, "Concurrency").
+ * (vmm/trace/ring.h, "Concurrency").
  *
  * Window entries do not hold bytes: each remembers the ring position and
  * sequence number of its first record, its record count and byte size,
@@ -25,7 +25,7 @@
  * exact sequence range, and sends the LOSS notice until it is acked.
  *
  * PT streams (optional, per CPU: export_attach_pt) read the CPU's PT byte
- * ring (vmm/trace_pt.h, struct pt_byte_ring) the same way: the exporter is
+ * ring (vmm/trace/backend/pt.h, struct pt_byte_ring) the same way: the exporter is
  * its consumer, the traced CPU's drain its producer on another CPU.  New
  * bytes go out as PT datagrams of at most TVP_PT_MAX_PAYLOAD bytes, the
  * window remembers each one's stream offset and length, a resend peeks at
@@ -54,8 +54,8 @@
 #include <stdint.h>
 
 #include "net/proto.h"
-#include "vmm/trace_pt.h"
-#include "vmm/trace_ring.h"
+#include "vmm/trace/backend/pt.h"
+#include "vmm/trace/ring.h"
 
 #define EXPORT_MAX_CPUS   128u
 #define EXPORT_WINDOW     64u    /* unacknowledged datagrams per stream */

@@ -10,8 +10,8 @@
 
 #include "lwip/arch.h"
 #include "lwip/sys.h"
-#include "vmm/hw.h"
-#include "vmm/log.h"
+#include "vmm/hw/hw.h"
+#include "vmm/lib/log.h"
 
 static uint64_t tsc_per_ms;
 static uint64_t tsc_base;

@@ -12,11 +12,11 @@
 #include "drivers/pci.h"
 #include "lwip/init.h"
 #include "net/lwip_port.h"
-#include "vmm/hw.h"
-#include "vmm/log.h"
-#include "vmm/pci_hide.h"
-#include "vmm/trace_engine.h"
-#include "vmm/vcpu.h"
+#include "vmm/hw/hw.h"
+#include "vmm/lib/log.h"
+#include "vmm/exit/pci_hide.h"
+#include "vmm/trace/engine.h"
+#include "vmm/vmx/vcpu.h"
 #include "vmm/version.h"
 
 static int net_ready;
@@ -387,7 +387,7 @@ void net_resident_poll(void *ctx)
 /*
  * The receiver's CONTROL messages, from the link's CPU: each becomes a
  * request the named CPUs apply themselves before their next VM entry
- * (trace_request, vmm/trace_engine.h).  The reply's "applied" means
+ * (trace_request, vmm/trace/engine.h).  The reply's "applied" means
  * queued for every named CPU; the START/STOP records (trigger receiver)
  * and MARKER records in the streams say when each took effect.  A mask
  * naming no CPU or one past the last, or a CPU that does not trace, is

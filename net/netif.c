@@ -16,8 +16,8 @@
 #include "lwip/timeouts.h"
 #include "lwip/udp.h"
 #include "netif/ethernet.h"
-#include "vmm/hw.h"
-#include "vmm/log.h"
+#include "vmm/hw/hw.h"
+#include "vmm/lib/log.h"
 
 /* A full transmit ring is waited out this many times before the frame
  * is dropped (the device drains it at line rate). */

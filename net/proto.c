@@ -13,8 +13,8 @@
 #include <string.h>
 
 #include "net/sha256.h"
-#include "vmm/trace_format.h"
-#include "vmm/trace_serial.h"
+#include "vmm/trace/format.h"
+#include "vmm/trace/serial_enc.h"
 
 #define HDR_LEN   ((size_t)sizeof(struct tvp_hdr))
 #define CPL_KNOWN ((1u << 0) | (1u << 3))   /* TRACE_CPL_KERNEL | TRACE_CPL_USER */

@@ -100,7 +100,7 @@ enum tvp_type {
  * index (tv_trace_ring.cpu); its PT byte stream is the index | TVP_STREAM_PT.
  * Sideband (CR3, images, config, time, log lines, markers, PT_SYNC) travels
  * as records in the record streams: it already is record types
- * (vmm/trace_format.h), and so it is ordered with the branches, sequenced,
+ * (vmm/trace/format.h), and so it is ordered with the branches, sequenced,
  * acknowledged and retransmitted like them.  Messages that are about the
  * whole session (HELLO, HELLO_ACK, HEARTBEAT, CONTROL, CONTROL_REPLY) have
  * stream 0.
@@ -321,9 +321,9 @@ struct tvp_ctl_cpus {
 };
 _Static_assert(sizeof(struct tvp_ctl_cpus) == 128, "tvp_ctl_cpus layout");
 
-#define TVP_CTL_RANGES 4u       /* = TRACE_MAX_RANGES (vmm/trace.h) */
+#define TVP_CTL_RANGES 4u       /* = TRACE_MAX_RANGES (vmm/trace/trace.h) */
 struct tvp_ctl_filter {
-	uint32_t cpl;           /* TRACE_CPL_* bits (vmm/trace.h), non-zero */
+	uint32_t cpl;           /* TRACE_CPL_* bits (vmm/trace/trace.h), non-zero */
 	uint32_t nranges;       /* 0..TVP_CTL_RANGES: ranges used */
 	uint64_t cr3;           /* 0 = any address space */
 	struct {

@@ -8,7 +8,7 @@
 
 #include <string.h>
 
-#include "vmm/trace_format.h"
+#include "vmm/trace/format.h"
 
 static bool before(uint64_t a, uint64_t b)
 {

@@ -4,7 +4,7 @@
  */
 #include "net/selftest.h"
 
-#include "vmm/trace_serial.h"
+#include "vmm/trace/serial_enc.h"
 
 static void put32(uint8_t *p, uint32_t v)
 {

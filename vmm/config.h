@@ -14,16 +14,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vmm/log.h"
-#include "vmm/pci_hide.h"
-#include "vmm/trace.h"
+#include "vmm/lib/log.h"
+#include "vmm/exit/pci_hide.h"
+#include "vmm/trace/trace.h"
 
 #define CONFIG_PATH_MAX 256
 #define CONFIG_LINE_MAX 1024
 #define CONFIG_MAX_ERRORS 16
 
 /* trace_buffer_kb bounds: the ring needs its 128-byte header plus a
- * power-of-two data area of at least 4 KiB (vmm/trace_format.h). */
+ * power-of-two data area of at least 4 KiB (vmm/trace/format.h). */
 #define CONFIG_TRACE_BUFFER_KB_MIN 8
 #define CONFIG_TRACE_BUFFER_KB_MAX (1024 * 1024)   /* 1 GiB per CPU */
 #define CONFIG_TRACE_CPUS_MAX 256                  /* trace_cpus indexes 0..255 */

@@ -5,8 +5,8 @@
 #include "vmm/hv.h"
 
 #include "drivers/serial.h"
-#include "vmm/hw.h"
-#include "vmm/trace_serial.h"
+#include "vmm/hw/hw.h"
+#include "vmm/trace/serial_enc.h"
 
 #include <string.h>
 

@@ -10,12 +10,12 @@
 #     power-off, Linux's uptime at /init, and Bochs's emulated time at the
 #     power-off (its tick counter, which is also the guest's TSC).
 #  2. One more `vmx = on` boot with `heartbeat_s = 1` and `log_level = debug`:
-#     vmm/periodic.c then logs every CPU's cumulative exit counts by reason
+#     vmm/exit/periodic.c then logs every CPU's cumulative exit counts by reason
 #     ("hbsum:" lines) each emulated second; the last set before the
 #     power-off is the exit profile of the boot (tests/bench/exit-profile.awk).  Its own timings show what
 #     the heartbeat itself costs.
 #  3. build/bench/ring_bench (tests/bench/ring_bench.c, -O2): appends per
-#     second of vmm/trace_ring.c against a memcpy of 24-byte records.
+#     second of vmm/trace/ring.c against a memcpy of 24-byte records.
 #  4. The test payload on one CPU: ticks (= instructions under Bochs) of
 #     1000 CPUIDs with vmx off and on, and of its traced window untraced
 #     and single-stepped with MTF: the hypervisor's instructions per exit
@@ -212,7 +212,7 @@ if [ "${BENCH_HEARTBEAT:-1}" != 0 ] && [ "${BENCH_LINUX:-1}" != 0 ]; then
 		hb_summary="hb=failed"
 	else
 		echo "Exit profile: vmx = on, heartbeat_s = 1, log_level = debug (1 boot: ${hb_wall} s wall, ${hb_cpu} s CPU, uptime ${hb_up} s, emulated ${hb_emu} s)"
-		# reason number -> name, from vmm/vmx_defs.h and vmm/exit.c
+		# reason number -> name, from vmm/vmx/vmx_defs.h and vmm/exit/exit.c
 		awk '
 			FNR == NR { if (match($0, /EXIT_REASON_[A-Z0-9_]+ *= *[0-9]+/)) {
 					split(substr($0, RSTART, RLENGTH), a, / *= */); num[a[1]] = a[2] }
@@ -221,7 +221,7 @@ if [ "${BENCH_HEARTBEAT:-1}" != 0 ] && [ "${BENCH_LINUX:-1}" != 0 ]; then
 				s = substr($0, RSTART, RLENGTH); k = s; sub(/^\[/, "", k); sub(/\].*/, "", k)
 				n = s; sub(/^[^"]*"/, "", n); sub(/"$/, "", n)
 				if (k in num) print num[k] "\t" n }' \
-			vmm/vmx_defs.h vmm/exit.c >"$work/reasons.tsv"
+			vmm/vmx/vmx_defs.h vmm/exit/exit.c >"$work/reasons.tsv"
 		tr -d '\r' <"$hblog" | grep -oE 'hbsum: cpu [0-9]+: tsc [0-9]+ exits [0-9]+:( [0-9]+=[0-9]+)*' >"$work/hbsum.txt"
 		awk -v names="$work/reasons.tsv" -v mach="$work/hb.mach" -v off="${ticks:-0}" \
 			-f tests/bench/exit-profile.awk "$work/hbsum.txt"
@@ -235,9 +235,9 @@ fi
 ring_summary="ring=skipped"
 if [ "${BENCH_RING:-1}" != 0 ]; then
 	echo
-	if ${CC:-gcc} -std=gnu11 -O2 -I"$TV_ROOT" tests/bench/ring_bench.c vmm/trace_ring.c \
+	if ${CC:-gcc} -std=gnu11 -O2 -I"$TV_ROOT" tests/bench/ring_bench.c vmm/trace/ring.c \
 		-o "$work/ring_bench" 2>"$work/ring_bench.cc.log"; then
-		echo "Trace ring producer (vmm/trace_ring.c, gcc -O2, host CPU; best of 5 x 8M appends, 1 MiB ring, OVERWRITE)"
+		echo "Trace ring producer (vmm/trace/ring.c, gcc -O2, host CPU; best of 5 x 8M appends, 1 MiB ring, OVERWRITE)"
 		"$work/ring_bench" >"$work/ring.txt" || failed=1
 		awk '
 			BEGIN { printf "%-16s %9s %9s %10s %10s\n", "case", "ns/rec", "Mrec/s", "bytes/rec", "x memcpy" }

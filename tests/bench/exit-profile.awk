@@ -1,5 +1,5 @@
 # tests/bench/exit-profile.awk - the exit profile of a heartbeat boot
-# (tests/bench/bench.sh, docs/BENCHMARKS.md) from vmm/periodic.c's
+# (tests/bench/bench.sh, docs/BENCHMARKS.md) from vmm/exit/periodic.c's
 # "hbsum: cpu C: tsc T exits E: R=N ..." lines, one per input line.
 #   awk -v names=REASONS.TSV -v mach=OUT -v off=POWEROFF_TICKS -f exit-profile.awk HBSUM
 # names: "number<TAB>name" per exit reason; mach: file for the key=value
@@ -52,7 +52,7 @@ END {
 	span = 0; spanx = 0
 	for (i = 0; i < nc; i++) { c = clist[i]; span += (last[c] - first[c]) / 1e8; spanx += lastx[c] - firstx[c] }
 	mean = span > 0 ? spanx / span : 0
-	# launch: one period before the earliest first beat (vmm/vmx.c arms it then)
+	# launch: one period before the earliest first beat (vmm/vmx/vmx.c arms it then)
 	launch = first[clist[0]]
 	for (i = 1; i < nc; i++) if (first[clist[i]] < launch) launch = first[clist[i]]
 	launch -= 1e8

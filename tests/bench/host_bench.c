@@ -28,7 +28,7 @@
 #include "host-tools/pt.h"
 #include "host-tools/sym.h"
 #include "host-tools/tvt.h"
-#include "vmm/trace_format.h"
+#include "vmm/trace/format.h"
 
 #define CODE 0x1000u
 static const uint8_t code[] = { 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ring_bench.c - host micro-benchmark of the trace ring's producer
- * (vmm/trace_ring.c): how many branch records per second
+ * (vmm/trace/ring.c): how many branch records per second
  * trace_append_branch appends, compact and full, against a plain memcpy
  * of 24-byte records into a buffer of the same size as the baseline.
  * Not a test: tests/bench/bench.sh builds it with -O2 into build/bench/
@@ -28,7 +28,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "vmm/trace_ring.h"
+#include "vmm/trace/ring.h"
 
 #define RING_BYTES (1u << 20)
 #define NADDR      (1u << 16)   /* precomputed branches, reused round-robin */

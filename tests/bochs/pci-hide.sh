@@ -6,7 +6,7 @@
 # (Linux must not list it; the host bridge and the other functions stay).
 # Under i440FX there is no MCFG, so this is configuration mechanism #1
 # (0xCF8/0xCFC) through the I/O bitmaps; ECAM is covered by the unit
-# tests (tests/unit/test_pci_hide.c).  docs/PCI-HIDE.md.
+# tests (tests/unit/vmm/exit/test_pci_hide.c).  docs/PCI-HIDE.md.
 #
 # TV_LINUX_TIMEOUT (seconds per boot, default 600).
 #

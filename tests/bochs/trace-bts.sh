@@ -16,7 +16,7 @@
 #     filtered, dropped, bad or corrupt, no entry with the buffer unmapped);
 #   - the same with pmi = on and pmi_every = 40 (BTINT: the DS interrupt
 #     every 40 records, an NMI through the LVT that exits and is drained
-#     by tracevisor, vmm/trace_engine.c trace_nmi_exit): again every branch
+#     by tracevisor, vmm/trace/engine.c trace_nmi_exit): again every branch
 #     one for one, PMIs that were ours and none reflected to the guest;
 #   - stock Bochs (no model): source = bts is refused at boot with the
 #     missing feature named, and no window opens.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * hw_fake.c - the host implementation of vmm/hw.h for unit tests.
+ * hw_fake.c - the host implementation of vmm/hw/hw.h for unit tests.
  *
  * Plain state, no asm.  See hw_fake.h for what is modelled and the SDM
  * rules each part follows.

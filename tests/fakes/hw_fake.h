@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * hw_fake.h - the host fake of vmm/hw.h: seeding and inspection API.
+ * hw_fake.h - the host fake of vmm/hw/hw.h: seeding and inspection API.
  *
- * tests/fakes/hw_fake.c implements every function of vmm/hw.h with plain
+ * tests/fakes/hw_fake.c implements every function of vmm/hw/hw.h with plain
  * C state instead of instructions, so everything above the seam runs in a
  * host process under ASan/UBSan.  Call hw_fake_reset() in each test's
  * setup; every table, log, counter and register then holds its power-on
@@ -61,7 +61,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vmm/hw.h"
+#include "vmm/hw/hw.h"
 
 /* --- reset --------------------------------------------------------------- */
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "host-tools/x86_len.h"
-#include "vmm/x86_decode.h"
+#include "vmm/lib/x86_decode.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

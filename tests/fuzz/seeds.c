@@ -15,7 +15,7 @@
 
 #include "host-tools/le.h"
 #include "host-tools/tvt.h"
-#include "vmm/trace_format.h"
+#include "vmm/trace/format.h"
 
 static const char *dir;
 

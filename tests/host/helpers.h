@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "host-tools/tvt.h"
-#include "vmm/trace_format.h"
+#include "vmm/trace/format.h"
 
 /* A growing buffer of records in the wire format (trace_format.h). */
 struct recbuf {

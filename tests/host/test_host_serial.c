@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_host_serial.c - serial log -> .tvt (host-tools/serial_in.c): two
- * CPUs' rings emitted by the real encoder (vmm/trace_serial.c), the lines
+ * CPUs' rings emitted by the real encoder (vmm/trace/serial_enc.c), the lines
  * mixed into a noisy log (firmware chatter, a stray "TVT1 " in text, a
  * line glued to junk, CRLF, binary bytes), then damaged: an R line
  * dropped, one corrupted (bad CRC), one cut short, a piece of a big
@@ -27,8 +27,8 @@
 #include "host-tools/serial_in.h"
 #include "host-tools/tvt.h"
 #include "tests/host/helpers.h"
-#include "vmm/trace_ring.h"
-#include "vmm/trace_serial.h"
+#include "vmm/trace/ring.h"
+#include "vmm/trace/serial_enc.h"
 
 #define RING_BYTES (128u + 8192u)
 

@@ -40,7 +40,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "vmm/hw.h"
+#include "vmm/hw/hw.h"
 
 #define COM1 0x3f8
 #define MAX_CPUS 64

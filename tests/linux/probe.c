@@ -28,11 +28,11 @@
 #include <unistd.h>
 
 /*
- * The guest ABI (vmm/hypercall.h) when the tree has it; the fallback keeps
+ * The guest ABI (vmm/exit/hypercall.h) when the tree has it; the fallback keeps
  * the probe building on its own: RAX = 0 asks for the probe function.
  */
-#if __has_include("vmm/hypercall.h")
-#include "vmm/hypercall.h"
+#if __has_include("vmm/exit/hypercall.h")
+#include "vmm/exit/hypercall.h"
 #define PROBE_FUNCTION ((uint64_t)TV_HC_PROBE)
 #define HAVE_PROBE_MAGIC 1
 #else

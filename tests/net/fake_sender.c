@@ -9,7 +9,7 @@
  *   fake_sender blast   --to ADDR:PORT --datagrams N [--rate DPS]
  *   fake_sender pt-pattern --pt N              the PT bytes send --pt N produces
  *
- * send: N CPUs, each with its own struct tv_trace_ring (vmm/trace_ring.c)
+ * send: N CPUs, each with its own struct tv_trace_ring (vmm/trace/ring.c)
  * of --ring-bytes and --overflow policy, filled with a deterministic
  * pattern (branches that make compact and full records, CR3 and MARKER
  * records) from --seed, in bursts of --burst records per CPU between two
@@ -21,7 +21,7 @@
  * acknowledged or declared lost.
  *
  * --pt N: CPU 0 also has a PT stream.  A struct pt_byte_ring
- * (vmm/trace_pt.h) of --pt-ring-bytes (a power of two, default 64 KiB)
+ * (vmm/trace/backend/pt.h) of --pt-ring-bytes (a power of two, default 64 KiB)
  * is attached with export_attach_pt, so the exporter is its consumer: it
  * sends the bytes in PT datagrams (FIRST on the one at offset 0), resends
  * on NACK and ack timeout, and releases ring space only when the
@@ -31,8 +31,8 @@
  * records, as much as the ring has room for (the rest waits for acks; a
  * real drain would refuse and count it, the fake keeps the pattern
  * whole).  The producer side is this file's own (pt_produce, the ring's
- * producer contract from vmm/trace_pt.h): pt_byte_ring_write lives in
- * vmm/trace_pt.c with the PT backend, which a host program cannot link.
+ * producer contract from vmm/trace/backend/pt.h): pt_byte_ring_write lives in
+ * vmm/trace/backend/pt.c with the PT backend, which a host program cannot link.
  * "done" then also needs every PT byte acknowledged; "pt cpu 0 ..." gives
  * the exporter's PT counters.
  *
@@ -78,8 +78,8 @@
 #include "host-tools/le.h"
 #include "net/export.h"
 #include "net/proto.h"
-#include "vmm/trace_pt.h"
-#include "vmm/trace_ring.h"
+#include "vmm/trace/backend/pt.h"
+#include "vmm/trace/ring.h"
 
 #define MAX_CPUS 64
 

@@ -33,8 +33,8 @@
 #include <efi.h>
 #include <stdint.h>
 
-#include "vmm/hw.h"
-#include "vmm/vmx_defs.h"
+#include "vmm/hw/hw.h"
+#include "vmm/vmx/vmx_defs.h"
 #include "tests/payload/guest_efi.h"
 #include "tests/payload/guest_helpers.h"
 #include "tests/payload/guest_idt.h"

@@ -30,7 +30,7 @@
 #include <efi.h>
 #include <stdint.h>
 
-#include "vmm/hw.h"
+#include "vmm/hw/hw.h"
 #include "tests/payload/guest_efi.h"
 #include "tests/payload/guest_helpers.h"
 #include "tests/payload/guest_idt.h"

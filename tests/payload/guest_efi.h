@@ -12,7 +12,7 @@
 #include <efi.h>
 #include <stdint.h>
 
-#include "vmm/hw.h"
+#include "vmm/hw/hw.h"
 
 EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab);
 

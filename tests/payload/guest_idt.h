@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#include "vmm/hw.h"
+#include "vmm/hw/hw.h"
 
 /* An interrupt gate (type 0xE, DPL 0, present) for vector v pointing at
  * fn in the current CS (SDM 3A "IDT Descriptors", 64-bit layout); the old

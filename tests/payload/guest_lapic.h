@@ -12,7 +12,7 @@
 
 #include <stdint.h>
 
-#include "vmm/hw.h"
+#include "vmm/hw/hw.h"
 
 #define MSR_APIC_BASE 0x1b
 #define MSR_X2APIC_EOI 0x80b

@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#include "vmm/hw.h"
+#include "vmm/hw/hw.h"
 
 #define COM1 0x3f8
 

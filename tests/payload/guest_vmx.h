@@ -12,8 +12,8 @@
 
 #include <stdint.h>
 
-#include "vmm/hw.h"
-#include "vmm/vmx_defs.h"
+#include "vmm/hw/hw.h"
+#include "vmm/vmx/vmx_defs.h"
 #include "tests/payload/guest_helpers.h"
 
 /* The allowed settings of a VMX control from its capability MSR (SDM 3D

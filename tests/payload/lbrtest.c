@@ -18,7 +18,7 @@
 #include <efi.h>
 #include <stdint.h>
 
-#include "vmm/hw.h"
+#include "vmm/hw/hw.h"
 #include "tests/payload/guest_out.h"
 
 #define LBR_DEPTH 32

@@ -11,9 +11,9 @@
 #include <stdint.h>
 
 #include "boot/mp_services.h"
-#include "vmm/hw.h"
+#include "vmm/hw/hw.h"
 #include "tests/payload/guest_out.h"
-#include "vmm/hypercall.h"
+#include "vmm/exit/hypercall.h"
 
 static EFI_SYSTEM_TABLE *st;
 static int have_tracevisor;  /* tracevisor answered the probe hypercall */

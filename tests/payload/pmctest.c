@@ -36,8 +36,8 @@
 #include <efi.h>
 #include <stdint.h>
 
-#include "vmm/hw.h"
-#include "vmm/vmx_defs.h"
+#include "vmm/hw/hw.h"
+#include "vmm/vmx/vmx_defs.h"
 #include "tests/payload/guest_efi.h"
 #include "tests/payload/guest_helpers.h"
 #include "tests/payload/guest_idt.h"
@@ -78,7 +78,7 @@
 #define STATUS_LBR_FRZ (1ull << 58)
 #define STATUS_CTR_FRZ (1ull << 59)
 
-/* VM-exit control "save IA32_PERF_GLOBAL_CTRL" (not in vmm/vmx_defs.h) */
+/* VM-exit control "save IA32_PERF_GLOBAL_CTRL" (not in vmm/vmx/vmx_defs.h) */
 #define EXIT_SAVE_PERF_GLOBAL_CTRL (1u << 30)
 
 #define PMI_VECTOR 0xe5

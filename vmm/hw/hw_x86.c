@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * hw_x86.c - the target implementation of vmm/hw.h.
+ * hw_x86.c - the target implementation of vmm/hw/hw.h.
  *
  * The only C file in tracevisor with inline asm.  Each function is one
  * instruction plus the flag decoding the SDM prescribes; anything smarter
  * belongs above the seam where it can be tested.
  */
-#include "vmm/hw.h"
+#include "vmm/hw/hw.h"
 
 void hw_cpuid(uint32_t leaf, uint32_t subleaf, struct hw_cpuid_regs *out)
 {

@@ -2,7 +2,7 @@
 /*
  * vmx_entry.S - the three pieces of VMX that cannot be written in C:
  * the launch that returns twice, the VM-exit entry point, and the host's
- * exception stubs.  Everything else is C above vmm/hw.h.
+ * exception stubs.  Everything else is C above vmm/hw/hw.h.
  */
 
 #define VMCS_GUEST_RSP    0x681c
@@ -78,7 +78,7 @@ hw_vmx_launch_fail_return:
  * void hw_vmx_devirt(struct hw_devirt_frame *f)  (noreturn)
  *
  * Leave VMX for good and continue as the guest described by f (offsets:
- * struct hw_devirt_frame in vmm/hw.h, asserted in vmm/devirt.c).  Order
+ * struct hw_devirt_frame in vmm/hw/hw.h, asserted in vmm/exit/devirt.c).  Order
  * matters: the guest's CR3 maps this code and f (identity-mapped memory),
  * CR4.VMXE can only clear after VMXOFF, segment loads zero the FS/GS bases
  * so the MSR writes come after them, and IRETQ loads CS, SS and RSP.

@@ -1,0 +1,371 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * trace_engine.h - tracing in the running hypervisor: one record ring per
+ * CPU in reserved memory, start/stop/marker from hypercalls and triggers,
+ * and the backend's work on every VM exit.
+ *
+ * The engine is the glue between the VMX layer and the backends: it reads
+ * guest state from the VMCS, sets the controls a backend needs, writes
+ * START/STOP/MARKER sideband records and hands finished windows to the
+ * exporter.  Backends keep their logic pure (vmm/trace/backend/mtf.h,
+ * vmm/trace/backend/btf.h, vmm/trace/backend/lbr.h).
+ *
+ * Backends driven end to end (docs/BACKENDS-MTF.md, docs/BACKENDS-LBR.md,
+ * docs/BACKENDS-BTS.md):
+ *  - mtf: the monitor trap flag while a window is open; every exit of the
+ *    window is one observed instruction (trace_before_entry).
+ *  - btf: RFLAGS.TF with IA32_DEBUGCTL.BTF|LBR in GUEST_IA32_DEBUGCTL,
+ *    armed by btf_prepare_entry before every VM entry; #DB intercepted
+ *    (exception bitmap bit 1, from the first window on, for good); each
+ *    #DB exit goes to exit_debug_exception: one TV_REC_BRANCH from the
+ *    LBR top (MSR_LASTBRANCH_TOS and its FROM/TO, which a VM exit does not
+ *    clear) to the guest's RIP, or a #DB reflected to the guest.
+ *  - lbr (legacy stack only): DEBUGCTL.LBR in GUEST_IA32_DEBUGCTL and the
+ *    filter in MSR_LBR_SELECT while a window is open; the stack is
+ *    drained (lbr_read, TV_REC_LBR) on every VM exit of the window and at
+ *    its stop.  No PMI is used: more than depth branches between two
+ *    exits lose the older ones, which the drain flags (TV_BRF_LBR_FULL on
+ *    the oldest record of a full read) and counts (the stop line's "full
+ *    reads").  Architectural LBR is refused (TV_HC_ENOSYS, logged).
+ *  - bts (docs/BACKENDS-BTS.md): each CPU has a DS save area and a
+ *    TRACE_BTS_BUF_BYTES BTS buffer in reserved memory the guest's EPT
+ *    maps read/write (trace_cpu_bts_area; the guest can see them).  A
+ *    window lays them out (bts_area_init, circular mode: BTINT 0, no
+ *    PMI ever), writes IA32_DS_AREA with WRMSR in VMX root, and puts
+ *    TR|BTS (and BTS_OFF_OS/USR from the filter's CPLs) in
+ *    GUEST_IA32_DEBUGCTL; the buffer is drained (bts_drain) on every VM
+ *    exit of the window and at its stop.  More branches between two
+ *    exits than the buffer holds wrap it: the drain counts them
+ *    (lost_min) and writes a TV_REC_LOG note; the stop line reports it.
+ *    The buffer's linear address is its physical one: BTS works while
+ *    the guest's paging identity-maps that memory (UEFI firmware, the
+ *    payload), not yet under an OS with its own page tables.  Before an
+ *    entry with TR|BTS the guest's page tables are walked over the whole
+ *    area (again whenever CR3 or CR0 changed): where a page is not
+ *    mapped writable at its own address, BTS stays off for that entry
+ *    (a gap, with a TV_REC_LOG note and the stop line's count), never a
+ *    store through an unmapped address.
+ * For btf, lbr and bts the guest's IA32_DEBUGCTL bits the backend owns
+ * (LBR, FREEZE_LBRS_ON_PMI, and BTF for btf; TR, BTS, BTINT, BTS_OFF_OS,
+ * BTS_OFF_USR for bts: docs/TRACE-MSR-POLICY.md) are the engine's in the
+ * VMCS on every entry, windows open or not; the guest's own bits in the
+ * field are kept (vmm/exit/exit_msr.c merges them).
+ *  - pt (docs/BACKENDS-PT.md): each CPU has TRACE_PT_AREA_BYTES of
+ *    reserved memory the guest never sees (EPT leaves it hidden; PT
+ *    writes host-physical addresses, not through EPT): the ToPA output
+ *    regions, the table, and a byte ring the drains fill.  The table is
+ *    built once (STOP on the last region: no PMI, so nothing ever reaches
+ *    the guest's LVT; more than the regions hold between two exits is a
+ *    counted gap); each window arms the RTIT MSRs in VMX root (pt_arm:
+ *    PacketByteCnt 0, so it opens with a PSB+) and puts ctl|TraceEn in
+ *    GUEST_IA32_RTIT_CTL, which "load IA32_RTIT_CTL" puts in force at
+ *    every VM entry and "clear IA32_RTIT_CTL" takes away at every exit:
+ *    the hypervisor never traces itself.  Every exit of the window
+ *    drains the regions into the byte ring (pt_drain, TV_REC_PT_SYNC
+ *    records tie the byte stream to the record ring, gaps counted);
+ *    the exporter takes the bytes with trace_pt_take.  stop_after does
+ *    not apply (the hypervisor does not decode PT): windows end by
+ *    hypercall, request or a full byte ring (TV_TRIG_FULL).
+ *
+ * Concurrency: each CPU only ever touches its own struct trace_cpu and
+ * ring (in VMX root, on its own exits); the setup is written once at boot.
+ */
+#ifndef TV_TRACE_ENGINE_H
+#define TV_TRACE_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vmm/lib/guest_mem.h"
+#include "vmm/trace/trace.h"
+#include "vmm/trace/backend/btf.h"
+#include "vmm/trace/backend/bts.h"
+#include "vmm/trace/backend/lbr.h"
+#include "vmm/trace/backend/mtf.h"
+#include "vmm/trace/backend/pt.h"
+
+struct per_cpu;
+
+#define TRACE_REQ_LABEL_MAX 16       /* = TV_HC_LABEL_LEN (vmm/exit/hypercall.h) */
+struct exit_ctx;
+struct ept;
+struct page_pool;
+
+/* What to trace, from the configuration; the same for every CPU. */
+struct trace_setup {
+	uint8_t source;           /* enum tv_source; TV_SOURCE_NONE = no tracing */
+	uint8_t overflow;         /* enum tv_overflow */
+	uint8_t start;            /* TV_TRIG_BOOT, _HYPERCALL, _ADDRESS or _EXIT_BOOT_SERVICES */
+	uint8_t pmi;              /* lbr/bts/pt: also drain on the PMI (NMI exits) */
+	uint32_t ring_kb;         /* per CPU */
+	uint64_t stop_after;      /* branch records per window, 0 = no limit */
+	uint64_t start_addr;      /* TV_TRIG_ADDRESS: guest-physical address */
+	struct trace_filter filter;
+	struct trace_pt_opts pt;  /* source = pt: packet options */
+	uint32_t pmi_every;       /* bts: threshold, lbr: counter period (records); 0 = default */
+};
+
+/* Per-CPU engine state, inside struct per_cpu. */
+struct trace_cpu {
+	struct tv_trace_ring *ring;   /* NULL: this CPU does not trace */
+	bool active;                  /* a window is open */
+	bool boot_started;            /* TV_TRIG_BOOT handled */
+	uint64_t window_branches;     /* branch records since START */
+	uint64_t windows;             /* START records written */
+	bool trigger_step;            /* stepping one instruction in the trigger page */
+	bool kentry_step;             /* kernel_entry: stepping out of the loader's image */
+	uint64_t kentry_steps;
+	struct trace_cursor exported; /* the exporter's place in the ring */
+	struct mtf_state mtf;
+	/* btf and lbr */
+	bool lbr_probed;              /* lbr_probe ran on this CPU */
+	bool db_intercepted;          /* exception bitmap bit 1 set */
+	struct lbr_caps lbr_caps;
+	struct btf_state btf;         /* btf: TF/BTF arming, #DB policy */
+	struct lbr_state lbr;         /* lbr: the drains; btf: the stack's top */
+	uint64_t lbr_vmcs_ctl;        /* arch LBR: what GUEST_IA32_LBR_CTL holds */
+	/* bts */
+	bool bts_probed;              /* bts_probe ran on this CPU */
+	struct bts_caps bts_caps;
+	struct bts_state bts;
+	uint8_t *bts_mem;             /* DS page + buffer (trace_cpu_bts_area); NULL: none */
+	uint64_t bts_lin;             /* the guest-linear address of bts_mem */
+	bool bts_map_known;           /* bts_map_ok holds for bts_map_cr3/_cr0 */
+	bool bts_map_ok;              /* the guest's paging maps bts_lin.. writable at bts_lin.. */
+	uint64_t bts_map_cr3, bts_map_cr0;
+	uint64_t bts_unmapped;        /* entries of a window with BTS held off: not mapped */
+	/* pt */
+	bool pt_probed;               /* pt_caps_read ran on this CPU */
+	bool pt_busy_logged;          /* one log line for TraceEn found set in VMX root */
+	struct pt_caps pt_caps;
+	struct pt_state pt;           /* ToPA table (built once) and drain state */
+	struct pt_byte_ring pt_ring;  /* the drained PT stream, until exported */
+	uint8_t *pt_mem;              /* trace_cpu_pt_area; NULL: none */
+	uint64_t pt_pa;               /* its physical address */
+	uint64_t pt_guest_ctl;        /* GUEST_IA32_RTIT_CTL of an open window */
+	uint64_t pt_vmcs_ctl;         /* what the field holds (0 at launch, vmx.c) */
+	uint64_t pt_drain_errors;     /* pt_drain calls that failed (logged) */
+	/*
+	 * pmi (setup.pmi): the LVT performance-counter entry delivers NMIs,
+	 * which exit (pin-based NMI exiting); trace_nmi_exit sorts ours
+	 * from the guest's.
+	 */
+	bool pmi_lvt_held;            /* the LVT holds NMI delivery for us */
+	uint8_t pmi_expect;           /* exits left in which an NMI is our PMI (a drain saw it) */
+	bool pmc_on;                  /* lbr: our counter armed for this window */
+	uint32_t pmc_idx;             /* lbr: which general-purpose counter */
+	uint32_t pmc_period;          /* lbr: branches between its overflows */
+	struct trace_pmi_stats {
+		uint64_t nmis;            /* NMI exits and root NMIs looked at */
+		uint64_t ours;            /* ... that were the backend's PMI */
+		uint64_t reflected;       /* ... given to the guest */
+		uint64_t root_claimed;    /* ours, taken in VMX root (during an exit) */
+		uint64_t lvt_retaken;     /* the LVT found changed and written again */
+	} pmi;
+	/* Requests from another CPU (trace_request), applied by this one. */
+	uint32_t req_pending;         /* TRACE_REQ_* bits, atomic */
+	uint64_t req_marker_id;       /* TRACE_REQ_MARKER: written before the bit */
+	uint8_t req_label_len;
+	char req_label[TRACE_REQ_LABEL_MAX];
+	struct trace_filter req_filter; /* TRACE_REQ_FILTER: written before the bit */
+	bool filter_set;              /* filter replaces the setup's (a request) */
+	struct trace_filter filter;   /* this CPU's filter once filter_set */
+	uint64_t req_applied;         /* requests that did what they asked */
+	uint64_t req_refused;         /* START while open, STOP while closed, ... */
+};
+
+/*
+ * Requests one CPU makes of another: the receiver's CONTROL messages
+ * (docs/PROTOCOL.md) arrive on the network's CPU but open, close or mark
+ * any CPU's window.  trace_request only sets bits (and, for a marker, the
+ * label) in the target's struct trace_cpu; the target applies them itself
+ * in trace_before_entry, before its next VM entry, so every ring still
+ * has exactly one writer.  A CPU that does not exit applies them at its
+ * next timer exit (heartbeat_s, or poll_us on the network's CPU).  START
+ * cancels a STOP not yet applied and the other way round; windows opened
+ * or closed this way carry TV_TRIG_RECEIVER.  A new filter (CPL, CR3, IP
+ * ranges) replaces the setup's for that CPU from its next entry: the
+ * software filters (MTF, BTF, the LBR and BTS drains) use it at once, the
+ * hardware ones derived from it (LBR_SELECT, BTS_OFF_OS/USR) from the next
+ * window.
+ */
+#define TRACE_REQ_START   (1u << 0)
+#define TRACE_REQ_STOP    (1u << 1)
+#define TRACE_REQ_MARKER  (1u << 2)
+#define TRACE_REQ_FILTER  (1u << 3)   /* trace_request_filter */
+
+#define TRACE_REQ_OK      0
+#define TRACE_REQ_ENOSYS  (-1)   /* this CPU does not trace (no ring, no source) */
+#define TRACE_REQ_EBUSY   (-2)   /* a marker for this CPU is still pending */
+#define TRACE_REQ_EINVAL  (-3)   /* no request bit, or an unknown one */
+
+/*
+ * trace_request - ask cpu to do req (one TRACE_REQ_* bit) at its next
+ * entry; marker_id and label[0..len) for TRACE_REQ_MARKER (len is cut to
+ * TRACE_REQ_LABEL_MAX, the hypercall marker's TV_HC_LABEL_LEN).  Safe from any CPU.  Returns TRACE_REQ_OK (queued)
+ * or a TRACE_REQ_E* code.
+ */
+int trace_request(struct per_cpu *cpu, uint32_t req, uint64_t marker_id,
+		  const char *label, size_t len);
+
+/*
+ * trace_request_filter - ask cpu to use f from its next entry.  Returns
+ * TRACE_REQ_OK, TRACE_REQ_ENOSYS, TRACE_REQ_EBUSY (a filter for this CPU
+ * is still pending) or TRACE_REQ_EINVAL (no CPL bit or a CPL bit other
+ * than TRACE_CPL_KERNEL/USER, more than TRACE_MAX_RANGES ranges, a range
+ * with lo > hi).
+ */
+int trace_request_filter(struct per_cpu *cpu, const struct trace_filter *f);
+
+/*
+ * PMIs (pmi = on, docs/CONFIG.md): while a window of lbr, bts or pt is
+ * open the CPU's LVT performance-counter entry is NMI delivery, unmasked;
+ * NMIs cause VM exits (pin-based "NMI exiting", SDM 3C 25.6.1), and an NMI
+ * exit goes to trace_nmi_exit.  There the backend says whether its
+ * condition raised it (bts: the DS index at the threshold; pt:
+ * Trace_ToPA_PMI; lbr: its counter's overflow bit), drains, and the LVT's
+ * mask bit (set by the delivery, SDM 3A "Local Vector Table") is cleared
+ * again.  An NMI that is not ours, or a PMI that also reports the guest's
+ * counters (IA32_PERF_GLOBAL_STATUS bits 0-48), is injected into the
+ * guest as an NMI.  A PMI that reaches VMX root during another exit
+ * (vmm/hv.c host_nmi counts it pending) is claimed in
+ * trace_before_entry when that exit's drain found our condition.
+ */
+bool trace_engine_wants_nmi_exiting(void);
+
+/*
+ * Called at the end of a window (STOP written) with the CPU's ring, from
+ * VMX root on that CPU: the exporter (serial today, network later).
+ */
+typedef void (*trace_window_fn)(struct per_cpu *cpu);
+
+/*
+ * trace_engine_init - adopt setup, register the hypercall hooks (when a
+ * source is set), and read guest-physical memory through read_phys
+ * (NULL: guest memory cannot be read, every MTF instruction counts as a
+ * decode error).  on_window may be NULL.
+ */
+void trace_engine_init(const struct trace_setup *setup, gmem_read_phys_fn read_phys,
+		       void *read_ctx, trace_window_fn on_window);
+
+/* The setup in effect (what trace_engine_init was given). */
+const struct trace_setup *trace_engine_setup(void);
+
+/*
+ * trace_cpu_init - make mem[0..bytes) the CPU's ring (boot, before the CPU
+ * launches).  Returns 0 or a TRACE_ERR_* code (TRACE_ERR_TOO_SMALL, ...).
+ */
+int trace_cpu_init(struct trace_cpu *t, void *mem, size_t bytes, uint32_t cpu_index,
+		   uint32_t apic_id, enum tv_source src, enum tv_overflow policy,
+		   uint64_t tsc_hz, uint64_t now_tsc);
+
+/*
+ * bts: per CPU, one 4 KiB page for the DS save area followed by the BTS
+ * buffer (64 KiB: 2730 records of 24 bytes, the last the drain's
+ * sentinel).  TRACE_BTS_AREA_BYTES is what the boot code reserves per CPU.
+ */
+#define TRACE_BTS_BUF_BYTES  (64u * 1024u)
+#define TRACE_BTS_AREA_BYTES (4096u + TRACE_BTS_BUF_BYTES)
+
+/*
+ * trace_cpu_bts_area - give the CPU (after trace_cpu_init) its BTS memory:
+ * mem[0..TRACE_BTS_AREA_BYTES), page aligned, which the guest's current
+ * paging maps at linear address lin (and its EPT read/write: the caller's
+ * job).  Returns 0 or TRACE_ERR_INVAL (NULL, not page aligned).
+ */
+int trace_cpu_bts_area(struct trace_cpu *t, void *mem, uint64_t lin);
+
+/*
+ * pt: per CPU, TRACE_PT_REGIONS output regions of TRACE_PT_REGION_BYTES
+ * (one only where the CPU has no multiple-entry ToPA), the ToPA table
+ * page, and the TRACE_PT_RING_BYTES byte ring the drains fill.  The area
+ * must be TRACE_PT_REGION_BYTES aligned (a ToPA region is aligned to its
+ * size, SDM 3C 33.2.7.2); TRACE_PT_AREA_BYTES is a multiple of it.
+ */
+#define TRACE_PT_REGION_BYTES (64u * 1024u)
+#define TRACE_PT_REGIONS      4u
+#define TRACE_PT_OUT_BYTES    (TRACE_PT_REGIONS * TRACE_PT_REGION_BYTES)
+#define TRACE_PT_TABLE_OFF    TRACE_PT_OUT_BYTES
+#define TRACE_PT_RING_OFF     (TRACE_PT_OUT_BYTES + 4096u)
+#define TRACE_PT_RING_BYTES   (1024u * 1024u)
+#define TRACE_PT_AREA_BYTES   ((TRACE_PT_RING_OFF + TRACE_PT_RING_BYTES + TRACE_PT_REGION_BYTES - 1) & \
+			       ~(TRACE_PT_REGION_BYTES - 1))
+
+/*
+ * trace_cpu_pt_area - give the CPU (after trace_cpu_init) its PT memory:
+ * mem[0..TRACE_PT_AREA_BYTES) at physical address pa, both
+ * TRACE_PT_REGION_BYTES aligned, hidden from the guest.  Returns 0 or
+ * TRACE_ERR_INVAL (NULL, misaligned).
+ */
+int trace_cpu_pt_area(struct trace_cpu *t, void *mem, uint64_t pa);
+
+/*
+ * trace_pt_take - for the exporter: up to cap bytes of the CPU's PT
+ * stream, oldest first, taken out of its byte ring; *offset receives the
+ * stream offset of buf[0].  Returns the count (0: nothing waiting).
+ */
+size_t trace_pt_take(struct trace_cpu *t, uint8_t *buf, size_t cap, uint64_t *offset);
+
+/*
+ * trace_start / trace_stop - open or close this CPU's window (VMX root,
+ * current VMCS = the CPU's).  Return TV_HC_OK, TV_HC_ENOSYS (no ring; mtf
+ * without the MTF control; btf/lbr without a usable legacy LBR stack or
+ * without the load/save debug controls; a backend not wired in),
+ * TV_HC_EBUSY (start while tracing, stop while not; btf: start while the
+ * guest single-steps itself, RFLAGS.TF set); bts: TV_HC_ENOSYS also
+ * without BTS on the CPU, without its memory, or for a filter the
+ * hardware cannot apply (a CPL filter without DS-CPL); pt: TV_HC_ENOSYS
+ * without usable PT (caps, memory, the RTIT_CTL entry and exit controls)
+ * or for a filter PT cannot apply.  A stop drains the LBR stack (lbr),
+ * the BTS buffer (bts) or the PT output (pt) first and logs the window's
+ * counts.
+ */
+int trace_start(struct per_cpu *cpu, enum tv_trigger why);
+int trace_stop(struct per_cpu *cpu, enum tv_trigger why);
+
+/*
+ * trace_before_entry - the last thing before VMRESUME: the boot trigger,
+ * then the backend's per-exit work: mtf records the transfer since the
+ * last exit; btf arms (or disarms) TF and DEBUGCTL and keeps #DB
+ * intercepted; lbr drains the stack and sets DEBUGCTL.LBR; bts drains
+ * the buffer and sets DEBUGCTL.TR|BTS; pt drains the output regions and
+ * writes GUEST_IA32_RTIT_CTL (TraceEn only while a window is open).
+ */
+void trace_before_entry(struct per_cpu *cpu);
+
+/*
+ * The address trigger (start = TV_TRIG_ADDRESS): the 4 KiB page holding
+ * start_addr is made non-executable in EPT; the first instruction fetch at
+ * start_addr itself, on any CPU, opens that CPU's window right there and
+ * makes the page executable again for good.  Fetches of other
+ * instructions in the page are stepped over one at a time (execute
+ * allowed, MTF for one instruction, execute removed again).
+ *
+ * trace_trigger_arm - take execute away (once, at boot, before any CPU
+ *   uses the EPT: it does no INVEPT): 0, or an EPT_ERR_* code (logged).
+ * trace_trigger_fetch - from the EPT-violation handler, for a fetch at
+ *   gpa (guest_rax: the guest's RAX, which for kernel_entry's trap is the
+ *   status ExitBootServices returned): true when it was the trigger's
+ *   page and has been dealt with.
+ */
+int trace_trigger_arm(struct ept *ept, struct page_pool *pool);
+bool trace_trigger_fetch(struct per_cpu *cpu, uint64_t gpa, uint64_t guest_rax);
+
+/* Exit reason 37: the work happens in trace_before_entry. */
+enum exit_action exit_monitor_trap(struct exit_ctx *ctx);
+
+/*
+ * trace_owns_db - whether #DB exits of this CPU are the engine's (source
+ * btf, interception on).  exit_debug_exception - one exception exit with
+ * vector 1 (ctx->qualification read): a hardware #DB goes to btf_on_db
+ * (a branch record, a stray step swallowed, or a #DB reflected with the
+ * guest's DR6); an INT1 (privileged software exception) is re-injected
+ * as it was.
+ */
+bool trace_owns_db(const struct per_cpu *cpu);
+enum exit_action exit_debug_exception(struct exit_ctx *ctx);
+/* trace_nmi_exit - an NMI exit (pmi = on; see trace_engine_wants_nmi_exiting). */
+enum exit_action trace_nmi_exit(struct exit_ctx *ctx);
+
+#endif /* TV_TRACE_ENGINE_H */

@@ -1,0 +1,308 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * trace_format.h - the trace stream: what the hypervisor writes into its
+ * reserved memory, what goes over the wire and what the host tools read.
+ * docs/FORMAT.md is the prose version; this header is the normative one.
+ *
+ * Shared by the freestanding side (vmm/) and the host tools: fixed-width
+ * types only, little endian, no pointers, every struct's size asserted.
+ *
+ * Per CPU there are up to two streams:
+ *  - the record stream: branch records and sideband (CR3 changes, start/
+ *    stop, config, time, log lines, image loads, markers, loss), a ring of
+ *    variable-length records, each a multiple of 8 bytes;
+ *  - with Intel PT, the raw PT byte stream as the hardware wrote it
+ *    (libipt decodes it), in its own buffer; sideband TV_REC_PT_SYNC
+ *    records tie PT byte offsets to TSC values.
+ *
+ * Sequence numbers: every record of a CPU's record stream has an implicit
+ * 64-bit sequence number, its position in the stream since the stream
+ * began (the first record written is 0).  The ring header says which
+ * sequence number sits at its tail, so a reader that starts anywhere
+ * knows exactly how many records it missed.
+ */
+#ifndef TV_TRACE_FORMAT_H
+#define TV_TRACE_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TV_TRACE_MAGIC   0x52545654u   /* "TVTR" little endian */
+#define TV_TRACE_VERSION 1u
+
+/* Where the records come from (tv_trace_ring.source, TV_REC_CONFIG). */
+enum tv_source {
+	TV_SOURCE_NONE = 0,
+	TV_SOURCE_MTF = 1,      /* monitor trap flag: single-step, software decode */
+	TV_SOURCE_BTF = 2,      /* DEBUGCTL.BTF single-step on branches + LBR top */
+	TV_SOURCE_LBR = 3,      /* last branch records, read on PMI / exits */
+	TV_SOURCE_BTS = 4,      /* branch trace store */
+	TV_SOURCE_PT = 5,       /* Intel Processor Trace (raw in its own stream) */
+};
+
+/* Overflow policy (tv_trace_ring.flags bits 1:0). */
+enum tv_overflow {
+	TV_OVERFLOW_STOP = 0,       /* keep the oldest: new records are dropped, counted */
+	TV_OVERFLOW_OVERWRITE = 1,  /* keep the newest: the oldest are dropped, counted */
+};
+
+/*
+ * The ring header, at the start of each CPU's record buffer; the data area
+ * (data_size bytes, a power of two) follows it at offset hdr_size.  head
+ * and tail are running byte counts (never wrapped): record bytes live at
+ * data[(pos) & (data_size - 1)] and may wrap around the end.
+ * head - tail <= data_size always.  The producer (that CPU, in VMX root)
+ * is the only writer of head, next_seq, lost_* and the producer state;
+ * the exporter advances tail only in TV_OVERFLOW_STOP mode, the producer
+ * only in OVERWRITE mode.  tail_seq always names the record at tail
+ * (next_seq when the ring is empty).
+ */
+struct tv_trace_ring {
+	uint32_t magic;          /* TV_TRACE_MAGIC */
+	uint16_t version;        /* TV_TRACE_VERSION */
+	uint16_t hdr_size;       /* sizeof(struct tv_trace_ring) */
+	uint32_t cpu;            /* logical CPU index (0 = boot CPU) */
+	uint32_t apic_id;
+	uint32_t source;         /* enum tv_source */
+	uint32_t flags;          /* bits 1:0 enum tv_overflow */
+	uint64_t data_size;      /* bytes, power of two, >= 4096 */
+	uint64_t head;           /* bytes ever written */
+	uint64_t tail;           /* oldest byte still held */
+	uint64_t tail_seq;       /* sequence number of the record at tail */
+	uint64_t next_seq;       /* sequence number the next record gets */
+	uint64_t lost_records;   /* records dropped (either policy), ever */
+	uint64_t lost_bytes;     /* their bytes */
+	uint64_t tsc_hz;         /* TSC frequency, 0 if unknown */
+	uint64_t start_tsc;      /* TSC when the ring was initialised */
+	/*
+	 * Producer state (vmm/trace/ring.c; zero-initialised, readers may
+	 * ignore it).  It lives in the header, not in a private struct, so a
+	 * memory dump or a header snapshot shows everything the producer knew.
+	 */
+	uint64_t chain_to;       /* `to` of the last branch record written */
+	uint64_t chain_pos;      /* position of the full branch opening the
+				  * compact chain; TV_CHAIN_NONE: no chain */
+	uint64_t pending_lost;   /* STOP: dropped, not yet in a TV_REC_LOST */
+	uint64_t last_tsc;       /* newest TSC the producer was given */
+};
+_Static_assert(sizeof(struct tv_trace_ring) == 128, "tv_trace_ring layout");
+_Static_assert(offsetof(struct tv_trace_ring, data_size) == 24, "data_size at 24");
+_Static_assert(offsetof(struct tv_trace_ring, tail_seq) == 48, "tail_seq at 48");
+_Static_assert(offsetof(struct tv_trace_ring, start_tsc) == 88, "start_tsc at 88");
+_Static_assert(offsetof(struct tv_trace_ring, chain_to) == 96, "producer state at 96");
+
+#define TV_CHAIN_NONE UINT64_MAX  /* tv_trace_ring.chain_pos: no open chain */
+
+/* Record types (tv_rec.type). */
+enum tv_rec_type {
+	TV_REC_PAD = 0,          /* skip size bytes; holds a sequence number like
+				  * any record (the ring itself never writes one) */
+	TV_REC_BRANCH = 1,       /* struct tv_rec_branch */
+	TV_REC_BRANCH_COMPACT = 2, /* struct tv_rec_branch_compact */
+	TV_REC_LBR = 3,          /* struct tv_rec_lbr */
+	TV_REC_CR3 = 4,          /* struct tv_rec_cr3 */
+	TV_REC_START = 5,        /* struct tv_rec_startstop */
+	TV_REC_STOP = 6,         /* struct tv_rec_startstop */
+	TV_REC_CONFIG = 7,       /* struct tv_rec_text: "key=value" */
+	TV_REC_TIME = 8,         /* struct tv_rec_time */
+	TV_REC_LOG = 9,          /* struct tv_rec_text: a log line, info = level */
+	TV_REC_IMAGE = 10,       /* struct tv_rec_image */
+	TV_REC_LOST = 11,        /* struct tv_rec_lost */
+	TV_REC_MARKER = 12,      /* struct tv_rec_marker */
+	TV_REC_PT_SYNC = 13,     /* struct tv_rec_pt_sync */
+	TV_REC_TYPE_MAX
+};
+
+/* Branch kinds (tv_rec.info of branch records). */
+enum tv_branch_kind {
+	TV_BR_UNKNOWN = 0,
+	TV_BR_JCC = 1,           /* taken conditional jump (incl. JCXZ, LOOP) */
+	TV_BR_JMP = 2,           /* direct near jump */
+	TV_BR_JMP_IND = 3,       /* indirect near jump */
+	TV_BR_CALL = 4,          /* direct near call */
+	TV_BR_CALL_IND = 5,      /* indirect near call */
+	TV_BR_RET = 6,           /* near return */
+	TV_BR_FAR = 7,           /* far jmp/call/ret */
+	TV_BR_SYSCALL = 8,       /* SYSCALL, SYSENTER, INT n, INT3, INTO */
+	TV_BR_SYSRET = 9,        /* SYSRET, SYSEXIT, IRET */
+	TV_BR_EXCEPTION = 10,    /* fault or trap delivered (from = faulting IP) */
+	TV_BR_INTERRUPT = 11,    /* external interrupt or NMI delivered */
+	TV_BR_KIND_MAX
+};
+
+/* Every record starts with this; size is the whole record, a multiple of 8. */
+struct tv_rec {
+	uint8_t type;            /* enum tv_rec_type */
+	uint8_t info;            /* per type: branch kind, log level, image kind */
+	uint16_t size;           /* bytes including this header, >= 8, multiple of 8 */
+	uint32_t aux;            /* per type, see each record */
+};
+_Static_assert(sizeof(struct tv_rec) == 8, "tv_rec layout");
+
+/* Branch flags (tv_rec.aux of TV_REC_BRANCH). */
+#define TV_BRF_TSC        (1u << 0)   /* tsc field present (size 32, else 24) */
+#define TV_BRF_MISPRED    (1u << 1)   /* mispredicted (LBR_INFO, LBR sources) */
+#define TV_BRF_IN_TSX     (1u << 2)
+#define TV_BRF_TSX_ABORT  (1u << 3)
+/*
+ * LBR records: the stack was full when it was read, and this is the
+ * oldest record of that read: branches before it may have been lost (the
+ * stack holds only its depth; docs/BACKENDS-LBR.md).
+ */
+#define TV_BRF_LBR_FULL   (1u << 4)
+
+/* A branch: control went from `from` (the branch's IP) to `to`. */
+struct tv_rec_branch {
+	struct tv_rec h;         /* TV_REC_BRANCH, info = kind, aux = TV_BRF_* */
+	uint64_t from;
+	uint64_t to;
+	uint64_t tsc;            /* only when aux & TV_BRF_TSC */
+};
+_Static_assert(sizeof(struct tv_rec_branch) == 32, "branch layout");
+#define TV_REC_BRANCH_SIZE     24u   /* without tsc */
+#define TV_REC_BRANCH_TSC_SIZE 32u   /* with aux & TV_BRF_TSC */
+
+/*
+ * The compact form MTF mostly writes: `from` is given as a forward offset
+ * from the previous branch record's `to` in the same stream (the branch
+ * ends the basic block that started there), in aux.  A reader needs the
+ * previous branch record, so the producer writes a compact record only
+ * right after another branch record (full or compact) and writes a full
+ * TV_REC_BRANCH instead:
+ *  - after a ring initialisation, a START, a LOST or any other non-branch
+ *    record (so a chain of compact records is always a contiguous run that
+ *    opens with a full branch: dropping records up to the next non-compact
+ *    one never leaves a compact record without its base);
+ *  - when the offset does not fit (from < prev to, or >= 2^32 above it),
+ *    or the branch has flags (TSC, MISPRED, TSX), which only the full
+ *    record carries;
+ *  - when data_size / 16 bytes or more have been written since the full
+ *    branch that opened the chain, so that one drop under OVERWRITE never
+ *    takes more than about 1/16 of the ring with it.
+ * When OVERWRITE drops records it drops the compact ones after the dropped
+ * ones too, up to the next non-compact record (all counted in
+ * lost_records), so under OVERWRITE the tail never starts on a compact
+ * record.  (Under STOP the exporter may release records up to a compact
+ * one; it has read the base already.)
+ */
+struct tv_rec_branch_compact {
+	struct tv_rec h;         /* TV_REC_BRANCH_COMPACT, info = kind, aux = from - prev_to */
+	uint64_t to;
+};
+_Static_assert(sizeof(struct tv_rec_branch_compact) == 16, "compact layout");
+
+/* One LBR entry (FROM/TO/INFO MSRs), oldest first in the stream. */
+struct tv_rec_lbr {
+	struct tv_rec h;         /* TV_REC_LBR, info = kind (TV_BR_UNKNOWN if unknown), aux = TV_BRF_* */
+	uint64_t from;
+	uint64_t to;
+	uint64_t lbr_info;       /* raw IA32_LBR_x_INFO (0 when the format has none) */
+};
+_Static_assert(sizeof(struct tv_rec_lbr) == 32, "lbr layout");
+
+/* The guest's CR3 changed (MOV to CR3 exit, or seen at a VM exit). */
+struct tv_rec_cr3 {
+	struct tv_rec h;         /* TV_REC_CR3, aux 0 */
+	uint64_t tsc;
+	uint64_t cr3;
+	uint64_t rip;            /* guest RIP of the MOV */
+};
+_Static_assert(sizeof(struct tv_rec_cr3) == 32, "cr3 layout");
+
+/* Why tracing started or stopped (aux of START/STOP). */
+enum tv_trigger {
+	TV_TRIG_BOOT = 0,        /* config: trace from launch */
+	TV_TRIG_HYPERCALL = 1,
+	TV_TRIG_ADDRESS = 2,     /* first execution of a configured address */
+	TV_TRIG_EXIT_BOOT_SERVICES = 3,
+	TV_TRIG_KERNEL_ENTRY = 4,
+	TV_TRIG_RECEIVER = 5,    /* authenticated control message */
+	TV_TRIG_FULL = 6,        /* STOP only: ring full under TV_OVERFLOW_STOP */
+	TV_TRIG_LIMIT = 7,       /* STOP only: configured record/time limit */
+	TV_TRIG_GUEST_RESET = 8, /* STOP only: the guest triple-faulted (the
+				  * window ends where the machine died) */
+	TV_TRIG_MAX = TV_TRIG_GUEST_RESET,
+};
+
+struct tv_rec_startstop {
+	struct tv_rec h;         /* TV_REC_START / TV_REC_STOP, aux = enum tv_trigger */
+	uint64_t tsc;
+	uint64_t rip;            /* guest RIP where it happened */
+};
+_Static_assert(sizeof(struct tv_rec_startstop) == 24, "startstop layout");
+
+/* TSC <-> time: tsc_hz and, when the firmware clock was read, wall time. */
+struct tv_rec_time {
+	struct tv_rec h;         /* TV_REC_TIME, aux 0 */
+	uint64_t tsc;
+	uint64_t tsc_hz;
+	uint64_t unix_ns;        /* wall clock at tsc, 0 = unknown */
+};
+_Static_assert(sizeof(struct tv_rec_time) == 32, "time layout");
+
+/*
+ * Text records (CONFIG, LOG): aux = text length in bytes (no NUL), the
+ * text follows tsc, zero-padded to a multiple of 8.  LOG: info = level
+ * (0 err .. 3 debug).
+ */
+struct tv_rec_text {
+	struct tv_rec h;
+	uint64_t tsc;
+	char text[];
+};
+_Static_assert(sizeof(struct tv_rec_text) == 16, "text fixed part");
+
+/* Image kinds (tv_rec.info of TV_REC_IMAGE). */
+enum tv_image_kind {
+	TV_IMG_FIRMWARE = 0,     /* from the EFI debug image info table */
+	TV_IMG_LOADER = 1,       /* the chainloaded OS loader */
+	TV_IMG_KERNEL = 2,       /* the OS kernel, once it runs */
+	TV_IMG_OTHER = 3,
+};
+
+/* An image in guest memory: aux = name length, name follows, padded. */
+struct tv_rec_image {
+	struct tv_rec h;         /* TV_REC_IMAGE */
+	uint64_t tsc;
+	uint64_t base;           /* load address (guest virtual = physical for firmware) */
+	uint64_t size;
+	char name[];             /* UTF-8 path or name as the source knows it */
+};
+_Static_assert(sizeof(struct tv_rec_image) == 32, "image fixed part");
+
+/*
+ * Records were dropped just before this point (stop policy: written when
+ * there is room again, right before the next record that fits, which is
+ * never a compact branch).  OVERWRITE writes none: its drops show as
+ * tail_seq moving past records nobody read.
+ */
+struct tv_rec_lost {
+	struct tv_rec h;         /* TV_REC_LOST, aux 0 */
+	uint64_t tsc;
+	uint64_t records;        /* how many since the previous LOST record */
+};
+_Static_assert(sizeof(struct tv_rec_lost) == 24, "lost layout");
+
+/* A guest-to-tracer marker (hypercall): value and an optional label. */
+struct tv_rec_marker {
+	struct tv_rec h;         /* TV_REC_MARKER, aux = label length */
+	uint64_t tsc;
+	uint64_t value;
+	char label[];
+};
+_Static_assert(sizeof(struct tv_rec_marker) == 24, "marker fixed part");
+
+/* The PT stream of this CPU had written `pt_offset` bytes at `tsc`. */
+struct tv_rec_pt_sync {
+	struct tv_rec h;         /* TV_REC_PT_SYNC, aux 0 */
+	uint64_t tsc;
+	uint64_t pt_offset;      /* running byte count of the PT stream */
+	uint64_t pt_lost;        /* PT bytes lost so far (OVF, full ToPA) */
+};
+_Static_assert(sizeof(struct tv_rec_pt_sync) == 32, "pt_sync layout");
+
+/* 64-bit mask: ~7u alone would zero-extend and clear bits 63:32. */
+#define TV_REC_ALIGN(n) (((n) + 7u) & ~(uint64_t)7u)
+#define TV_REC_MAX_SIZE 1024u    /* no record is larger: text is cut to fit */
+
+#endif /* TV_TRACE_FORMAT_H */

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * trace.h - the tracing engine shared by every backend: what to trace
+ * (filters, triggers) and one CPU's tracing state.
+ *
+ * Each backend (MTF, BTF+LBR, LBR, BTS, Intel PT) lives in its own
+ * vmm/trace_<name>.[ch], keeps its hardware logic pure (privileged
+ * operations only through vmm/hw/hw.h) and writes what it sees into the CPU's
+ * record ring (vmm/trace/ring.h) with the filters below applied.  Raw PT
+ * bytes are the exception: they go to a per-CPU byte stream of their own,
+ * with TV_REC_PT_SYNC records in the ring tying the two together.
+ */
+#ifndef TV_TRACE_H
+#define TV_TRACE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "vmm/trace/format.h"
+#include "vmm/trace/ring.h"
+
+/* CPL filter bits (trace_filter.cpl). */
+#define TRACE_CPL_KERNEL  (1u << 0)   /* CPL 0 */
+#define TRACE_CPL_USER    (1u << 3)   /* CPL 3 */
+#define TRACE_CPL_ALL     (TRACE_CPL_KERNEL | TRACE_CPL_USER)
+
+#define TRACE_MAX_RANGES  4
+
+struct trace_range {
+	uint64_t lo, hi;          /* inclusive, guest linear addresses */
+};
+
+/*
+ * What a backend records.  A branch passes when the CPL it ran at is in
+ * cpl, the guest CR3 matches cr3 (0: any), and, with nranges > 0, its
+ * `from` or `to` lies in one of the ranges.  Backends that filter in
+ * hardware (PT, BTS for CPL, LBR_SELECT) program the same rules there and
+ * still apply what the hardware cannot.
+ */
+struct trace_filter {
+	uint32_t cpl;             /* TRACE_CPL_* */
+	uint32_t nranges;
+	uint64_t cr3;             /* 0 = any address space */
+	struct trace_range ranges[TRACE_MAX_RANGES];
+};
+
+/*
+ * Intel PT packet options beyond branches (config key pt_options,
+ * docs/CONFIG.md; vmm/trace/backend/pt.h struct pt_options): each is checked
+ * against the CPU's leaf 14H when a window opens, never dropped.
+ */
+struct trace_pt_opts {
+	uint8_t tsc;              /* TSCEn (default on) */
+	uint8_t dis_retc;         /* DisRETC: no RET compression */
+	uint8_t mtc, mtc_freq;    /* MTCEn, MTCFreq 0..15 */
+	uint8_t cyc, cyc_thresh;  /* CYCEn, CycThresh 0..15 */
+	uint8_t psb_freq;         /* PSBFreq 0..15 (0: the reset value) */
+	uint8_t reserved;
+};
+
+/* trace_pt_opts_default - TSC packets on, everything else off. */
+static inline void trace_pt_opts_default(struct trace_pt_opts *o)
+{
+	*o = (struct trace_pt_opts){ .tsc = 1 };
+}
+
+/* trace_filter_all - a filter that passes everything. */
+static inline void trace_filter_all(struct trace_filter *f)
+{
+	f->cpl = TRACE_CPL_ALL;
+	f->nranges = 0;
+	f->cr3 = 0;
+}
+
+/* trace_filter_ip - true when from/to pass the IP ranges (or there are none). */
+static inline bool trace_filter_ip(const struct trace_filter *f, uint64_t from, uint64_t to)
+{
+	if (!f->nranges)
+		return true;
+	for (uint32_t i = 0; i < f->nranges && i < TRACE_MAX_RANGES; i++) {
+		const struct trace_range *r = &f->ranges[i];
+
+		if ((from >= r->lo && from <= r->hi) || (to >= r->lo && to <= r->hi))
+			return true;
+	}
+	return false;
+}
+
+/* trace_filter_cpl - true when a branch at CPL cpl (0..3) passes. */
+static inline bool trace_filter_cpl(const struct trace_filter *f, unsigned cpl)
+{
+	return (f->cpl & (1u << (cpl & 3))) != 0;
+}
+
+#endif /* TV_TRACE_H */
