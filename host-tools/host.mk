@@ -31,13 +31,14 @@ HOST_TOOLS_ASAN_CFLAGS := -std=gnu11 -O1 -g $(HOST_TOOLS_WARN) -I. \
 	$(HOST_TOOLS_PKG_CFLAGS) -fsanitize=address,undefined \
 	-fno-sanitize-recover=all -fno-omit-frame-pointer
 
-HOST_TOOLS_LIB_SRCS := $(sort $(filter-out host-tools/main.c host-tools/cmd_%.c,$(wildcard host-tools/*.c))) \
+# host-tools/lib: the library (libtvh.a); host-tools/cli: the thin CLI on top.
+HOST_TOOLS_LIB_SRCS := $(sort $(wildcard host-tools/lib/*.c)) \
 	vmm/trace/read.c vmm/trace/ring.c vmm/trace/serial_enc.c vmm/lib/x86_decode.c
 # tracevisor record: the export protocol's pure cores (encode/decode, HMAC, receiver)
 HOST_TOOLS_LIB_SRCS += net/proto.c net/sha256.c net/recv.c net/export.c
 HOST_TOOLS_LIB_SRCS += vmm/lib/pe_debug.c
 # The CLI beside main.c (cli.h): not library code.
-HOST_TOOLS_CLI_SRCS := $(sort $(wildcard host-tools/cmd_*.c))
+HOST_TOOLS_CLI_SRCS := $(sort $(filter-out host-tools/cli/main.c,$(wildcard host-tools/cli/*.c)))
 HOST_TOOLS_OBJS := $(patsubst %.c,$(BUILD)/host-tools/%.o,$(HOST_TOOLS_LIB_SRCS))
 HOST_TOOLS_ASAN_OBJS := $(patsubst %.c,$(BUILD)/host-tools-asan/%.o,$(HOST_TOOLS_LIB_SRCS))
 HOST_TOOLS_LIB := $(BUILD)/host-tools/libtvh.a
@@ -72,12 +73,12 @@ $(HOST_TOOLS_ASAN_LIB): $(HOST_TOOLS_ASAN_OBJS)
 	$(Q)rm -f $@
 	$(Q)ar rcs $@ $^
 
-$(HOST_TOOL): $(BUILD)/host-tools/host-tools/main.o \
+$(HOST_TOOL): $(BUILD)/host-tools/host-tools/cli/main.o \
 		$(patsubst %.c,$(BUILD)/host-tools/%.o,$(HOST_TOOLS_CLI_SRCS)) $(HOST_TOOLS_LIB)
 	@echo "  HOSTLD  $@"
 	$(Q)$(HOST_CC) -o $@ $^ $(HOST_TOOLS_LIBS)
 
-$(HOST_TOOL_ASAN): $(BUILD)/host-tools-asan/host-tools/main.o \
+$(HOST_TOOL_ASAN): $(BUILD)/host-tools-asan/host-tools/cli/main.o \
 		$(patsubst %.c,$(BUILD)/host-tools-asan/%.o,$(HOST_TOOLS_CLI_SRCS)) $(HOST_TOOLS_ASAN_LIB)
 	@mkdir -p $(dir $@)
 	@echo "  HOSTLD  $@"
@@ -94,7 +95,7 @@ $(HOST_TOOL_TESTS): $(BUILD)/host/%: $(BUILD)/host-tools-asan/tests/host/%.o \
 $(BUILD)/host/test_host_cli: | $(HOST_TOOL_ASAN)
 
 -include $(HOST_TOOLS_OBJS:.o=.d) $(HOST_TOOLS_ASAN_OBJS:.o=.d) \
-	$(BUILD)/host-tools/host-tools/main.d $(BUILD)/host-tools-asan/host-tools/main.d \
+	$(BUILD)/host-tools/host-tools/cli/main.d $(BUILD)/host-tools-asan/host-tools/cli/main.d \
 	$(patsubst %.c,$(BUILD)/host-tools/%.d,$(HOST_TOOLS_CLI_SRCS)) \
 	$(patsubst %.c,$(BUILD)/host-tools-asan/%.d,$(HOST_TOOLS_CLI_SRCS)) \
 	$(patsubst %.c,$(BUILD)/host-tools-asan/%.d,$(wildcard tests/host/*.c))
@@ -148,9 +149,9 @@ endif
 # HOST_TOOL_TESTS; run-tests.sh only runs build/host/test_*).
 NET_TEST_TOOLS := $(BUILD)/tests/net/fake_sender $(BUILD)/tests/net/udp_relay
 NET_FAKE_SRCS := tests/net/fake_sender.c net/export.c net/proto.c net/sha256.c \
-	vmm/trace/ring.c vmm/trace/serial_enc.c host-tools/tvt.c host-tools/error.c \
-	host-tools/text.c tests/host/json_check.c
-$(BUILD)/tests/net/fake_sender: $(NET_FAKE_SRCS) $(wildcard net/*.h vmm/trace/*.h vmm/trace/backend/*.h host-tools/tvt.h)
+	vmm/trace/ring.c vmm/trace/serial_enc.c host-tools/lib/tvt.c host-tools/lib/error.c \
+	host-tools/lib/text.c tests/host/json_check.c
+$(BUILD)/tests/net/fake_sender: $(NET_FAKE_SRCS) $(wildcard net/*.h vmm/trace/*.h vmm/trace/backend/*.h host-tools/lib/tvt.h)
 	@mkdir -p $(dir $@)
 	@echo "  HOSTLD  $@"
 	$(Q)$(HOST_CC) $(HOST_TOOLS_CFLAGS) -o $@ $(NET_FAKE_SRCS)

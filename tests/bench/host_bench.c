@@ -24,10 +24,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "host-tools/le.h"
-#include "host-tools/pt.h"
-#include "host-tools/sym.h"
-#include "host-tools/tvt.h"
+#include "host-tools/lib/le.h"
+#include "host-tools/lib/pt.h"
+#include "host-tools/lib/sym.h"
+#include "host-tools/lib/tvt.h"
 #include "vmm/trace/format.h"
 
 #define CODE 0x1000u

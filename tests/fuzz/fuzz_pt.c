@@ -9,7 +9,7 @@
 #include <intel-pt.h>
 #include <string.h>
 
-#include "host-tools/pt.h"
+#include "host-tools/lib/pt.h"
 
 #define CODE_BASE 0x1000u
 

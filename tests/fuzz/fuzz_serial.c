@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "host-tools/serial_in.h"
-#include "host-tools/tvt.h"
-#include "host-tools/walk.h"
+#include "host-tools/lib/serial_in.h"
+#include "host-tools/lib/tvt.h"
+#include "host-tools/lib/walk.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -6,10 +6,10 @@
  */
 #include <stdio.h>
 
-#include "host-tools/dump.h"
-#include "host-tools/pwalk.h"
-#include "host-tools/script.h"
-#include "host-tools/tvt.h"
+#include "host-tools/lib/dump.h"
+#include "host-tools/lib/pwalk.h"
+#include "host-tools/lib/script.h"
+#include "host-tools/lib/tvt.h"
 
 static void *begin(void *ctx, uint32_t cpu)
 {

@@ -6,7 +6,7 @@
  */
 #include <stdlib.h>
 
-#include "host-tools/x86_len.h"
+#include "host-tools/lib/x86_len.h"
 #include "vmm/lib/x86_decode.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

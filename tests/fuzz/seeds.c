@@ -13,8 +13,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "host-tools/le.h"
-#include "host-tools/tvt.h"
+#include "host-tools/lib/le.h"
+#include "host-tools/lib/tvt.h"
 #include "vmm/trace/format.h"
 
 static const char *dir;

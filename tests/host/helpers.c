@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "host-tools/le.h"
+#include "host-tools/lib/le.h"
 #include "tests/host/helpers.h"
 
 static void rb_reserve(struct recbuf *b, size_t n)

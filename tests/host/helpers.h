@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "host-tools/tvt.h"
+#include "host-tools/lib/tvt.h"
 #include "vmm/trace/format.h"
 
 /* A growing buffer of records in the wire format (trace_format.h). */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "host-tools/text.h"
+#include "host-tools/lib/text.h"
 #include "tests/host/json_check.h"
 
 struct jp {

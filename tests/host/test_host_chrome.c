@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_host_chrome.c - Chrome trace-event JSON (host-tools/chrome.c),
+ * test_host_chrome.c - Chrome trace-event JSON (host-tools/lib/chrome.c),
  * checked with a strict JSON parser: structure, B/E nesting per CPU,
  * monotonic time, TSC interpolation, sequence time, escaping, symbols.
  */
@@ -16,8 +16,8 @@
 
 #include <cmocka.h>
 
-#include "host-tools/chrome.h"
-#include "host-tools/error.h"
+#include "host-tools/lib/chrome.h"
+#include "host-tools/lib/error.h"
 #include "tests/host/helpers.h"
 #include "tests/host/json_check.h"
 

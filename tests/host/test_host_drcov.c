@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_host_drcov.c - basic blocks from branch records and the drcov
- * file layout (host-tools/drcov.c), over a tiny ELF assembled at test
+ * file layout (host-tools/lib/drcov.c), over a tiny ELF assembled at test
  * time so every block boundary is a known label.
  */
 #define _GNU_SOURCE
@@ -15,9 +15,9 @@
 
 #include <cmocka.h>
 
-#include "host-tools/drcov.h"
-#include "host-tools/error.h"
-#include "host-tools/le.h"
+#include "host-tools/lib/drcov.h"
+#include "host-tools/lib/error.h"
+#include "host-tools/lib/le.h"
 #include "tests/host/helpers.h"
 
 static const char asm_src[] =

@@ -24,7 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "host-tools/le.h"
+#include "host-tools/lib/le.h"
 #include "tests/host/helpers.h"
 #include "tests/host/json_check.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_host_pt.c - Intel PT decoding (host-tools/pt.c) against an
+ * test_host_pt.c - Intel PT decoding (host-tools/lib/pt.c) against an
  * independent ground truth (pt_fixture.c): a small program assembled at
  * test time, its control flow encoded packet by packet with libipt's
  * encoder (PSB, PSBEND, MODE.Exec, TIP.PGE, TNT, TIP, TIP.PGD); the
@@ -20,10 +20,10 @@
 
 #include <cmocka.h>
 
-#include "host-tools/error.h"
-#include "host-tools/pt.h"
-#include "host-tools/ptbranch.h"
-#include "host-tools/sym.h"
+#include "host-tools/lib/error.h"
+#include "host-tools/lib/pt.h"
+#include "host-tools/lib/ptbranch.h"
+#include "host-tools/lib/sym.h"
 #include "tests/host/helpers.h"
 #include "tests/host/pt_fixture.h"
 

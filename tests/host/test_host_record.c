@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_host_record.c - the capture directory (host-tools/capture.c) that
+ * test_host_record.c - the capture directory (host-tools/lib/capture.c) that
  * `tracevisor record` writes: trace.tvt chunks, raw PT files, meta.json,
  * losses.json/losses.txt, loss range bookkeeping.  The socket loop
  * itself is tested end to end by tests/build/net-*.sh.
@@ -19,11 +19,11 @@
 
 #include <cmocka.h>
 
-#include "host-tools/capture.h"
-#include "host-tools/error.h"
-#include "host-tools/le.h"
-#include "host-tools/record.h"
-#include "host-tools/tvt.h"
+#include "host-tools/lib/capture.h"
+#include "host-tools/lib/error.h"
+#include "host-tools/lib/le.h"
+#include "host-tools/lib/record.h"
+#include "host-tools/lib/tvt.h"
 #include "net/recv.h"
 #include "tests/host/helpers.h"
 #include "tests/host/json_check.h"

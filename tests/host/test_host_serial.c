@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_host_serial.c - serial log -> .tvt (host-tools/serial_in.c): two
+ * test_host_serial.c - serial log -> .tvt (host-tools/lib/serial_in.c): two
  * CPUs' rings emitted by the real encoder (vmm/trace/serial_enc.c), the lines
  * mixed into a noisy log (firmware chatter, a stray "TVT1 " in text, a
  * line glued to junk, CRLF, binary bytes), then damaged: an R line
@@ -23,9 +23,9 @@
 
 #include <cmocka.h>
 
-#include "host-tools/error.h"
-#include "host-tools/serial_in.h"
-#include "host-tools/tvt.h"
+#include "host-tools/lib/error.h"
+#include "host-tools/lib/serial_in.h"
+#include "host-tools/lib/tvt.h"
 #include "tests/host/helpers.h"
 #include "vmm/trace/ring.h"
 #include "vmm/trace/serial_enc.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_host_stream.c - the record iterator seam (host-tools/stream.c):
+ * test_host_stream.c - the record iterator seam (host-tools/lib/stream.c):
  * every record type, compact-branch expansion, and each malformed case.
  */
 #include <setjmp.h>
@@ -11,8 +11,8 @@
 
 #include <cmocka.h>
 
-#include "host-tools/le.h"
-#include "host-tools/stream.h"
+#include "host-tools/lib/le.h"
+#include "host-tools/lib/stream.h"
 #include "tests/host/helpers.h"
 
 static void feed(struct tvh_stream *s, const struct recbuf *b, uint64_t seq)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_host_sym.c - modules and symbolization (host-tools/sym.c) against
+ * test_host_sym.c - modules and symbolization (host-tools/lib/sym.c) against
  * tiny ELF files compiled at test time: fixed-address, PIE, relocated
  * with @BASE, stripped, without debug info, and bad inputs.
  */
@@ -19,8 +19,8 @@
 
 #include <cmocka.h>
 
-#include "host-tools/error.h"
-#include "host-tools/sym.h"
+#include "host-tools/lib/error.h"
+#include "host-tools/lib/sym.h"
 #include "tests/host/helpers.h"
 
 /* Line numbers matter: helper is on line 1, entry on 2, its call on 3. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_host_tvt.c - the .tvt file format (host-tools/tvt.c): round
+ * test_host_tvt.c - the .tvt file format (host-tools/lib/tvt.c): round
  * trips, byte layout, and every way a file can be damaged.
  */
 #define _GNU_SOURCE
@@ -14,9 +14,9 @@
 
 #include <cmocka.h>
 
-#include "host-tools/error.h"
-#include "host-tools/le.h"
-#include "host-tools/tvt.h"
+#include "host-tools/lib/error.h"
+#include "host-tools/lib/le.h"
+#include "host-tools/lib/tvt.h"
 #include "tests/host/helpers.h"
 
 static void test_crc32_vector(void **state)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_host_walk.c - one pass over a .tvt (host-tools/walk.c): per-CPU
+ * test_host_walk.c - one pass over a .tvt (host-tools/lib/walk.c): per-CPU
  * sequence tracking, every kind of loss, damage, PT runs, CPU filter.
  */
 #include <setjmp.h>
@@ -12,8 +12,8 @@
 
 #include <cmocka.h>
 
-#include "host-tools/error.h"
-#include "host-tools/walk.h"
+#include "host-tools/lib/error.h"
+#include "host-tools/lib/walk.h"
 #include "tests/host/helpers.h"
 
 /* Every event, flattened for checking. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_host_x86len.c - branch lengths (host-tools/x86_len.c) against the
+ * test_host_x86len.c - branch lengths (host-tools/lib/x86_len.c) against the
  * assembler: every form is assembled at test time between labels, and
  * the label distances are the expected lengths.
  */
@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "host-tools/x86_len.h"
+#include "host-tools/lib/x86_len.h"
 #include "tests/host/helpers.h"
 
 #define NFORMS 37

@@ -73,9 +73,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "host-tools/tvt.h"
+#include "host-tools/lib/tvt.h"
 #include "tests/host/json_check.h"
-#include "host-tools/le.h"
+#include "host-tools/lib/le.h"
 #include "net/export.h"
 #include "net/proto.h"
 #include "vmm/trace/backend/pt.h"

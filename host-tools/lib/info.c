@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * info.c - a capture's contents at a glance (see info.h).
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "host-tools/lib/dump.h"
+#include "host-tools/lib/error.h"
+#include "host-tools/lib/info.h"
+#include "host-tools/lib/stream.h"
+
+void tvh_info_init(struct tvh_info *in)
+{
+	memset(in, 0, sizeof(*in));
+	tvh_cputab_init(&in->cpus, sizeof(struct tvh_info_cpu));
+}
+
+void tvh_info_free(struct tvh_info *in)
+{
+	tvh_cputab_free(&in->cpus, NULL);
+	tvh_images_free(&in->images);
+}
+
+int tvh_info_event(void *ctx, const struct tvh_event *ev)
+{
+	struct tvh_info *in = ctx;
+	const struct trace_event *r = ev->rec;
+	struct tvh_info_cpu *c;
+
+	if (ev->kind != TVH_EV_RECORD)
+		return 0;
+	c = tvh_cputab_get(&in->cpus, ev->cpu);
+	if (!c)
+		return -TVH_ERR_NOMEM;
+	if (r->has_tsc && r->tsc) {
+		if (!c->have_tsc || r->tsc < c->first_tsc)
+			c->first_tsc = r->tsc;
+		if (!c->have_tsc || r->tsc > c->last_tsc)
+			c->last_tsc = r->tsc;
+		c->have_tsc = true;
+	}
+	switch (r->type) {
+	case TV_REC_START:
+		c->windows++;
+		break;
+	case TV_REC_BRANCH:
+	case TV_REC_BRANCH_COMPACT:
+	case TV_REC_LBR:
+		c->branches++;
+		break;
+	case TV_REC_IMAGE: {
+		int ret = tvh_images_add(&in->images, ev->cpu, r->u.image.kind,
+					 r->u.image.base, r->u.image.size, r->tsc,
+					 r->u.image.name, r->u.image.name_len);
+
+		return ret < 0 ? ret : 0;
+	}
+	default:
+		break;
+	}
+	return 0;
+}
+
+static void span(FILE *out, uint64_t ticks, uint64_t hz)
+{
+	uint64_t us;
+
+	if (!hz) {
+		fprintf(out, "%" PRIu64 " TSC ticks (frequency unknown)", ticks);
+		return;
+	}
+	us = (uint64_t)((unsigned __int128)ticks * 1000000u / hz);
+	fprintf(out, "%" PRIu64 ".%06" PRIu64 " s (%" PRIu64 " ticks at %" PRIu64
+		" Hz)", us / 1000000u, us % 1000000u, ticks, hz);
+}
+
+int tvh_info_write(const struct tvh_info *in, const struct tvt_reader *r,
+		   const struct tvh_stats *s, const char *path, FILE *out)
+{
+	unsigned kinds[4] = { 0 };
+	bool any_tsc = false;
+	uint64_t lo = UINT64_MAX, hi = 0, hz = 0;
+
+	fprintf(out, "file: %s (%" PRIu64 " bytes)\n", path, r->size);
+	tvh_dump_header(out, r, false);
+	fprintf(out, "cpus: %u\n", s->ncpus);
+	for (uint32_t i = 0; i < s->ncpus; i++) {
+		const struct tvh_cpu_stats *c = &s->cpus[i];
+		const struct tvh_info_cpu *ic = tvh_cputab_peek(&in->cpus, c->cpu);
+		/* TIME records first; else the ring snapshot's rate. */
+		uint64_t cpu_hz = c->tsc_hz ? c->tsc_hz : c->have_ring ? c->ring.tsc_hz : 0;
+
+		fprintf(out, "  cpu%u: source %s, %" PRIu64 " records, %" PRIu64
+			" branches, %" PRIu64 " trace windows, ", c->cpu,
+			c->have_ring ? tvh_source_name(c->ring.source) : "unknown",
+			c->records, ic ? ic->branches : 0, ic ? ic->windows : 0);
+		if (ic && ic->have_tsc) {
+			fprintf(out, "tsc %" PRIu64 "..%" PRIu64 " = ", ic->first_tsc,
+				ic->last_tsc);
+			span(out, ic->last_tsc - ic->first_tsc, cpu_hz);
+			any_tsc = true;
+			if (ic->first_tsc < lo)
+				lo = ic->first_tsc;
+			if (ic->last_tsc > hi)
+				hi = ic->last_tsc;
+			if (cpu_hz)
+				hz = cpu_hz;
+		} else {
+			fputs("no TSC", out);
+		}
+		fprintf(out, "; lost %" PRIu64 " records",
+			c->lost_gap + c->lost_head + c->lost_rec);
+		if (c->have_ring)
+			fprintf(out, " (ring counter %" PRIu64 ")", c->ring.lost_records);
+		if (c->have_pt)
+			fprintf(out, ", PT %" PRIu64 " bytes (lost %" PRIu64 ")",
+				c->pt_bytes, c->pt_gap + c->pt_head + c->pt_lost);
+		fputc('\n', out);
+	}
+	fputs("time span: ", out);
+	if (any_tsc)
+		span(out, hi - lo, hz);
+	else
+		fputs("unknown (no TSC in the records)", out);
+	fputc('\n', out);
+	for (size_t i = 0; i < in->images.n; i++)
+		kinds[in->images.v[i].kind & 3]++;
+	fprintf(out, "images: %zu (firmware %u, loader %u, kernel %u, other %u)\n",
+		in->images.n, kinds[TV_IMG_FIRMWARE], kinds[TV_IMG_LOADER],
+		kinds[TV_IMG_KERNEL], kinds[TV_IMG_OTHER]);
+	for (size_t i = 0; i < in->images.n; i++) {
+		const struct tvh_image *im = &in->images.v[i];
+
+		if (im->kind != TV_IMG_FIRMWARE)
+			fprintf(out, "  %s 0x%" PRIx64 "..0x%" PRIx64 " %s\n",
+				tvh_image_kind_name(im->kind), im->base,
+				im->base + im->size, im->name);
+	}
+	tvh_dump_summary(out, s);
+	return ferror(out) ? -TVH_ERR_IO : 0;
+}

@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ptbranch.c - PT decoded into branch records for the walk's consumers
+ * (see ptbranch.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "host-tools/lib/error.h"
+#include "host-tools/lib/ptbranch.h"
+
+void tvh_ptbr_init(struct tvh_ptbr *b, const struct tvh_pwalk_ops *inner,
+		   void *inner_ctx, struct pt_image *image, const struct pt_cpu *cpu)
+{
+	memset(b, 0, sizeof(*b));
+	b->inner = inner;
+	b->inner_ctx = inner_ctx;
+	b->image = image;
+	b->opts.branches = true;
+	if (cpu)
+		b->opts.cpu = *cpu;
+}
+
+uint8_t tvh_ptbr_kind(enum pt_insn_class c, const uint8_t *raw, unsigned size)
+{
+	unsigned i = 0;
+	uint8_t op, op2;
+
+	/* Legacy prefixes, then REX (SDM 2A 2.1, 2.2.1). */
+	while (i < size && (raw[i] == 0x26 || raw[i] == 0x2e || raw[i] == 0x36 ||
+			    raw[i] == 0x3e || raw[i] == 0x64 || raw[i] == 0x65 ||
+			    raw[i] == 0x66 || raw[i] == 0x67 || raw[i] == 0xf0 ||
+			    raw[i] == 0xf2 || raw[i] == 0xf3))
+		i++;
+	if (i < size && (raw[i] & 0xf0) == 0x40)
+		i++;
+	op = i < size ? raw[i] : 0;
+	op2 = i + 1 < size ? raw[i + 1] : 0;
+	switch (c) {
+	case ptic_call:
+		return op == 0xe8 ? TV_BR_CALL : TV_BR_CALL_IND;
+	case ptic_jump:
+		return op == 0xe9 || op == 0xeb ? TV_BR_JMP : TV_BR_JMP_IND;
+	case ptic_cond_jump:
+		return TV_BR_JCC;
+	case ptic_return:
+		return TV_BR_RET;
+	case ptic_far_call:
+		if ((op == 0x0f && (op2 == 0x05 || op2 == 0x34)) || op == 0xcc ||
+		    op == 0xcd || op == 0xce || op == 0xf1)
+			return TV_BR_SYSCALL;
+		return TV_BR_FAR;
+	case ptic_far_return:
+		if ((op == 0x0f && (op2 == 0x07 || op2 == 0x35)) || op == 0xcf)
+			return TV_BR_SYSRET;
+		return TV_BR_FAR;
+	case ptic_far_jump:
+		return TV_BR_FAR;
+	default:
+		return TV_BR_UNKNOWN;
+	}
+}
+
+struct ptbr_cpu {
+	struct tvh_ptbr *b;
+	void *inner;             /* the consumer's context for this CPU */
+	uint32_t cpu;
+	struct tvh_pt_stream ps;
+	struct tvh_pt_collector col;
+	uint64_t nbranches;      /* seq of the next branch record */
+};
+
+static void *ptbr_begin(void *ctx, uint32_t cpu)
+{
+	struct tvh_ptbr *b = ctx;
+	struct ptbr_cpu *pc = calloc(1, sizeof(*pc));
+
+	if (!pc)
+		return NULL;
+	pc->inner = b->inner->begin(b->inner_ctx, cpu);
+	if (!pc->inner) {
+		free(pc);
+		return NULL;
+	}
+	pc->b = b;
+	pc->cpu = cpu;
+	pc->col.s = &pc->ps;
+	return pc;
+}
+
+static int ptbr_event(void *ctx, const struct tvh_event *ev)
+{
+	struct ptbr_cpu *pc = ctx;
+
+	if (ev->kind == TVH_EV_PT || ev->kind == TVH_EV_PT_GAP ||
+	    (ev->kind == TVH_EV_RECORD && ev->rec->type == TV_REC_PT_SYNC)) {
+		int ret = tvh_pt_collect_event(&pc->col, ev);
+
+		if (ret)
+			return ret;
+		if (ev->kind != TVH_EV_RECORD)
+			return 0;     /* given to the consumer in order at the end */
+	}
+	return pc->b->inner->event(pc->inner, ev);
+}
+
+static int emit_gap(struct ptbr_cpu *pc, enum tvh_gap_kind kind, uint64_t offset,
+		    uint64_t count, int err)
+{
+	struct tvh_event ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.kind = TVH_EV_PT_GAP;
+	ev.cpu = pc->cpu;
+	ev.gap = kind;
+	ev.pt_offset = offset;
+	ev.count = count;
+	ev.err = err;
+	return pc->b->inner->event(pc->inner, &ev);
+}
+
+static int emit_branch(struct ptbr_cpu *pc, uint64_t offset, uint64_t from,
+		       uint64_t to, uint8_t kind, bool has_tsc, uint64_t tsc)
+{
+	struct trace_event rec;
+	struct tvh_event ev;
+
+	memset(&rec, 0, sizeof(rec));
+	rec.seq = pc->nbranches++;
+	rec.type = TV_REC_BRANCH;
+	rec.info = kind;
+	rec.size = sizeof(struct tv_rec_branch);
+	rec.has_tsc = has_tsc;
+	rec.tsc = tsc;
+	rec.u.branch.from = from;
+	rec.u.branch.to = to;
+	rec.u.branch.kind = kind;
+	memset(&ev, 0, sizeof(ev));
+	ev.kind = TVH_EV_RECORD;
+	ev.cpu = pc->cpu;
+	ev.rec = &rec;
+	ev.pt = true;
+	ev.pt_offset = offset;
+	pc->b->stats.branches++;
+	return pc->b->inner->event(pc->inner, &ev);
+}
+
+static int ptbr_item(void *ctx, const struct tvh_pt_item *it)
+{
+	struct ptbr_cpu *pc = ctx;
+	const struct pt_event *e = it->event;
+
+	switch (it->kind) {
+	case TVH_PT_BRANCH:
+		return emit_branch(pc, it->offset, it->from, it->to,
+				   tvh_ptbr_kind(it->iclass, it->insn ? it->insn->raw : NULL,
+						 it->insn ? it->insn->size : 0),
+				   it->has_tsc, it->tsc);
+	case TVH_PT_EVENT:
+		if (e->type == ptev_async_branch)
+			return emit_branch(pc, it->offset, e->variant.async_branch.from,
+					   e->variant.async_branch.to, TV_BR_INTERRUPT,
+					   e->has_tsc, e->tsc);
+		return 0;
+	case TVH_PT_ERROR:
+		return emit_gap(pc, TVH_GAP_PT_ERROR, it->offset, 0, it->err);
+	default:
+		return 0;
+	}
+}
+
+/* Decode the CPU's runs in stream order, losses between them. */
+static int ptbr_decode(struct ptbr_cpu *pc)
+{
+	struct tvh_ptbr *b = pc->b;
+	const struct tvh_pt_stream *ps = &pc->ps;
+	size_t ci = 0;
+	int ret = 0;
+
+	b->stats.cpus++;
+	b->stats.bytes += ps->bytes;
+	b->stats.gap_bytes += ps->gap_bytes;
+	b->stats.cut_bytes += ps->cut_bytes;
+	b->stats.cuts += ps->ncuts;
+	for (size_t i = 0; i < ps->nruns && !ret; i++) {
+		const struct tvh_pt_run *run = &ps->runs[i];
+		uint64_t prev_end = i ? ps->runs[i - 1].offset + ps->runs[i - 1].len : 0;
+		struct tvh_pt_stats st;
+
+		while (!ret && ci < ps->ncuts && ps->cuts[ci].offset <= prev_end) {
+			ret = emit_gap(pc, TVH_GAP_PT_CUT, ps->cuts[ci].offset,
+				       ps->cuts[ci].lost, 0);
+			ci++;
+		}
+		if (!ret && run->offset > prev_end)
+			ret = emit_gap(pc, i ? TVH_GAP_SEQ : TVH_GAP_HEAD, prev_end,
+				       run->offset - prev_end, 0);
+		while (!ret && ci < ps->ncuts && ps->cuts[ci].offset <= run->offset) {
+			ret = emit_gap(pc, TVH_GAP_PT_CUT, ps->cuts[ci].offset,
+				       ps->cuts[ci].lost, 0);
+			ci++;
+		}
+		if (ret)
+			break;
+		ret = tvh_pt_decode(run->data, run->len, run->offset, b->image,
+				    &b->opts, ptbr_item, pc, &st);
+		b->stats.errors += st.errors;
+		b->stats.syncs += st.syncs;
+	}
+	for (; !ret && ci < ps->ncuts; ci++)
+		ret = emit_gap(pc, TVH_GAP_PT_CUT, ps->cuts[ci].offset,
+			       ps->cuts[ci].lost, 0);
+	return ret;
+}
+
+static int ptbr_end(void *ctx, uint32_t cpu, void *cpu_ctx, bool aborted)
+{
+	struct tvh_ptbr *b = ctx;
+	struct ptbr_cpu *pc = cpu_ctx;
+	int ret = tvh_pt_collect_finish(&pc->col, 0), iret;
+
+	if (!aborted && !ret && pc->ps.nruns)
+		ret = ptbr_decode(pc);
+	iret = b->inner->end(b->inner_ctx, cpu, pc->inner, aborted || ret);
+	tvh_pt_stream_free(&pc->ps);
+	free(pc);
+	return ret ? ret : iret;
+}
+
+static int ptbr_global(void *ctx, const struct tvh_event *ev)
+{
+	struct tvh_ptbr *b = ctx;
+
+	return b->inner->global ? b->inner->global(b->inner_ctx, ev) : 0;
+}
+
+const struct tvh_pwalk_ops tvh_ptbr_ops = {
+	.begin = ptbr_begin, .event = ptbr_event, .end = ptbr_end,
+	.global = ptbr_global,
+};

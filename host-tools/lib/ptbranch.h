@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ptbranch.h - Intel PT captures through the branch consumers (script,
+ * report, coverage): a tvh_pwalk_ops wrapper that decodes each CPU's PT
+ * stream with libipt and hands every taken transfer to the wrapped
+ * consumer as a branch record.
+ *
+ * Per CPU, the wrapper passes every event through except the PT bytes
+ * and PT gaps of the walk: those it collects (tvh_pt_collector: runs
+ * split at byte gaps and at PT_SYNC cuts).  At the end of the CPU's
+ * stream (ops->end, on the calling thread, CPU after CPU) it decodes the
+ * runs in stream order (tvh_pt_decode in branches mode over the image)
+ * and feeds the consumer, after that CPU's records:
+ *  - each taken transfer as TVH_EV_RECORD, a TV_REC_BRANCH with from, to,
+ *    the kind from the instruction (call/jmp direct or indirect by its
+ *    opcode, ret, jcc, far), TSC from the decoder's time when the stream
+ *    has TSC packets; ev.pt = true, ev.pt_offset = the decoder's offset,
+ *    seq = the branch's index in the CPU's PT branches;
+ *  - an asynchronous branch (interrupt, exception: libipt cannot tell
+ *    them apart) as a TV_BR_INTERRUPT branch;
+ *  - each loss as TVH_EV_PT_GAP: bytes missing between chunks (gap
+ *    TVH_GAP_SEQ/HEAD), a cut (TVH_GAP_PT_CUT), a decode error
+ *    (TVH_GAP_PT_ERROR, err), so consumers restart their chains there.
+ * Then it calls the consumer's end.  The whole PT stream of a CPU is held
+ * in memory until its end (as pt-decode does).
+ */
+#ifndef TVH_PTBRANCH_H
+#define TVH_PTBRANCH_H
+
+#include "host-tools/lib/pt.h"
+#include "host-tools/lib/pwalk.h"
+
+struct tvh_ptbr_stats {
+	uint32_t cpus;           /* CPUs with PT bytes */
+	uint64_t bytes;          /* PT bytes collected */
+	uint64_t gap_bytes;      /* lost between chunks */
+	uint64_t cut_bytes;      /* lost at cuts (PT_SYNC) */
+	uint64_t cuts;
+	uint64_t branches;       /* branch records made */
+	uint64_t errors;         /* decode errors */
+	uint64_t syncs;
+};
+
+struct tvh_ptbr {
+	const struct tvh_pwalk_ops *inner;
+	void *inner_ctx;
+	struct pt_image *image;
+	struct tvh_pt_opts opts;
+	struct tvh_ptbr_stats stats;   /* summed in end(): no lock needed */
+};
+
+/*
+ * tvh_ptbr_init - wrap inner (with its ctx) for decoding over image
+ * (not owned; used on the calling thread only).  cpu: errata, may be
+ * NULL.  Walk with tvh_ptbr_ops, ctx = b, and want_pt set.
+ */
+void tvh_ptbr_init(struct tvh_ptbr *b, const struct tvh_pwalk_ops *inner,
+		   void *inner_ctx, struct pt_image *image, const struct pt_cpu *cpu);
+
+extern const struct tvh_pwalk_ops tvh_ptbr_ops;
+
+/* The branch kind (TV_BR_*) of a transfer libipt classed as c, from its bytes. */
+uint8_t tvh_ptbr_kind(enum pt_insn_class c, const uint8_t *raw, unsigned size);
+
+#endif /* TVH_PTBRANCH_H */

@@ -1,0 +1,300 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * report.c - hottest functions and edges (see report.h).
+ */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "host-tools/lib/error.h"
+#include "host-tools/lib/report.h"
+#include "host-tools/lib/stream.h"
+
+static uint64_t mix2(uint64_t a, uint64_t b)
+{
+	uint64_t x = a * 0x9e3779b97f4a7c15ull ^ (b + 0x632be59bd9b4e019ull);
+
+	x ^= x >> 32;
+	x *= 0xd6e8feb86659fd93ull;
+	x ^= x >> 32;
+	return x;
+}
+
+static void counts_free(struct tvh_counts *c)
+{
+	free(c->k1);
+	free(c->k2);
+	free(c->n);
+	free(c->kind);
+	free(c->used);
+	memset(c, 0, sizeof(*c));
+}
+
+static int counts_grow(struct tvh_counts *c)
+{
+	struct tvh_counts g = { 0 };
+
+	g.cap = c->cap ? c->cap * 2 : 1024;
+	g.k1 = malloc(g.cap * sizeof(*g.k1));
+	g.k2 = malloc(g.cap * sizeof(*g.k2));
+	g.n = malloc(g.cap * sizeof(*g.n));
+	g.kind = malloc(g.cap);
+	g.used = calloc(g.cap, 1);
+	if (!g.k1 || !g.k2 || !g.n || !g.kind || !g.used) {
+		counts_free(&g);
+		return -TVH_ERR_NOMEM;
+	}
+	for (size_t i = 0; i < c->cap; i++) {
+		size_t j;
+
+		if (!c->used[i])
+			continue;
+		j = mix2(c->k1[i], c->k2[i]) & (g.cap - 1);
+		while (g.used[j])
+			j = (j + 1) & (g.cap - 1);
+		g.used[j] = 1;
+		g.k1[j] = c->k1[i];
+		g.k2[j] = c->k2[i];
+		g.n[j] = c->n[i];
+		g.kind[j] = c->kind[i];
+	}
+	g.len = c->len;
+	counts_free(c);
+	*c = g;
+	return 0;
+}
+
+/* Add n to (k1, k2); 0 or -TVH_ERR_NOMEM. */
+static int counts_add(struct tvh_counts *c, uint64_t k1, uint64_t k2,
+		      uint64_t n, uint8_t kind)
+{
+	size_t i;
+
+	if ((c->len + 1) * 2 > c->cap && counts_grow(c))
+		return -TVH_ERR_NOMEM;
+	i = mix2(k1, k2) & (c->cap - 1);
+	while (c->used[i] && (c->k1[i] != k1 || c->k2[i] != k2))
+		i = (i + 1) & (c->cap - 1);
+	if (!c->used[i]) {
+		c->used[i] = 1;
+		c->k1[i] = k1;
+		c->k2[i] = k2;
+		c->n[i] = 0;
+		c->len++;
+	}
+	c->n[i] += n;
+	c->kind[i] = kind;
+	return 0;
+}
+
+void tvh_report_cpu_free(struct tvh_report_cpu *rc)
+{
+	counts_free(&rc->targets);
+	counts_free(&rc->edges);
+}
+
+int tvh_report_event(void *ctx, const struct tvh_event *ev)
+{
+	struct tvh_report_cpu *rc = ctx;
+	const struct trace_event *r = ev->rec;
+	int ret;
+
+	if (ev->kind != TVH_EV_RECORD)
+		return 0;
+	if (r->type != TV_REC_BRANCH && r->type != TV_REC_BRANCH_COMPACT &&
+	    r->type != TV_REC_LBR)
+		return 0;
+	rc->branches++;
+	ret = counts_add(&rc->targets, r->u.branch.to, 0, 1, r->u.branch.kind);
+	if (!ret)
+		ret = counts_add(&rc->edges, r->u.branch.from, r->u.branch.to, 1,
+				 r->u.branch.kind);
+	return ret;
+}
+
+struct func_row {
+	char *name;              /* owned */
+	uint64_t branches, blocks;
+};
+
+struct edge_row {
+	uint64_t from, to, n;
+	uint8_t kind;
+};
+
+static int cmp_edge(const void *a, const void *b)
+{
+	const struct edge_row *x = a, *y = b;
+
+	if (x->n != y->n)
+		return x->n > y->n ? -1 : 1;
+	if (x->from != y->from)
+		return x->from < y->from ? -1 : 1;
+	return x->to < y->to ? -1 : x->to > y->to;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+	const struct func_row *x = a, *y = b;
+
+	return strcmp(x->name, y->name);
+}
+
+static int cmp_func(const void *a, const void *b, void *arg)
+{
+	const struct func_row *x = a, *y = b;
+	enum tvh_report_sort sort_key = *(const enum tvh_report_sort *)arg;
+	uint64_t xa = sort_key == TVH_SORT_BLOCKS ? x->blocks : x->branches;
+	uint64_t ya = sort_key == TVH_SORT_BLOCKS ? y->blocks : y->branches;
+	uint64_t xb = sort_key == TVH_SORT_BLOCKS ? x->branches : x->blocks;
+	uint64_t yb = sort_key == TVH_SORT_BLOCKS ? y->branches : y->blocks;
+
+	if (xa != ya)
+		return xa > ya ? -1 : 1;
+	if (xb != yb)
+		return xb > yb ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/* Function name of a target: "func (module)", "module+0xoff", "0xaddr". */
+static char *func_name(struct tvh_symtab *st, uint64_t a)
+{
+	struct tvh_sym s;
+	char *out = NULL;
+	int n;
+
+	if (!st || tvh_sym_lookup(st, a, &s))
+		n = asprintf(&out, "0x%" PRIx64, a);
+	else if (s.func)
+		n = asprintf(&out, "%s (%s)", s.func, s.module_name);
+	else
+		n = asprintf(&out, "%s+0x%" PRIx64, s.module_name, s.module_offset);
+	return n < 0 ? NULL : out;
+}
+
+static void sym_addr(FILE *out, struct tvh_symtab *st, uint64_t a)
+{
+	char buf[512];
+
+	fprintf(out, "0x%" PRIx64, a);
+	if (st && tvh_sym_format(st, a, buf, sizeof(buf)) > 0)
+		fprintf(out, " %s", buf);
+}
+
+static double pct(uint64_t n, uint64_t total)
+{
+	return total ? 100.0 * (double)n / (double)total : 0.0;
+}
+
+/* Functions: sort targets' names, then fold equal names. */
+static int functions(const struct tvh_counts *t, struct tvh_symtab *st,
+		     struct func_row **rows_out, size_t *nrows)
+{
+	struct func_row *rows = calloc(t->len ? t->len : 1, sizeof(*rows));
+	size_t n = 0, k = 0;
+
+	if (!rows)
+		return -TVH_ERR_NOMEM;
+	for (size_t i = 0; i < t->cap; i++) {
+		if (!t->used[i])
+			continue;
+		rows[n].name = func_name(st, t->k1[i]);
+		if (!rows[n].name) {
+			while (n)
+				free(rows[--n].name);
+			free(rows);
+			return -TVH_ERR_NOMEM;
+		}
+		rows[n].branches = t->n[i];
+		rows[n].blocks = 1;
+		n++;
+	}
+	/* Group by name (any order), then fold. */
+	qsort(rows, n, sizeof(*rows), cmp_name);
+	for (size_t i = 0; i < n; i++) {
+		if (k && !strcmp(rows[k - 1].name, rows[i].name)) {
+			rows[k - 1].branches += rows[i].branches;
+			rows[k - 1].blocks += rows[i].blocks;
+			free(rows[i].name);
+			continue;
+		}
+		rows[k++] = rows[i];
+	}
+	*rows_out = rows;
+	*nrows = k;
+	return 0;
+}
+
+int tvh_report_write(struct tvh_report_cpu *const *rc, size_t n,
+		     struct tvh_symtab *st, const struct tvh_report_opts *o,
+		     FILE *out)
+{
+	struct tvh_counts t = { 0 }, e = { 0 };
+	struct func_row *rows = NULL;
+	struct edge_row *edges = NULL;
+	uint64_t branches = 0;
+	size_t nrows = 0, nedges = 0, top;
+	int ret = 0;
+
+	for (size_t c = 0; c < n && !ret; c++) {
+		branches += rc[c]->branches;
+		for (size_t i = 0; i < rc[c]->targets.cap && !ret; i++)
+			if (rc[c]->targets.used[i])
+				ret = counts_add(&t, rc[c]->targets.k1[i], 0,
+						 rc[c]->targets.n[i], 0);
+		for (size_t i = 0; i < rc[c]->edges.cap && !ret; i++)
+			if (rc[c]->edges.used[i])
+				ret = counts_add(&e, rc[c]->edges.k1[i],
+						 rc[c]->edges.k2[i], rc[c]->edges.n[i],
+						 rc[c]->edges.kind[i]);
+	}
+	if (!ret)
+		ret = functions(&t, st, &rows, &nrows);
+	if (!ret) {
+		edges = calloc(e.len ? e.len : 1, sizeof(*edges));
+		if (!edges)
+			ret = -TVH_ERR_NOMEM;
+	}
+	if (ret)
+		goto out;
+	for (size_t i = 0; i < e.cap; i++)
+		if (e.used[i])
+			edges[nedges++] = (struct edge_row){ e.k1[i], e.k2[i], e.n[i],
+							     e.kind[i] };
+	qsort_r(rows, nrows, sizeof(*rows), cmp_func, (void *)&o->sort);
+	qsort(edges, nedges, sizeof(*edges), cmp_edge);
+
+	fprintf(out, "# %s: %" PRIu64 " branches, %zu functions, %zu basic blocks, "
+		"%zu edges\n", o->title, branches, nrows, t.len, nedges);
+	fprintf(out, "#\n# hottest functions (by %s)\n",
+		o->sort == TVH_SORT_BLOCKS ? "basic blocks executed in them" :
+		"branches landing in them");
+	fprintf(out, "%12s %8s %8s  %s\n", "branches", "%", "blocks", "function");
+	top = o->top && o->top < nrows ? o->top : nrows;
+	for (size_t i = 0; i < top; i++)
+		fprintf(out, "%12" PRIu64 " %7.2f%% %8" PRIu64 "  %s\n",
+			rows[i].branches, pct(rows[i].branches, branches),
+			rows[i].blocks, rows[i].name);
+	fprintf(out, "#\n# hottest edges (from -> to)\n");
+	fprintf(out, "%12s %8s  %-8s %s\n", "count", "%", "kind", "edge");
+	top = o->top && o->top < nedges ? o->top : nedges;
+	for (size_t i = 0; i < top; i++) {
+		fprintf(out, "%12" PRIu64 " %7.2f%%  %-8s ", edges[i].n,
+			pct(edges[i].n, branches), tvh_branch_kind_name(edges[i].kind));
+		sym_addr(out, st, edges[i].from);
+		fputs(" -> ", out);
+		sym_addr(out, st, edges[i].to);
+		fputc('\n', out);
+	}
+	if (ferror(out))
+		ret = -TVH_ERR_IO;
+out:
+	for (size_t i = 0; i < nrows; i++)
+		free(rows[i].name);
+	free(rows);
+	free(edges);
+	counts_free(&t);
+	counts_free(&e);
+	return ret;
+}
