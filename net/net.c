@@ -405,7 +405,7 @@ static int ctl_cpus_check(const struct tvp_ctl_cpus *c)
 
 			if (!(c->mask[w] >> b & 1))
 				continue;
-			if (i >= res.ncpus || !res.cpus[i].trace.ring)
+			if (i >= res.ncpus || !trace_cpu_ring(&res.cpus[i]))
 				return -1;
 			any = true;
 		}
@@ -447,11 +447,11 @@ static int ctl_marker(void *ctx, const struct tvp_ctl_marker *m, const char *lab
 	if (m->cpu == TVP_CPU_ALL) {
 		first = 0;
 		last = res.ncpus - 1;
-	} else if (m->cpu >= res.ncpus || !res.cpus[m->cpu].trace.ring) {
+	} else if (m->cpu >= res.ncpus || !trace_cpu_ring(&res.cpus[m->cpu])) {
 		return -1;
 	}
 	for (uint32_t i = first; i <= last; i++)
-		if (res.cpus[i].trace.ring)
+		if (trace_cpu_ring(&res.cpus[i]))
 			rc |= trace_request(&res.cpus[i], TRACE_REQ_MARKER, m->value, label,
 					    m->label_len);
 	return rc ? -1 : 0;
@@ -475,7 +475,7 @@ static int ctl_filters(void *ctx, const struct tvp_ctl_filter *in)
 		f.ranges[i].hi = in->ranges[i].hi;
 	}
 	for (uint32_t i = 0; i < res.ncpus; i++)
-		if (res.cpus[i].trace.ring)
+		if (trace_cpu_ring(&res.cpus[i]))
 			rc |= trace_request_filter(&res.cpus[i], &f);
 	return rc ? -1 : 0;
 }
@@ -528,8 +528,8 @@ static int res_start(const struct hv_net *n, struct per_cpu *cpus, uint32_t ncpu
 		return -1;
 	}
 	for (uint32_t i = 0; i < ncpus; i++) {
-		rings[i] = cpus[i].trace.ring;
-		npt += rings[i] && cpus[i].trace.pt_mem;
+		rings[i] = trace_cpu_ring(&cpus[i]);
+		npt += trace_cpu_pt_stream(&cpus[i]) != NULL;
 	}
 	memset(&lc, 0, sizeof(lc));
 	lc.receiver_ip = n->receiver_ip;
@@ -548,8 +548,8 @@ static int res_start(const struct hv_net *n, struct per_cpu *cpus, uint32_t ncpu
 	 * exporter its only consumer from now on), before the first HELLO.
 	 */
 	for (uint32_t i = 0; i < ncpus && rc == 0; i++)
-		if (rings[i] && cpus[i].trace.pt_mem)
-			rc = export_attach_pt(n->ex, i, &cpus[i].trace.pt_ring);
+		if (trace_cpu_pt_stream(&cpus[i]))
+			rc = export_attach_pt(n->ex, i, trace_cpu_pt_stream(&cpus[i]));
 	if (rc) {
 		log_err("net: resident: exporter not started: %s", proto_strerror(rc));
 		net_if_down();

@@ -87,7 +87,7 @@ static void hv_trace_pt_serial(struct per_cpu *cpu, struct trace_serial *ts)
 	uint64_t off, first = 0, total = 0;
 	size_t n;
 
-	while ((n = trace_pt_take(&cpu->trace, buf, sizeof(buf), &off)) > 0) {
+	while ((n = trace_pt_take(cpu, buf, sizeof(buf), &off)) > 0) {
 		int64_t sent = trace_serial_emit_pt(ts, buf, n, off, 0);
 
 		if (sent < 0) {
@@ -113,12 +113,13 @@ static void hv_trace_pt_serial(struct per_cpu *cpu, struct trace_serial *ts)
  */
 static void hv_trace_window(struct per_cpu *cpu)
 {
-	struct trace_cpu *t = &cpu->trace;
+	struct tv_trace_ring *ring = trace_cpu_ring(cpu);
+	struct trace_cursor *exported = trace_cpu_exported(cpu);
 	struct trace_serial_result res;
 	struct trace_serial *ts;
 	int64_t n;
 
-	if (!t->ring)
+	if (!ring)
 		return;
 	if (hv_net_on) {
 		/*
@@ -140,20 +141,20 @@ static void hv_trace_window(struct per_cpu *cpu)
 	}
 	ts = &hv_tser[cpu->index];
 	if (!hv_tser_ready[cpu->index]) {
-		trace_serial_init(ts, t->ring->cpu, hv_serial_line, NULL);
+		trace_serial_init(ts, ring->cpu, hv_serial_line, NULL);
 		hv_tser_ready[cpu->index] = true;
 	}
-	n = trace_serial_emit_ring(ts, t->ring, &t->exported, 0, &res);
+	n = trace_serial_emit_ring(ts, ring, exported, 0, &res);
 	if (n < 0) {
 		log_err("trace: cpu %u: serial export failed: %s", cpu->index,
 			trace_serial_strerror((int)n));
 		return;
 	}
-	trace_ring_consume(t->ring, &t->exported);
+	trace_ring_consume(ring, exported);
 	log_info("trace: cpu %u: exported %llu records over serial (%llu lines, %llu bytes), %llu gone before export",
 		 cpu->index, (unsigned long long)res.records, (unsigned long long)res.lines,
 		 (unsigned long long)res.bytes, (unsigned long long)res.missed);
-	if (t->pt_mem)
+	if (trace_cpu_pt_stream(cpu))
 		hv_trace_pt_serial(cpu, ts);
 }
 

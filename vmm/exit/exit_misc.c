@@ -115,7 +115,7 @@ enum exit_action exit_triple_fault(struct exit_ctx *ctx)
 		(unsigned long long)vmcs_get(VMCS_GUEST_ACTIVITY_STATE));
 	/* The branches that led here are what a user wants most: close the
 	 * window, which hands it to the exporter, before the reset. */
-	if (ctx->cpu->trace.active)
+	if (trace_cpu_active(ctx->cpu))
 		trace_stop(ctx->cpu, TV_TRIG_GUEST_RESET);
 	return EXIT_RESET_MACHINE;
 }

@@ -162,14 +162,36 @@ int trace_cpu_pt_area(struct trace_cpu *t, void *mem, uint64_t pa)
 	return 0;
 }
 
-size_t trace_pt_take(struct trace_cpu *t, uint8_t *buf, size_t cap, uint64_t *offset)
+size_t trace_pt_take(struct per_cpu *cpu, uint8_t *buf, size_t cap, uint64_t *offset)
 {
+	struct trace_cpu *t = cpu ? &cpu->trace : NULL;
+
 	if (!t || !t->pt_mem || !buf)
 		return 0;
 	/* Every byte the drains delivered went into the ring: tail = offset. */
 	if (offset)
 		*offset = t->pt_ring.tail;
 	return pt_byte_ring_read(&t->pt_ring, buf, cap);
+}
+
+struct tv_trace_ring *trace_cpu_ring(struct per_cpu *cpu)
+{
+	return cpu ? cpu->trace.ring : NULL;
+}
+
+struct trace_cursor *trace_cpu_exported(struct per_cpu *cpu)
+{
+	return cpu && cpu->trace.ring ? &cpu->trace.exported : NULL;
+}
+
+struct pt_byte_ring *trace_cpu_pt_stream(struct per_cpu *cpu)
+{
+	return cpu && cpu->trace.ring && cpu->trace.pt_mem ? &cpu->trace.pt_ring : NULL;
+}
+
+bool trace_cpu_active(const struct per_cpu *cpu)
+{
+	return cpu && cpu->trace.active;
 }
 
 /* --- guest state ----------------------------------------------------------- */

@@ -305,7 +305,21 @@ int trace_cpu_pt_area(struct trace_cpu *t, void *mem, uint64_t pa);
  * stream, oldest first, taken out of its byte ring; *offset receives the
  * stream offset of buf[0].  Returns the count (0: nothing waiting).
  */
-size_t trace_pt_take(struct trace_cpu *t, uint8_t *buf, size_t cap, uint64_t *offset);
+size_t trace_pt_take(struct per_cpu *cpu, uint8_t *buf, size_t cap, uint64_t *offset);
+
+/*
+ * What the exporters (vmm/hv.c's serial exporter, net/net.c) see of a
+ * CPU's tracing, so they never reach into the engine's per-CPU state:
+ *  trace_cpu_ring      - the record ring; NULL: this CPU does not trace.
+ *  trace_cpu_exported  - the exporter's cursor in that ring (NULL likewise).
+ *  trace_cpu_pt_stream - the PT byte stream the drains fill; NULL: none
+ *                        (not traced, or the source is not pt).
+ *  trace_cpu_active    - a window is open.
+ */
+struct tv_trace_ring *trace_cpu_ring(struct per_cpu *cpu);
+struct trace_cursor *trace_cpu_exported(struct per_cpu *cpu);
+struct pt_byte_ring *trace_cpu_pt_stream(struct per_cpu *cpu);
+bool trace_cpu_active(const struct per_cpu *cpu);
 
 /*
  * trace_start / trace_stop - open or close this CPU's window (VMX root,

@@ -1094,7 +1094,7 @@ static void assert_pt_stream(const uint64_t *n, unsigned bursts, uint64_t first_
 
 	for (unsigned k = 0; k < bursts; k++)
 		want += n[k];
-	len = trace_pt_take(&cpu.trace, got, sizeof(got), &off);
+	len = trace_pt_take(&cpu, got, sizeof(got), &off);
 	assert_int_equal(len, want);
 	assert_int_equal(off, first_off);
 	for (unsigned k = 0; k < bursts; k++)
@@ -1103,7 +1103,7 @@ static void assert_pt_stream(const uint64_t *n, unsigned bursts, uint64_t first_
 				fail_msg("stream byte %llu (burst %u, position %llu): %#x, want %#x",
 					 (unsigned long long)at, k, (unsigned long long)p, got[at],
 					 pt_byte(p, k));
-	assert_int_equal(trace_pt_take(&cpu.trace, got, sizeof(got), &off), 0);
+	assert_int_equal(trace_pt_take(&cpu, got, sizeof(got), &off), 0);
 }
 
 /*
