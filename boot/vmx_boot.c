@@ -34,7 +34,7 @@
 #include "vmm/lib/page_pool.h"
 #include "vmm/exit/exit_io.h"
 #include "vmm/exit/pci_hide.h"
-#include "vmm/lib/preempt.h"
+#include "vmm/exit/preempt.h"
 #include "vmm/lib/reloc.h"
 #include "vmm/vmx/vmx.h"
 #include "vmm/vmx/vmx_check.h"

@@ -3,7 +3,7 @@
  * config.c - parser for tracevisor.conf.  Pure: no I/O, no allocation.
  */
 #include "vmm/config.h"
-#include "vmm/lib/preempt.h"
+#include "vmm/exit/preempt.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -18,7 +18,7 @@
 #include "vmm/lib/log.h"
 #include "vmm/lib/page_pool.h"
 #include "vmm/exit/pci_hide.h"
-#include "vmm/lib/preempt.h"
+#include "vmm/exit/preempt.h"
 #include "vmm/vmx/vcpu.h"
 
 struct exporter;
@@ -92,7 +92,7 @@ void host_nmi(void);
 /*
  * hv_set_poll_hook - run fn(ctx) in VMX root on the CPU with per_cpu
  * index cpu, every poll_us (tracevisor.conf) and at its exits once that
- * much time has passed (vmm/lib/preempt.h).  Register at boot, before
+ * much time has passed (vmm/exit/preempt.h).  Register at boot, before
  * vmx_boot: it rebases fn and ctx when they point into the loaded image;
  * ctx anywhere else must be memory the OS never reclaims.  fn NULL
  * removes the hook.  Returns 0.

@@ -22,7 +22,7 @@
 #include "vmm/exit/exit.h"
 #include "vmm/hw/hw.h"
 #include "vmm/lib/log.h"
-#include "vmm/lib/preempt.h"
+#include "vmm/exit/preempt.h"
 
 enum exit_action exit_preemption_timer(struct exit_ctx *ctx)
 {

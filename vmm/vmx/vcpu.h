@@ -47,7 +47,7 @@ struct vcpu_stats {
 	uint64_t pci_dropped_writes;      /* 0xCFC-0xCFF writes dropped */
 	uint64_t io_string_refused;       /* INS/OUTS at 0xCF8-0xCFF: #GP(0) */
 	uint64_t ecam_dropped_writes;     /* ECAM page writes dropped (EPT violation) */
-	uint64_t polls;                   /* poll hook calls (vmm/lib/preempt.c) */
+	uint64_t polls;                   /* poll hook calls (vmm/exit/preempt.c) */
 };
 
 struct per_cpu {
@@ -81,7 +81,7 @@ struct per_cpu {
 	uint64_t next_beat_tsc;
 	uint64_t beat_exits, beat_by_reason[EXIT_REASON_MAX];  /* at the last heartbeat */
 	/*
-	 * The poll hook (hv_set_poll_hook, vmm/lib/preempt.c): only the CPU it
+	 * The poll hook (hv_set_poll_hook, vmm/exit/preempt.c): only the CPU it
 	 * names has a period; it runs when next_poll_tsc has passed, at the
 	 * preemption-timer exit or at any other exit before.
 	 */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_preempt.c - the poll hook (vmm/lib/preempt.c) as the exit path drives
+ * test_preempt.c - the poll hook (vmm/exit/preempt.c) as the exit path drives
  * it (vmx_exit_handler -> vcpu_periodic): on its CPU only, at the
  * VMX-preemption timer's exit and at any other exit once the period has
  * passed, the timer re-armed for the earliest deadline; without the
@@ -19,7 +19,7 @@
 #include "vmm/exit/exit.h"
 #include "vmm/hv.h"
 #include "vmm/lib/log.h"
-#include "vmm/lib/preempt.h"
+#include "vmm/exit/preempt.h"
 #include "vmm/vmx/vmx.h"
 
 static struct per_cpu cpus[2];

@@ -2,7 +2,7 @@
 /*
  * preempt.c - the poll hook on its CPU (contract in preempt.h).
  */
-#include "vmm/lib/preempt.h"
+#include "vmm/exit/preempt.h"
 
 #include "vmm/hv.h"
 
