@@ -102,7 +102,7 @@ int export_attach(struct exporter *e, uint32_t cpu, struct tv_trace_ring *ring)
 	return 0;
 }
 
-int export_attach_pt(struct exporter *e, uint32_t cpu, struct pt_byte_ring *ring)
+int export_attach_pt(struct exporter *e, uint32_t cpu, struct byte_ring *ring)
 {
 	struct export_pt_stream *p;
 
@@ -112,7 +112,7 @@ int export_attach_pt(struct exporter *e, uint32_t cpu, struct pt_byte_ring *ring
 	p = &e->pt[cpu];
 	memset(p, 0, sizeof(*p));
 	/* The tail only moves when we consume: it is where the stream begins. */
-	p->start = p->next = pt_byte_ring_tail(ring);
+	p->start = p->next = byte_ring_tail(ring);
 	__atomic_store_n(&p->acked, p->start, __ATOMIC_RELEASE);
 	p->c.acked = p->c.head = p->start;
 	p->ring = ring;
@@ -368,7 +368,7 @@ static int send_pt_entry(struct exporter *e, uint32_t cpu, struct export_pt_win 
 	uint16_t flags = 0;
 	size_t n;
 
-	n = pt_byte_ring_peek(p->ring, w->off, e->ptbuf, w->len);
+	n = byte_ring_peek(p->ring, w->off, e->ptbuf, w->len);
 	w->last_tx = now;
 	if (n != w->len) {
 		e->st.pt_gone++;
@@ -394,7 +394,7 @@ static int send_new_pt(struct exporter *e, uint32_t cpu, uint64_t now)
 
 	if (p->nwin >= EXPORT_WINDOW)
 		return 0;   /* window full: the ring holds the rest, then refuses */
-	n = pt_byte_ring_peek(p->ring, p->next, e->ptbuf, sizeof(e->ptbuf));
+	n = byte_ring_peek(p->ring, p->next, e->ptbuf, sizeof(e->ptbuf));
 	if (!n)
 		return 0;
 	w = &p->win[p->nwin++];
@@ -426,7 +426,7 @@ static void resend_overdue_pt(struct exporter *e, uint32_t cpu, uint64_t now)
 
 static void fill_pt_counters(struct export_pt_stream *p)
 {
-	p->c.head = pt_byte_ring_head(p->ring);
+	p->c.head = byte_ring_head(p->ring);
 	p->c.produced = p->c.head - p->start;
 	p->c.acked = p->acked;
 }
@@ -454,7 +454,7 @@ static void on_ack_pt(struct exporter *e, uint32_t cpu, const struct proto_msg *
 		__atomic_store_n(&p->acked, a->cum, __ATOMIC_RELEASE);
 		p->c.acked = a->cum;
 		/* The only consumer: the tail is at or before acked; never fails. */
-		(void)pt_byte_ring_consume(p->ring, a->cum);
+		(void)byte_ring_consume(p->ring, a->cum);
 	}
 	while (pop < p->nwin && !seq_before(p->acked, pt_win_end(&p->win[pop])))
 		pop++;

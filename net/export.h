@@ -25,11 +25,11 @@
  * exact sequence range, and sends the LOSS notice until it is acked.
  *
  * PT streams (optional, per CPU: export_attach_pt) read the CPU's PT byte
- * ring (vmm/trace/backend/pt.h, struct pt_byte_ring) the same way: the exporter is
+ * ring (vmm/lib/byte_ring.h, struct byte_ring) the same way: the exporter is
  * its consumer, the traced CPU's drain its producer on another CPU.  New
  * bytes go out as PT datagrams of at most TVP_PT_MAX_PAYLOAD bytes, the
  * window remembers each one's stream offset and length, a resend peeks at
- * the ring again, and the ring's tail moves (pt_byte_ring_consume) only
+ * the ring again, and the ring's tail moves (byte_ring_consume) only
  * when the receiver's cumulative ack passes bytes: until then they stay,
  * and a producer that runs out of room refuses bytes and counts them (a
  * gap its PT_SYNC records name).  Nothing is ever overwritten, so a PT
@@ -54,7 +54,7 @@
 #include <stdint.h>
 
 #include "net/proto.h"
-#include "vmm/trace/backend/pt.h"
+#include "vmm/lib/byte_ring.h"
 #include "vmm/trace/ring.h"
 
 #define EXPORT_MAX_CPUS   128u
@@ -144,7 +144,7 @@ struct export_pt_counters {
 };
 
 struct export_pt_stream {
-	struct pt_byte_ring *ring;   /* NULL: not attached */
+	struct byte_ring *ring;   /* NULL: not attached */
 	uint64_t start;              /* stream offset where it began (FIRST) */
 	uint64_t next;               /* the first byte never sent */
 	uint64_t acked;              /* the receiver's cumulative ack (atomic:
@@ -213,7 +213,7 @@ int export_attach(struct exporter *e, uint32_t cpu, struct tv_trace_ring *ring);
  * Errors: PROTO_ERR_INVAL (NULL, cpu >= ncpus, already attached, ring
  * not initialised).
  */
-int export_attach_pt(struct exporter *e, uint32_t cpu, struct pt_byte_ring *ring);
+int export_attach_pt(struct exporter *e, uint32_t cpu, struct byte_ring *ring);
 
 /*
  * export_poll - everything that depends on time and on the rings: HELLO

@@ -308,7 +308,7 @@ static bool res_pt_drained(uint32_t cpu)
 
 	if (!p->ring)
 		return true;
-	return __atomic_load_n(&p->acked, __ATOMIC_ACQUIRE) == pt_byte_ring_head(p->ring);
+	return __atomic_load_n(&p->acked, __ATOMIC_ACQUIRE) == byte_ring_head(p->ring);
 }
 
 /* One line for cpu's PT stream, when it has one. */
@@ -319,7 +319,7 @@ static void log_pt(const char *why, uint32_t cpu)
 	if (!p->ring)
 		return;
 	log_info("net: export %s: cpu %u: PT stream: head %llu, acked %llu, sent %llu, resent %llu bytes",
-		 why, cpu, (unsigned long long)pt_byte_ring_head(p->ring),
+		 why, cpu, (unsigned long long)byte_ring_head(p->ring),
 		 (unsigned long long)__atomic_load_n(&p->acked, __ATOMIC_ACQUIRE),
 		 (unsigned long long)p->c.sent, (unsigned long long)p->c.retransmitted);
 }

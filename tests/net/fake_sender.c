@@ -20,8 +20,8 @@
  * retransmitted R lost_overwrite L") and "done" once every record was
  * acknowledged or declared lost.
  *
- * --pt N: CPU 0 also has a PT stream.  A struct pt_byte_ring
- * (vmm/trace/backend/pt.h) of --pt-ring-bytes (a power of two, default 64 KiB)
+ * --pt N: CPU 0 also has a PT stream.  A struct byte_ring
+ * (vmm/lib/byte_ring.h) of --pt-ring-bytes (a power of two, default 64 KiB)
  * is attached with export_attach_pt, so the exporter is its consumer: it
  * sends the bytes in PT datagrams (FIRST on the one at offset 0), resends
  * on NACK and ack timeout, and releases ring space only when the
@@ -31,8 +31,8 @@
  * records, as much as the ring has room for (the rest waits for acks; a
  * real drain would refuse and count it, the fake keeps the pattern
  * whole).  The producer side is this file's own (pt_produce, the ring's
- * producer contract from vmm/trace/backend/pt.h): pt_byte_ring_write lives in
- * vmm/trace/backend/pt.c with the PT backend, which a host program cannot link.
+ * producer contract from vmm/lib/byte_ring.h), so that it can write the
+ * pattern in place instead of through byte_ring_write.
  * "done" then also needs every PT byte acknowledged; "pt cpu 0 ..." gives
  * the exporter's PT counters.
  *
@@ -78,7 +78,7 @@
 #include "host-tools/lib/le.h"
 #include "net/export.h"
 #include "net/proto.h"
-#include "vmm/trace/backend/pt.h"
+#include "vmm/lib/byte_ring.h"
 #include "vmm/trace/ring.h"
 
 #define MAX_CPUS 64
@@ -305,17 +305,17 @@ static uint8_t pt_pattern(uint64_t off)
 	return (uint8_t)((off * 7 + off / 251) & 0xff);
 }
 
-static struct pt_byte_ring pt_ring;
+static struct byte_ring pt_ring;
 
 /*
- * The producer side of pt_ring (as pt_byte_ring_write): write the pattern
+ * The producer side of pt_ring (as byte_ring_write): write the pattern
  * up to stream offset upto, as far as the room the consumer left allows;
  * bytes first, then head with release.  Returns the new head.
  */
-static uint64_t pt_produce(struct pt_byte_ring *r, uint64_t upto)
+static uint64_t pt_produce(struct byte_ring *r, uint64_t upto)
 {
 	uint64_t head = r->head;      /* only the producer writes it */
-	uint64_t room = r->size - (head - pt_byte_ring_tail(r));
+	uint64_t room = r->size - (head - byte_ring_tail(r));
 	uint64_t n = upto - head < room ? upto - head : room;
 
 	for (uint64_t i = 0; i < n; i++)
@@ -487,8 +487,8 @@ static int cmd_send(void)
 
 		printf("pt cpu 0 produced %" PRIu64 " sent %" PRIu64 " retransmitted %" PRIu64
 		       " acked %" PRIu64 " head %" PRIu64 " tail %" PRIu64 " gone %" PRIu64 "\n",
-		       pt_head, k->sent, k->retransmitted, k->acked, pt_byte_ring_head(&pt_ring),
-		       pt_byte_ring_tail(&pt_ring), ex.st.pt_gone);
+		       pt_head, k->sent, k->retransmitted, k->acked, byte_ring_head(&pt_ring),
+		       byte_ring_tail(&pt_ring), ex.st.pt_gone);
 	}
 	printf("datagrams %" PRIu64 " acks %" PRIu64 " nack_ranges %" PRIu64
 	       " control_applied %" PRIu64 " ctl_bad_auth %u\n", ex.st.datagrams, ex.st.acks,

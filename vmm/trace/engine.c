@@ -155,7 +155,7 @@ int trace_cpu_pt_area(struct trace_cpu *t, void *mem, uint64_t pa)
 	if (!t || !mem || ((uintptr_t)mem & (TRACE_PT_REGION_BYTES - 1)) ||
 	    (pa & (TRACE_PT_REGION_BYTES - 1)))
 		return TRACE_ERR_INVAL;
-	if (pt_byte_ring_init(&t->pt_ring, (uint8_t *)mem + TRACE_PT_RING_OFF, TRACE_PT_RING_BYTES))
+	if (byte_ring_init(&t->pt_ring, (uint8_t *)mem + TRACE_PT_RING_OFF, TRACE_PT_RING_BYTES))
 		return TRACE_ERR_INVAL;
 	t->pt_mem = mem;
 	t->pt_pa = pa;
@@ -171,7 +171,7 @@ size_t trace_pt_take(struct per_cpu *cpu, uint8_t *buf, size_t cap, uint64_t *of
 	/* Every byte the drains delivered went into the ring: tail = offset. */
 	if (offset)
 		*offset = t->pt_ring.tail;
-	return pt_byte_ring_read(&t->pt_ring, buf, cap);
+	return byte_ring_read(&t->pt_ring, buf, cap);
 }
 
 struct tv_trace_ring *trace_cpu_ring(struct per_cpu *cpu)
@@ -184,7 +184,7 @@ struct trace_cursor *trace_cpu_exported(struct per_cpu *cpu)
 	return cpu && cpu->trace.ring ? &cpu->trace.exported : NULL;
 }
 
-struct pt_byte_ring *trace_cpu_pt_stream(struct per_cpu *cpu)
+struct byte_ring *trace_cpu_pt_stream(struct per_cpu *cpu)
 {
 	return cpu && cpu->trace.ring && cpu->trace.pt_mem ? &cpu->trace.pt_ring : NULL;
 }
@@ -834,7 +834,7 @@ static void pt_drain_failed(struct per_cpu *cpu, int rc)
 static bool pt_drain_now(struct per_cpu *cpu)
 {
 	struct trace_cpu *t = &cpu->trace;
-	struct pt_sink sink = { pt_byte_ring_write, &t->pt_ring };
+	struct pt_sink sink = { byte_ring_write, &t->pt_ring };
 	uint64_t refused = t->pt.stats.sink_dropped + t->pt.stats.syncs_dropped;
 	int rc = pt_drain(&t->pt, &sink, t->ring, hw_rdtsc());
 
@@ -1211,7 +1211,7 @@ enum exit_action trace_nmi_exit(struct exit_ctx *ctx)
 			ours = lbr_pmi_now(cpu, &other, &full);
 		break;
 	case TV_SOURCE_PT: {
-		struct pt_sink sink = { pt_byte_ring_write, &t->pt_ring };
+		struct pt_sink sink = { byte_ring_write, &t->pt_ring };
 		uint64_t refused = t->pt.stats.sink_dropped + t->pt.stats.syncs_dropped;
 		int rc = pt_on_pmi(&t->pt, &sink, t->ring, hw_rdtsc(), &other);
 

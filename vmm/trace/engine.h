@@ -77,6 +77,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "vmm/lib/byte_ring.h"
 #include "vmm/lib/guest_mem.h"
 #include "vmm/trace/trace.h"
 #include "vmm/trace/backend/btf.h"
@@ -140,7 +141,7 @@ struct trace_cpu {
 	bool pt_busy_logged;          /* one log line for TraceEn found set in VMX root */
 	struct pt_caps pt_caps;
 	struct pt_state pt;           /* ToPA table (built once) and drain state */
-	struct pt_byte_ring pt_ring;  /* the drained PT stream, until exported */
+	struct byte_ring pt_ring;  /* the drained PT stream, until exported */
 	uint8_t *pt_mem;              /* trace_cpu_pt_area; NULL: none */
 	uint64_t pt_pa;               /* its physical address */
 	uint64_t pt_guest_ctl;        /* GUEST_IA32_RTIT_CTL of an open window */
@@ -318,7 +319,7 @@ size_t trace_pt_take(struct per_cpu *cpu, uint8_t *buf, size_t cap, uint64_t *of
  */
 struct tv_trace_ring *trace_cpu_ring(struct per_cpu *cpu);
 struct trace_cursor *trace_cpu_exported(struct per_cpu *cpu);
-struct pt_byte_ring *trace_cpu_pt_stream(struct per_cpu *cpu);
+struct byte_ring *trace_cpu_pt_stream(struct per_cpu *cpu);
 bool trace_cpu_active(const struct per_cpu *cpu);
 
 /*

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_export_pt.c - PT streams of the export protocol: net/export.c
- * reading a CPU's PT byte ring (vmm/trace/backend/pt.h) and net/recv.c putting
+ * reading a CPU's PT byte ring (vmm/lib/byte_ring.h) and net/recv.c putting
  * the bytes back in order.  The exporter alone against a capturing send
  * callback: PT datagrams in order with their stream offsets, FIRST only
  * on the first, HELLO caps bit 17, the ring's tail moved by acks and by
@@ -28,7 +28,7 @@
 #include "net/proto.h"
 #include "net/recv.h"
 #include "vmm/trace/format.h"
-#include "vmm/trace/backend/pt.h"
+#include "vmm/lib/byte_ring.h"
 #include "vmm/trace/ring.h"
 
 #define NCPU      2u
@@ -87,7 +87,7 @@ static struct world {
 	uint64_t *ring_mem[NCPU];
 	struct tv_trace_ring *ring[NCPU];
 	uint8_t *pt_mem[NCPU];
-	struct pt_byte_ring pt[NCPU];
+	struct byte_ring pt[NCPU];
 	uint64_t pt_refused[NCPU];   /* bytes the full byte ring refused */
 	struct exporter *ex;
 	struct receiver *rx;
@@ -228,7 +228,7 @@ static void world_init(unsigned pt_mask, uint64_t pt_start, bool capture, uint64
 						 TV_OVERFLOW_STOP, HZ, 0), 0);
 		assert_int_equal(export_attach(W.ex, c, W.ring[c]), 0);
 		W.pt_mem[c] = calloc(1, PT_RING);
-		assert_int_equal(pt_byte_ring_init(&W.pt[c], W.pt_mem[c], PT_RING), 0);
+		assert_int_equal(byte_ring_init(&W.pt[c], W.pt_mem[c], PT_RING), 0);
 		/* A stream that does not begin at 0: the ring was used before. */
 		W.pt[c].head = W.pt[c].tail = pt_start;
 		W.pt_next[c] = pt_start;
@@ -260,7 +260,7 @@ static size_t produce_pt(unsigned c, size_t n)
 	assert_true(n <= sizeof(buf));
 	for (size_t i = 0; i < n; i++)
 		buf[i] = pat(c, head + i);
-	took = pt_byte_ring_write(&W.pt[c], buf, n);
+	took = byte_ring_write(&W.pt[c], buf, n);
 	W.pt_refused[c] += n - took;
 	return took;
 }
@@ -369,7 +369,7 @@ static void test_pt_sent_in_order(void **state)
 	assert_int_equal(export_pt_counters(W.ex, 1)->produced, 4010);
 	assert_null(export_pt_counters(W.ex, 0));
 	/* Sending released nothing: the bytes wait for the ack. */
-	assert_int_equal(pt_byte_ring_tail(&W.pt[1]), 5000);
+	assert_int_equal(byte_ring_tail(&W.pt[1]), 5000);
 	world_free();
 }
 
@@ -395,12 +395,12 @@ static void test_pt_tail_only_by_acks(void **state)
 	/* Polls and time without an ack (resends) release nothing. */
 	for (uint64_t t = 2; t < 2000; t += 50)
 		export_poll(W.ex, t);
-	assert_int_equal(pt_byte_ring_tail(&W.pt[0]), 0);
+	assert_int_equal(byte_ring_tail(&W.pt[0]), 0);
 	assert_int_equal(produce_pt(0, 1), 0);
 	/* An ack beyond what was sent, or before the stream: ignored, nothing moves. */
 	assert_int_equal(ack_pt(0, sent + 1, sent + 1, NULL, 0, 2000), 0);
 	assert_int_equal(W.ex->st.ignored, 1);
-	assert_int_equal(pt_byte_ring_tail(&W.pt[0]), 0);
+	assert_int_equal(byte_ring_tail(&W.pt[0]), 0);
 	/* An ack of the record stream does not touch the PT ring. */
 	{
 		uint8_t b[TVP_MAX_DATAGRAM];
@@ -408,27 +408,27 @@ static void test_pt_tail_only_by_acks(void **state)
 		int n = proto_encode_ack(b, sizeof(b), SESSION, 0, &a, NULL);
 
 		assert_int_equal(export_input(W.ex, b, (size_t)n, 2000), 0);
-		assert_int_equal(pt_byte_ring_tail(&W.pt[0]), 0);
+		assert_int_equal(byte_ring_tail(&W.pt[0]), 0);
 	}
 	/* Two datagrams acked: exactly their bytes go back to the producer. */
 	assert_int_equal(ack_pt(0, 2 * TVP_PT_MAX_PAYLOAD, 2 * TVP_PT_MAX_PAYLOAD, NULL, 0, 2001), 0);
-	assert_int_equal(pt_byte_ring_tail(&W.pt[0]), 2 * TVP_PT_MAX_PAYLOAD);
+	assert_int_equal(byte_ring_tail(&W.pt[0]), 2 * TVP_PT_MAX_PAYLOAD);
 	assert_int_equal(W.ex->pt[0].acked, 2 * TVP_PT_MAX_PAYLOAD);
 	assert_int_equal(W.ex->pt[0].nwin, EXPORT_WINDOW - 2);
 	assert_int_equal(produce_pt(0, 8000), 2 * TVP_PT_MAX_PAYLOAD);
 	/* An old ack again changes nothing. */
 	assert_int_equal(ack_pt(0, TVP_PT_MAX_PAYLOAD, TVP_PT_MAX_PAYLOAD, NULL, 0, 2002), 0);
-	assert_int_equal(pt_byte_ring_tail(&W.pt[0]), 2 * TVP_PT_MAX_PAYLOAD);
+	assert_int_equal(byte_ring_tail(&W.pt[0]), 2 * TVP_PT_MAX_PAYLOAD);
 	/* A cum inside a datagram releases up to it; the rest stays in the window. */
 	assert_int_equal(ack_pt(0, 3 * TVP_PT_MAX_PAYLOAD - 12, 3 * TVP_PT_MAX_PAYLOAD - 12, NULL, 0, 2003), 0);
-	assert_int_equal(pt_byte_ring_tail(&W.pt[0]), 3 * TVP_PT_MAX_PAYLOAD - 12);
+	assert_int_equal(byte_ring_tail(&W.pt[0]), 3 * TVP_PT_MAX_PAYLOAD - 12);
 	assert_int_equal(W.ex->pt[0].win[0].off, 3 * TVP_PT_MAX_PAYLOAD - 12);
 	assert_int_equal(W.ex->pt[0].win[0].len, 12);
 	/* Everything sent acked: the window is empty, the tail at what was sent. */
 	W.ncap = 0;
 	assert_int_equal(ack_pt(0, sent, sent, NULL, 0, 2004), 0);
 	assert_int_equal(W.ex->pt[0].nwin, 0);
-	assert_int_equal(pt_byte_ring_tail(&W.pt[0]), sent);
+	assert_int_equal(byte_ring_tail(&W.pt[0]), sent);
 	assert_int_equal(W.ncap, 0);                     /* an ack sends nothing by itself */
 	/* The rest follows at the next poll, from where the window stopped. */
 	export_poll(W.ex, 2005);
@@ -477,7 +477,7 @@ static void test_pt_resend_on_nack(void **state)
 	assert_int_equal(n, 2);
 	assert_int_equal(m[0].u.pt.p.offset, 2 * TVP_PT_MAX_PAYLOAD);
 	assert_int_equal(m[1].u.pt.p.offset, 4 * TVP_PT_MAX_PAYLOAD);
-	assert_int_equal(pt_byte_ring_tail(&W.pt[0]), 2 * TVP_PT_MAX_PAYLOAD);
+	assert_int_equal(byte_ring_tail(&W.pt[0]), 2 * TVP_PT_MAX_PAYLOAD);
 	assert_int_equal(W.ex->st.nack_ranges, 5);
 	world_free();
 }
@@ -542,7 +542,7 @@ static void test_pt_window_and_budget(void **state)
 	/* Without acks PT stops at the window, with bytes still waiting. */
 	assert_int_equal(W.ex->pt[0].nwin, EXPORT_WINDOW);
 	assert_int_equal(W.ex->pt[0].next, EXPORT_WINDOW * TVP_PT_MAX_PAYLOAD);
-	assert_true(pt_byte_ring_head(&W.pt[0]) > W.ex->pt[0].next);
+	assert_true(byte_ring_head(&W.pt[0]) > W.ex->pt[0].next);
 	/* An ack opens the window again: new bytes follow from where they stopped. */
 	W.ncap = 0;
 	assert_int_equal(ack_pt(0, 10 * TVP_PT_MAX_PAYLOAD, 10 * TVP_PT_MAX_PAYLOAD, NULL, 0, 11), 0);
@@ -557,7 +557,7 @@ static void test_pt_window_and_budget(void **state)
 /* Argument checks, and ACKs for PT streams that are not there. */
 static void test_pt_attach_edges(void **state)
 {
-	struct pt_byte_ring bad = { 0 };
+	struct byte_ring bad = { 0 };
 
 	(void)state;
 	world_init(1u << 0, 0, true, 6);
@@ -754,7 +754,7 @@ static void lossy_pt(unsigned drop, unsigned first_lost, uint64_t start, uint64_
 			}
 			producing |= records[c] < 2000;
 			/* The exporter is the ring's only consumer: never past the acks. */
-			assert_false(tvp_seq_before(W.ex->pt[c].acked, pt_byte_ring_tail(&W.pt[c])));
+			assert_false(tvp_seq_before(W.ex->pt[c].acked, byte_ring_tail(&W.pt[c])));
 		}
 		step();
 		if (!producing && W.n == 0 && pt_all_acked(start + total))
@@ -768,7 +768,7 @@ static void lossy_pt(unsigned drop, unsigned first_lost, uint64_t start, uint64_
 		assert_int_equal(W.pt_next[c], start + total);
 		assert_int_equal(s->pt[c].records, total);
 		assert_int_equal(s->pt[c].start, start);
-		assert_int_equal(pt_byte_ring_tail(&W.pt[c]), start + total);
+		assert_int_equal(byte_ring_tail(&W.pt[c]), start + total);
 		assert_int_equal(W.rec_delivered[c], 2000);
 		assert_int_equal(W.ex->pt[c].c.sent, total);
 		if (drop)

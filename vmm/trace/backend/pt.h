@@ -388,6 +388,8 @@ int pt_output_pos(const struct pt_state *s, uint64_t *pos);
 /*
  * The byte stream sink: write takes len bytes and returns how many it
  * accepted (<= len); fewer means it is full and the rest is counted lost.
+ * The engine's sink is a struct byte_ring (vmm/lib/byte_ring.h) with
+ * byte_ring_write.
  */
 typedef size_t (*pt_sink_fn)(void *ctx, const uint8_t *data, size_t len);
 struct pt_sink {
@@ -444,104 +446,5 @@ int pt_drain(struct pt_state *s, const struct pt_sink *sink,
  */
 int pt_on_pmi(struct pt_state *s, const struct pt_sink *sink,
 	      struct tv_trace_ring *ring, uint64_t tsc, uint64_t *other_status);
-
-/* --- a simple byte stream ------------------------------------------------------- */
-
-/*
- * A per-CPU byte ring usable as the sink: data[size] (a power of two),
- * head and tail running byte counts (head - tail <= size).  Keeps the
- * oldest: pt_byte_ring_write accepts what fits and never writes over a
- * byte the consumer has not released, so bytes between tail and head
- * stay where they are until tail passes them.  head is the PT stream
- * offset after the last byte delivered (pt_drain's PT_SYNC pt_offset).
- *
- * Concurrency: one producer (the traced CPU's drain: pt_byte_ring_write)
- * and one consumer (the serial exporter on the same CPU, or the network
- * exporter on the NIC's CPU: pt_byte_ring_read, or _peek + _consume), on
- * the same CPU or on two.  No lock:
- *  - the producer copies bytes in, then stores head (release); the
- *    consumer loads head (acquire) before it reads bytes below it;
- *  - the consumer reads bytes, then stores tail (release); the producer
- *    loads tail (acquire) before it writes into the room above it.
- * Only the producer writes head and only the consumer writes tail.
- */
-struct pt_byte_ring {
-	uint8_t *data;
-	uint64_t size;
-	uint64_t head, tail;    /* atomic: see above */
-};
-
-/* pt_byte_ring_init - PT_ERR_INVAL when data is NULL or size not a power of two. */
-int pt_byte_ring_init(struct pt_byte_ring *r, uint8_t *data, uint64_t size);
-/* pt_byte_ring_write - a pt_sink_fn (producer); ctx is the struct pt_byte_ring. */
-size_t pt_byte_ring_write(void *ctx, const uint8_t *data, size_t len);
-/* pt_byte_ring_read - consumer: take up to cap bytes, oldest first; returns the count. */
-size_t pt_byte_ring_read(struct pt_byte_ring *r, uint8_t *buf, size_t cap);
-
-/*
- * The consumer side the network exporter uses.  Inline, so that a user
- * of the byte ring (net/export.c, also built into host tools) does not
- * link the PT backend.
- */
-
-/*
- * pt_byte_ring_head / _tail - the stream offset after the newest byte
- * (acquire: the bytes below it are readable) and of the oldest byte not
- * yet released.  0 for NULL.
- */
-static inline uint64_t pt_byte_ring_head(const struct pt_byte_ring *r)
-{
-	return r ? __atomic_load_n(&r->head, __ATOMIC_ACQUIRE) : 0;
-}
-
-static inline uint64_t pt_byte_ring_tail(const struct pt_byte_ring *r)
-{
-	return r ? __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) : 0;
-}
-
-/*
- * pt_byte_ring_peek - copy up to cap bytes starting at stream offset off
- * into buf without releasing them; returns the count, 0 when off is not
- * in [tail, head) (already released, or not written yet).  The bytes
- * stay valid until pt_byte_ring_consume passes them.
- */
-static inline size_t pt_byte_ring_peek(const struct pt_byte_ring *r, uint64_t off,
-				       uint8_t *buf, size_t cap)
-{
-	uint64_t tail, head, pos;
-	size_t n, first;
-
-	if (!r || !r->data || !buf || !cap)
-		return 0;
-	tail = pt_byte_ring_tail(r);
-	head = pt_byte_ring_head(r);
-	if (off - tail >= head - tail)   /* modulo 2^64: off not in [tail, head) */
-		return 0;
-	n = cap < head - off ? cap : (size_t)(head - off);
-	pos = off & (r->size - 1);
-	first = r->size - pos < n ? (size_t)(r->size - pos) : n;
-	__builtin_memcpy(buf, r->data + pos, first);
-	__builtin_memcpy(buf + first, r->data, n - first);
-	return n;
-}
-
-/*
- * pt_byte_ring_consume - release every byte before stream offset upto
- * (tail = upto, release: the producer may write over them).  upto ==
- * tail releases nothing.  Returns 0, or PT_ERR_INVAL (NULL, upto before
- * tail or after head: nothing changed).
- */
-static inline int pt_byte_ring_consume(struct pt_byte_ring *r, uint64_t upto)
-{
-	uint64_t tail;
-
-	if (!r || !r->data)
-		return PT_ERR_INVAL;
-	tail = r->tail;                  /* only the consumer writes it */
-	if (upto - tail > pt_byte_ring_head(r) - tail)
-		return PT_ERR_INVAL;
-	__atomic_store_n(&r->tail, upto, __ATOMIC_RELEASE);
-	return 0;
-}
 
 #endif /* TV_TRACE_PT_H */

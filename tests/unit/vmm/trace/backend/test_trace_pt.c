@@ -27,6 +27,7 @@
 
 #include "hw_fake.h"
 #include "vmm/hw/msr.h"
+#include "vmm/lib/byte_ring.h"
 #include "vmm/trace/backend/pt.h"
 #include "vmm/trace/ring.h"
 #include "vmm/vmx/vmx_defs.h"
@@ -53,7 +54,7 @@ static struct pt_region regions[3];
 
 /* the byte stream sink */
 static uint8_t sink_mem[0x10000];
-static struct pt_byte_ring bytes;
+static struct byte_ring bytes;
 static struct pt_sink sink;
 
 static struct pt_state st;
@@ -103,8 +104,8 @@ static int setup(void **state)
 	regions[0] = (struct pt_region){ PA0, reg0, sizeof(reg0) };
 	regions[1] = (struct pt_region){ PA1, reg1, sizeof(reg1) };
 	regions[2] = (struct pt_region){ PA2, reg2, sizeof(reg2) };
-	assert_int_equal(pt_byte_ring_init(&bytes, sink_mem, sizeof(sink_mem)), 0);
-	sink = (struct pt_sink){ pt_byte_ring_write, &bytes };
+	assert_int_equal(byte_ring_init(&bytes, sink_mem, sizeof(sink_mem)), 0);
+	sink = (struct pt_sink){ byte_ring_write, &bytes };
 	seed_kbl_cpuid();
 	seed_vmx(true, true, true, true);
 	pt_caps_read(&kbl, NULL);
@@ -165,7 +166,7 @@ static void assert_stream(const uint64_t *pos_list, size_t n)
 {
 	static uint8_t got[0x10000];
 
-	assert_int_equal(pt_byte_ring_read(&bytes, got, sizeof(got)), n);
+	assert_int_equal(byte_ring_read(&bytes, got, sizeof(got)), n);
 	for (size_t i = 0; i < n; i++)
 		if (got[i] != pat(pos_list[i]))
 			fail_msg("stream byte %zu: got %#x want %#x (position %#llx)", i, got[i],
@@ -930,7 +931,7 @@ static void test_drain_error_and_bad_pointer(void **state)
 	hw_state(0, 9, 0, 0);
 	hw_fake_set_msr(PT_MSR_OUTPUT_BASE, 0xdead000);
 	assert_int_equal(pt_drain(&st, &sink, ring, 20), PT_ERR_HW);
-	assert_int_equal(pt_byte_ring_read(&bytes, (uint8_t[1]){ 0 }, 1), 0);
+	assert_int_equal(byte_ring_read(&bytes, (uint8_t[1]){ 0 }, 1), 0);
 	assert_int_equal(st.lost, 2);
 	assert_int_equal(st.stats.bad_pointers, 1);
 	assert_int_equal(hw_fake_get_msr(PT_MSR_OUTPUT_MASK_PTRS), 0x7f);
@@ -945,7 +946,7 @@ static void test_drain_sink_full(void **state)
 
 	(void)state;
 	build_and_arm(PT_MODE_STOP, PT_TOPA_NO_INT);
-	assert_int_equal(pt_byte_ring_init(&bytes, small, sizeof(small)), 0);
+	assert_int_equal(byte_ring_init(&bytes, small, sizeof(small)), 0);
 	hw_write(0, 0x1100);
 	hw_state(0, 1, 0x100, 0);
 	assert_int_equal(pt_drain(&st, &sink, ring, 30), 0);
@@ -1033,79 +1034,6 @@ static void test_pmi_consumed_by_earlier_drain(void **state)
 	assert_stream_range(0, 0x1010);
 }
 
-/* --- byte ring -------------------------------------------------------------------------------- */
-
-static void test_byte_ring(void **state)
-{
-	static uint8_t mem[16];
-	struct pt_byte_ring b;
-	uint8_t out[16];
-
-	(void)state;
-	assert_int_equal(pt_byte_ring_init(&b, mem, 12), PT_ERR_INVAL);
-	assert_int_equal(pt_byte_ring_init(&b, NULL, 16), PT_ERR_INVAL);
-	assert_int_equal(pt_byte_ring_init(&b, mem, 16), 0);
-	assert_int_equal(pt_byte_ring_write(&b, (const uint8_t *)"0123456789", 10), 10);
-	assert_int_equal(pt_byte_ring_read(&b, out, 8), 8);
-	assert_memory_equal(out, "01234567", 8);
-	/* wraps: 2 held, 14 free */
-	assert_int_equal(pt_byte_ring_write(&b, (const uint8_t *)"abcdefghijklmnopq", 17), 14);
-	assert_int_equal(pt_byte_ring_read(&b, out, sizeof(out)), 16);
-	assert_memory_equal(out, "89abcdefghijklmn", 16);
-	assert_int_equal(pt_byte_ring_read(&b, out, sizeof(out)), 0);
-	assert_int_equal(pt_byte_ring_write(&b, NULL, 0), 0);
-}
-
-/*
- * The network exporter's side: peek at any held offset without releasing,
- * release only up to an offset (its receiver's ack); the producer gets
- * room back only from consume.
- */
-static void test_byte_ring_peek_consume(void **state)
-{
-	static uint8_t mem[16];
-	struct pt_byte_ring b;
-	uint8_t out[16];
-
-	(void)state;
-	assert_int_equal(pt_byte_ring_init(&b, mem, 16), 0);
-	assert_int_equal(pt_byte_ring_write(&b, (const uint8_t *)"0123456789abcdef", 16), 16);
-	assert_int_equal(pt_byte_ring_write(&b, (const uint8_t *)"X", 1), 0);   /* full */
-	/* Peek anywhere in [tail, head), as often as wanted. */
-	assert_int_equal(pt_byte_ring_peek(&b, 4, out, 3), 3);
-	assert_memory_equal(out, "456", 3);
-	assert_int_equal(pt_byte_ring_peek(&b, 10, out, sizeof(out)), 6);
-	assert_memory_equal(out, "abcdef", 6);
-	assert_int_equal(pt_byte_ring_peek(&b, 4, out, 3), 3);
-	assert_memory_equal(out, "456", 3);
-	assert_int_equal(pt_byte_ring_peek(&b, 16, out, 1), 0);    /* not written yet */
-	assert_int_equal(pt_byte_ring_tail(&b), 0);
-	assert_int_equal(pt_byte_ring_head(&b), 16);
-	/* Release: never past head, never backwards. */
-	assert_int_equal(pt_byte_ring_consume(&b, 17), PT_ERR_INVAL);
-	assert_int_equal(pt_byte_ring_consume(&b, 6), 0);
-	assert_int_equal(pt_byte_ring_tail(&b), 6);
-	assert_int_equal(pt_byte_ring_consume(&b, 5), PT_ERR_INVAL);
-	assert_int_equal(pt_byte_ring_consume(&b, 6), 0);          /* nothing to do */
-	assert_int_equal(pt_byte_ring_peek(&b, 5, out, 1), 0);     /* released */
-	/* Exactly the released room comes back; the new bytes wrap. */
-	assert_int_equal(pt_byte_ring_write(&b, (const uint8_t *)"ghijklmnop", 10), 6);
-	assert_int_equal(pt_byte_ring_head(&b), 22);
-	assert_int_equal(pt_byte_ring_peek(&b, 14, out, sizeof(out)), 8);
-	assert_memory_equal(out, "efghijkl", 8);
-	/* Held bytes were not written over: offset 6 still reads '6'. */
-	assert_int_equal(pt_byte_ring_peek(&b, 6, out, 4), 4);
-	assert_memory_equal(out, "6789", 4);
-	/* read and consume share the tail. */
-	assert_int_equal(pt_byte_ring_read(&b, out, 2), 2);
-	assert_memory_equal(out, "67", 2);
-	assert_int_equal(pt_byte_ring_tail(&b), 8);
-	assert_int_equal(pt_byte_ring_consume(&b, 22), 0);
-	assert_int_equal(pt_byte_ring_read(&b, out, sizeof(out)), 0);
-	assert_int_equal(pt_byte_ring_peek(NULL, 0, out, 1), 0);
-	assert_int_equal(pt_byte_ring_consume(NULL, 0), PT_ERR_INVAL);
-}
-
 static void test_strerror(void **state)
 {
 	(void)state;
@@ -1136,8 +1064,6 @@ int main(void)
 		cmocka_unit_test_setup(test_drain_requires_arm, setup),
 		cmocka_unit_test_setup(test_pmi_ours_and_not, setup),
 		cmocka_unit_test_setup(test_pmi_consumed_by_earlier_drain, setup),
-		cmocka_unit_test_setup(test_byte_ring, setup),
-		cmocka_unit_test_setup(test_byte_ring_peek_consume, setup),
 		cmocka_unit_test_setup(test_strerror, setup),
 	};
 
