@@ -141,7 +141,7 @@ static int decode_hello(const uint8_t *b, size_t blen, struct tvp_hello *h, uint
 	if (flags || h->reserved0 || h->reserved1 || (h->caps & ~TVP_CAP_KNOWN))
 		return PROTO_ERR_FLAGS;
 	if (h->cpu_count == 0 || h->cpu_count > TVP_MAX_CPUS ||
-	    h->source > TV_SOURCE_PT || h->overflow > TV_OVERFLOW_OVERWRITE ||
+	    h->source > TV_SOURCE_MAX || h->overflow > TV_OVERFLOW_OVERWRITE ||
 	    h->vendor_id > TVP_VENDOR_AMD)
 		return PROTO_ERR_FIELD;
 	return 0;

@@ -47,6 +47,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "vmm/trace/format.h"   /* TV_SOURCE_LIST: the source caps bits */
+
 #define PROTO_ERR_INVAL          (-1)
 #define PROTO_ERR_SHORT          (-2)
 #define PROTO_ERR_MAGIC          (-3)
@@ -127,11 +129,14 @@ _Static_assert(sizeof(struct tvp_hdr) == 24, "tvp_hdr layout");
 
 /* --- HELLO (S -> R) ------------------------------------------------------------ */
 
-/* Trace sources this machine can run (tvp_hello.caps), bit n = enum tv_source n. */
+/* Trace sources this machine can run (tvp_hello.caps), bit n = enum tv_source n:
+ * bits 1..TV_SOURCE_MAX (TV_SOURCE_LIST), room up to bit 15. */
 #define TVP_CAP_SOURCE(s)   (1u << (s))
+#define TVP_CAP_SOURCES     ((1u << TV_SOURCE_COUNT) - 2u)
 #define TVP_CAP_CONTROL     (1u << 16)   /* a control key is configured */
 #define TVP_CAP_PT_STREAM   (1u << 17)   /* PT byte streams may follow */
-#define TVP_CAP_KNOWN       (0x3eu | TVP_CAP_CONTROL | TVP_CAP_PT_STREAM)
+#define TVP_CAP_KNOWN       (TVP_CAP_SOURCES | TVP_CAP_CONTROL | TVP_CAP_PT_STREAM)
+_Static_assert(TV_SOURCE_COUNT <= 16, "source caps bits 1..15 end below TVP_CAP_CONTROL");
 
 #define TVP_VENDOR_LEN   12u
 #define TVP_SWVER_LEN    28u

@@ -211,20 +211,44 @@ static int key_heartbeat_s(struct tv_config *cfg, const char *val, char *err, si
 
 /* --- tracing ---------------------------------------------------------------- */
 
+/*
+ * The names of TV_SOURCE_LIST (all, or those that take a PMI) as
+ * "a, b, c<conj>d" into buf (truncated to len), for the error messages.
+ */
+static void source_names(char *buf, size_t len, bool pmi_only, const char *conj)
+{
+	unsigned s, last = 0, k = 0;
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (s = TV_SOURCE_NONE + 1; s <= TV_SOURCE_MAX; s++)
+		if (!pmi_only || tv_source_takes_pmi(s))
+			last = s;
+	for (s = TV_SOURCE_NONE + 1; s <= TV_SOURCE_MAX && n < len; s++) {
+		if (pmi_only && !tv_source_takes_pmi(s))
+			continue;
+		n += (size_t)snprintf(buf + n, len - n, "%s%s",
+				      !k++ ? "" : s == last ? conj : ", ", tv_source_name(s));
+	}
+}
+
+/* source = auto or a name of TV_SOURCE_LIST (vmm/trace/format.h). */
 static int key_source(struct tv_config *cfg, const char *val, char *err, size_t errlen)
 {
-	static const struct { const char *name; enum tv_source src; } t[] = {
-		{ "auto", TV_SOURCE_NONE }, { "mtf", TV_SOURCE_MTF }, { "btf", TV_SOURCE_BTF },
-		{ "lbr", TV_SOURCE_LBR }, { "bts", TV_SOURCE_BTS }, { "pt", TV_SOURCE_PT },
-	};
+	char names[64];
 
-	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
-		if (!strcmp(val, t[i].name)) {
-			cfg->trace_source = (uint8_t)t[i].src;
+	if (!strcmp(val, "auto")) {
+		cfg->trace_source = TV_SOURCE_NONE;
+		return 0;
+	}
+	for (unsigned s = TV_SOURCE_NONE + 1; s <= TV_SOURCE_MAX; s++) {
+		if (!strcmp(val, tv_source_name(s))) {
+			cfg->trace_source = (uint8_t)s;
 			return 0;
 		}
 	}
-	snprintf(err, errlen, "source must be auto, mtf, btf, lbr, bts or pt");
+	source_names(names, sizeof(names), false, " or ");
+	snprintf(err, errlen, "source must be auto, %s", names);
 	return -1;
 }
 
@@ -1001,10 +1025,12 @@ static void check_pmi(const struct tv_config *cfg, const uint32_t seen[NKEYS],
 {
 	uint32_t pmi = key_line(seen, "pmi"), every = key_line(seen, "pmi_every");
 	uint8_t src = cfg->trace_source;
+	char names[64];
 
-	if (cfg->trace_pmi && (src == TV_SOURCE_MTF || src == TV_SOURCE_BTF))
-		add_error(res, pmi, "pmi = on applies to lbr, bts and pt: source = %s takes no PMI",
-			  src == TV_SOURCE_MTF ? "mtf" : "btf");
+	source_names(names, sizeof(names), true, " and ");
+	if (cfg->trace_pmi && src != TV_SOURCE_NONE && !tv_source_takes_pmi(src))
+		add_error(res, pmi, "pmi = on applies to %s: source = %s takes no PMI",
+			  names, tv_source_name(src));
 	if (every && !cfg->trace_pmi)
 		add_error(res, every, "pmi_every needs pmi = on");
 	else if (every && src == TV_SOURCE_PT)
@@ -1060,9 +1086,11 @@ uint32_t config_parse(struct tv_config *cfg, const char *text, size_t len,
 
 static const char *config_source_name(uint8_t s)
 {
-	static const char *const names[] = { "auto", "mtf", "btf", "lbr", "bts", "pt" };
+	const char *name = tv_source_name(s);
 
-	return s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
+	if (s == TV_SOURCE_NONE)
+		return "auto";
+	return name ? name : "?";
 }
 
 static const char *config_start_name(uint8_t t)

@@ -40,13 +40,11 @@ static int run_flush(struct cap *c, struct cap_cpu *p);
 
 const char *cap_source_name(unsigned source)
 {
-	static const char *const names[] = {
-		[TV_SOURCE_NONE] = "none", [TV_SOURCE_MTF] = "mtf",
-		[TV_SOURCE_BTF] = "btf", [TV_SOURCE_LBR] = "lbr",
-		[TV_SOURCE_BTS] = "bts", [TV_SOURCE_PT] = "pt",
-	};
+	const char *name = tv_source_name(source);
 
-	return source < sizeof(names) / sizeof(names[0]) ? names[source] : "unknown";
+	if (source == TV_SOURCE_NONE)
+		return "none";
+	return name ? name : "unknown";
 }
 
 const char *cap_vendor_name(unsigned vendor_id)
@@ -249,10 +247,6 @@ static void time_iso(FILE *f, uint64_t ns)
 static void meta_body(const struct cap *c, FILE *f)
 {
 	const struct tvp_hello *h = &c->hello;
-	static const char *const capnames[] = {
-		[TV_SOURCE_MTF] = "mtf", [TV_SOURCE_BTF] = "btf", [TV_SOURCE_LBR] = "lbr",
-		[TV_SOURCE_BTS] = "bts", [TV_SOURCE_PT] = "pt",
-	};
 	bool first = true;
 
 	fprintf(f, "{\n  \"format\": \"tracevisor-capture\",\n  \"format_version\": 1,\n");
@@ -301,9 +295,9 @@ static void meta_body(const struct cap *c, FILE *f)
 		", \"capabilities\": [", cap_source_name(h->source),
 		h->overflow == TV_OVERFLOW_OVERWRITE ? "overwrite" : "stop", h->ring_bytes);
 	first = true;
-	for (unsigned s = TV_SOURCE_MTF; s <= TV_SOURCE_PT; s++)
+	for (unsigned s = TV_SOURCE_NONE + 1; s <= TV_SOURCE_MAX; s++)
 		if (h->caps & TVP_CAP_SOURCE(s)) {
-			fprintf(f, "%s\"%s\"", first ? "" : ", ", capnames[s]);
+			fprintf(f, "%s\"%s\"", first ? "" : ", ", tv_source_name(s));
 			first = false;
 		}
 	fprintf(f, "], \"control_key\": %s, \"pt_streams\": %s, \"caps\": %" PRIu32 "},\n",

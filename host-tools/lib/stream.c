@@ -69,11 +69,9 @@ const char *tvh_image_kind_name(unsigned kind)
 
 const char *tvh_source_name(unsigned source)
 {
-	static const char *const names[] = {
-		[TV_SOURCE_NONE] = "none", [TV_SOURCE_MTF] = "mtf",
-		[TV_SOURCE_BTF] = "btf", [TV_SOURCE_LBR] = "lbr",
-		[TV_SOURCE_BTS] = "bts", [TV_SOURCE_PT] = "pt",
-	};
+	const char *name = tv_source_name(source);
 
-	return name_of(names, ARRAY_LEN(names), source);
+	if (source == TV_SOURCE_NONE)
+		return "none";
+	return name ? name : "?";
 }

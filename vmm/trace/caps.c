@@ -253,15 +253,11 @@ void trace_caps_decode(struct trace_caps *tc, const struct trace_caps_raw *raw)
 
 const char *trace_caps_source_name(enum tv_source s)
 {
-	switch (s) {
-	case TV_SOURCE_NONE: return "auto";
-	case TV_SOURCE_MTF: return "mtf";
-	case TV_SOURCE_BTF: return "btf";
-	case TV_SOURCE_LBR: return "lbr";
-	case TV_SOURCE_BTS: return "bts";
-	case TV_SOURCE_PT: return "pt";
-	}
-	return "?";
+	const char *name = tv_source_name(s);
+
+	if (s == TV_SOURCE_NONE)
+		return "auto";
+	return name ? name : "?";
 }
 
 /* Append ", text" (or "text" first) to buf at *n; snprintf semantics. */

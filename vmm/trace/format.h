@@ -30,15 +30,71 @@
 #define TV_TRACE_MAGIC   0x52545654u   /* "TVTR" little endian */
 #define TV_TRACE_VERSION 1u
 
+/*
+ * The trace sources: the one list every table that names them takes from
+ * (the enum below, config's `source =` keywords, trace caps, ring and
+ * HELLO validation, TVP_CAP_KNOWN, the host tools' names; the Wireshark
+ * dissector cannot include C, so tests/build/source-list.sh checks its
+ * table against this one).  X(ID, value, name, pmi, description):
+ *   value - the number in tv_trace_ring.source, TV_REC_CONFIG and the
+ *           HELLO: wire and capture format, never renumber; the values
+ *           are 1..TV_SOURCE_MAX with no gap (asserted below);
+ *   name  - the config keyword and the name the tools print;
+ *   pmi   - 1 when `pmi = on` can drain this source on its PMI.
+ * A new source is one line here (and its backend).  Value 0 is
+ * TV_SOURCE_NONE: no tracing on the wire, "auto" in the config.
+ */
+#define TV_SOURCE_LIST(X)                                                        \
+	X(MTF, 1, "mtf", 0, "monitor trap flag: single-step, software decode")   \
+	X(BTF, 2, "btf", 0, "DEBUGCTL.BTF single-step on branches + LBR top")    \
+	X(LBR, 3, "lbr", 1, "last branch records, read on PMI / exits")          \
+	X(BTS, 4, "bts", 1, "branch trace store")                                \
+	X(PT, 5, "pt", 1, "Intel Processor Trace (raw in its own stream)")
+
 /* Where the records come from (tv_trace_ring.source, TV_REC_CONFIG). */
 enum tv_source {
 	TV_SOURCE_NONE = 0,
-	TV_SOURCE_MTF = 1,      /* monitor trap flag: single-step, software decode */
-	TV_SOURCE_BTF = 2,      /* DEBUGCTL.BTF single-step on branches + LBR top */
-	TV_SOURCE_LBR = 3,      /* last branch records, read on PMI / exits */
-	TV_SOURCE_BTS = 4,      /* branch trace store */
-	TV_SOURCE_PT = 5,       /* Intel Processor Trace (raw in its own stream) */
+#define TV_SOURCE_ENUM_(id, value, name, pmi, desc) TV_SOURCE_##id = value,
+	TV_SOURCE_LIST(TV_SOURCE_ENUM_)
+#undef TV_SOURCE_ENUM_
 };
+
+/* TV_SOURCE_COUNT: values 0..TV_SOURCE_MAX, NONE included. */
+#define TV_SOURCE_ONE_(id, value, name, pmi, desc) + 1
+enum { TV_SOURCE_COUNT = 1 TV_SOURCE_LIST(TV_SOURCE_ONE_) };
+#undef TV_SOURCE_ONE_
+#define TV_SOURCE_MAX (TV_SOURCE_COUNT - 1)
+
+/* Every value in 1..TV_SOURCE_MAX, each once: the bits of the values OR
+ * to exactly bits 1..MAX only when the COUNT - 1 entries are distinct
+ * and leave no gap (a gap would break the tables indexed by value). */
+#define TV_SOURCE_BIT_(id, value, name, pmi, desc) | (1u << (value))
+_Static_assert((0u TV_SOURCE_LIST(TV_SOURCE_BIT_)) == (1u << TV_SOURCE_COUNT) - 2u,
+	       "TV_SOURCE_LIST values must be 1..TV_SOURCE_MAX without gap or repeat");
+#undef TV_SOURCE_BIT_
+
+/* tv_source_name - "mtf", "btf", ... for a listed source; NULL for
+ * TV_SOURCE_NONE and unknown values (callers pick "auto", "none", "?"). */
+static inline const char *tv_source_name(unsigned s)
+{
+	switch (s) {
+#define TV_SOURCE_CASE_(id, value, name, pmi, desc) case value: return name;
+	TV_SOURCE_LIST(TV_SOURCE_CASE_)
+#undef TV_SOURCE_CASE_
+	}
+	return NULL;
+}
+
+/* tv_source_takes_pmi - can `pmi = on` drain source s on its PMI? */
+static inline int tv_source_takes_pmi(unsigned s)
+{
+	switch (s) {
+#define TV_SOURCE_CASE_(id, value, name, pmi, desc) case value: return pmi;
+	TV_SOURCE_LIST(TV_SOURCE_CASE_)
+#undef TV_SOURCE_CASE_
+	}
+	return 0;
+}
 
 /* Overflow policy (tv_trace_ring.flags bits 1:0). */
 enum tv_overflow {

@@ -156,7 +156,7 @@ int trace_ring_init(struct tv_trace_ring *r, size_t total_bytes, uint32_t cpu,
 {
 	if (!r || ((uintptr_t)r & 7u) != 0)
 		return TRACE_ERR_INVAL;
-	if ((unsigned)src > TV_SOURCE_PT ||
+	if ((unsigned)src > TV_SOURCE_MAX ||
 	    (policy != TV_OVERFLOW_STOP && policy != TV_OVERFLOW_OVERWRITE))
 		return TRACE_ERR_INVAL;
 	if (total_bytes < (size_t)RING_HDR_SIZE + TRACE_RING_MIN_DATA)
