@@ -20,6 +20,8 @@ local TYPES = {
 	[1] = "HELLO", [2] = "HELLO_ACK", [3] = "DATA", [4] = "PT", [5] = "ACK",
 	[6] = "HEARTBEAT", [7] = "LOSS", [8] = "CONTROL", [9] = "CONTROL_REPLY",
 }
+-- TV_SOURCE_LIST in vmm/trace/format.h; tests/build/source-list.sh checks this line
+-- (its --print gives the line to paste after a change there).
 local SOURCES = { [0] = "none", [1] = "mtf", [2] = "btf", [3] = "lbr", [4] = "bts", [5] = "pt" }
 local OVERFLOW = { [0] = "stop", [1] = "overwrite" }
 local VENDORS = { [0] = "other", [1] = "intel", [2] = "amd" }
