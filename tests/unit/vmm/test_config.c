@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_config.c - tracevisor.conf parsing (vmm/config.c): defaults, every
- * key with good and bad values, the syntax rules of docs/CONFIG.md, error
- * line numbers, and random input.
+ * test_config.c - tracevisor.conf parsing (vmm/config.c, config_trace.c,
+ * config_net.c): defaults, every key with good and bad values, the syntax
+ * rules of docs/CONFIG.md, error line numbers, random input, and the
+ * source keywords against TV_SOURCE_LIST.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -1133,6 +1134,59 @@ static void test_poll_us_and_pci_hide_bad_values(void **state)
 	}
 }
 
+/* --- the source list (TV_SOURCE_LIST, vmm/trace/format.h) --------------------- */
+
+/* source = takes "auto" and exactly the listed names, each to its value. */
+static void test_source_takes_exactly_the_list(void **state)
+{
+	static const char *const near[] = {
+		"none", "NONE", "Auto", "MTF", "Pt", "ptx", "p", "0", "1", "5",
+		"mtf,btf", "lbr bts", "intel_pt", "bts_", "\"pt\"x", "?",
+	};
+	char text[64];
+	unsigned listed = 0;
+
+	(void)state;
+	assert_int_equal(parse("source = auto\n"), 0);
+	assert_int_equal(cfg.trace_source, TV_SOURCE_NONE);
+	for (unsigned s = 0; s < 256; s++) {
+		const char *name = tv_source_name(s);
+
+		if (!name)
+			continue;
+		listed++;
+		snprintf(text, sizeof(text), "source = %s\n", name);
+		assert_int_equal(parse(text), 0);
+		assert_int_equal(cfg.trace_source, s);
+	}
+	assert_int_equal(listed, TV_SOURCE_MAX);
+	for (size_t i = 0; i < sizeof(near) / sizeof(near[0]); i++) {
+		snprintf(text, sizeof(text), "source = %s\n", near[i]);
+		assert_int_equal(parse(text), 1);
+		assert_int_equal(cfg.trace_source, TV_SOURCE_NONE);
+	}
+	/* The message lists the sources from the list. */
+	assert_int_equal(parse("source = x\n"), 1);
+	assert_string_equal(res.errors[0].msg, "source must be auto, mtf, btf, lbr, bts or pt");
+}
+
+/* pmi = on is refused exactly for the sources the list says take no PMI. */
+static void test_pmi_follows_the_list(void **state)
+{
+	char text[64];
+
+	(void)state;
+	for (unsigned s = TV_SOURCE_NONE + 1; s <= TV_SOURCE_MAX; s++) {
+		snprintf(text, sizeof(text), "source = %s\npmi = on\n", tv_source_name(s));
+		assert_int_equal(parse(text), tv_source_takes_pmi(s) ? 0 : 1);
+		if (!tv_source_takes_pmi(s)) {
+			assert_one_error(2, "pmi = on applies to lbr, bts and pt: source = ");
+			assert_one_error(2, tv_source_name(s));
+		}
+	}
+	assert_int_equal(parse("source = auto\npmi = on\n"), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1187,6 +1241,8 @@ int main(void)
 		cmocka_unit_test(test_net_defaults_and_good_values),
 		cmocka_unit_test(test_net_bad_values),
 		cmocka_unit_test(test_control_key_and_machine),
+		cmocka_unit_test(test_source_takes_exactly_the_list),
+		cmocka_unit_test(test_pmi_follows_the_list),
 	};
 
 	return cmocka_run_group_tests_name("test_config", tests, NULL, NULL);
