@@ -36,6 +36,7 @@
 #include "vmm/exit/pci_hide.h"
 #include "vmm/exit/preempt.h"
 #include "vmm/lib/reloc.h"
+#include "vmm/trace/hooks.h"
 #include "vmm/vmx/vmx.h"
 #include "vmm/vmx/vmx_check.h"
 
@@ -362,6 +363,8 @@ int vmx_boot(const struct vmx_boot_params *p)
 		net.ex = (struct exporter *)(region + off);
 		off += ex_bytes;
 	}
+	/* This image's tracer hooks: msr_bitmap_build asks its MSR policy. */
+	trace_hooks_register();
 	for (UINTN i = 0; i < ncpu; i++) {
 		uint8_t *pc = region + off + i * percpu_bytes;
 		uint64_t top;
@@ -450,6 +453,7 @@ int vmx_boot(const struct vmx_boot_params *p)
 				log_err("vmx: cpu %llu: PT area setup failed", (unsigned long long)i);
 				return -1;
 			}
+			cpus[i].rtit_ctl_switch = cpus[i].trace.ring != NULL;
 		}
 		log_info("vmx: PT area per CPU: %u KiB (%u x %u KiB ToPA regions, %u KiB stream ring) from %#llx, hidden from the guest",
 			 (unsigned)(pt_bytes >> 10), TRACE_PT_REGIONS, TRACE_PT_REGION_BYTES >> 10,

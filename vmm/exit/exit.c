@@ -14,12 +14,13 @@
 #include "vmm/exit/exit.h"
 #include "vmm/exit/exit_ept.h"
 #include "vmm/exit/exit_io.h"
+#include "vmm/exit/hooks.h"
 #include "vmm/hw/hw.h"
 #include "vmm/lib/log.h"
-#include "vmm/trace/engine.h"
 #include "vmm/vmx/vmx.h"
 
 static enum exit_action exit_exception_nmi(struct exit_ctx *ctx);
+static enum exit_action exit_monitor_trap_flag(struct exit_ctx *ctx);
 
 static const struct exit_handler exit_table[EXIT_REASON_MAX] = {
 	[EXIT_REASON_EXCEPTION_NMI] = { exit_exception_nmi,  true,  false },
@@ -49,7 +50,7 @@ static const struct exit_handler exit_table[EXIT_REASON_MAX] = {
 	[EXIT_REASON_XSETBV]       = { exit_xsetbv,          false, true },
 	[EXIT_REASON_VMFUNC]       = { exit_vmx_instruction, false, false },
 	[EXIT_REASON_PREEMPTION_TIMER] = { exit_preemption_timer, false, false },
-	[EXIT_REASON_MONITOR_TRAP_FLAG] = { exit_monitor_trap, false, false },
+	[EXIT_REASON_MONITOR_TRAP_FLAG] = { exit_monitor_trap_flag, false, false },
 	/* EPT misconfiguration (a bug in ept.c: dump and stop) and PMIs
 	 * (the LBR backend's PMI-driven reads) get rows when they are wired in. */
 };
@@ -125,6 +126,21 @@ const char *vmx_exit_reason_name(uint32_t basic_reason)
 	    exit_reason_names[basic_reason])
 		return exit_reason_names[basic_reason];
 	return "unknown";
+}
+
+/* --- hooks ------------------------------------------------------------------ */
+
+static const struct exit_hooks no_hooks;
+static const struct exit_hooks *hooks = &no_hooks;
+
+void exit_hooks_set(const struct exit_hooks *h)
+{
+	__atomic_store_n(&hooks, h ? h : &no_hooks, __ATOMIC_RELEASE);
+}
+
+const struct exit_hooks *exit_hooks_get(void)
+{
+	return __atomic_load_n(&hooks, __ATOMIC_ACQUIRE);
 }
 
 /* --- helpers ---------------------------------------------------------------- */
@@ -323,24 +339,36 @@ static enum exit_action exit_unknown(struct exit_ctx *ctx)
 
 /*
  * Exception or NMI (reason 0).  The exception bitmap is 0 except bit 1
- * (#DB), which the BTF backend sets from its first window on (vmm/
- * trace_engine.c); NMI exiting is on only with pmi = on, and then an NMI
- * (interruption type 2) goes to the tracer, which reflects what is not
- * its PMI.  Anything else is unexpected.
+ * (#DB), which a tracer may set (the BTF backend does, from its first
+ * window on); NMI exiting is on only when the tracer asked for it (pmi =
+ * on), and then an NMI (interruption type 2) goes to its hook, which
+ * reflects what is not its PMI.  Anything else, or an event with no hook
+ * registered for it, is unexpected.
  */
 static enum exit_action exit_exception_nmi(struct exit_ctx *ctx)
 {
+	const struct exit_hooks *h = exit_hooks_get();
 	uint64_t info = vmcs_get(VMCS_EXIT_INTR_INFO);
 
 	if ((info & INTR_INFO_VALID) &&
 	    ((info >> INTR_INFO_TYPE_SHIFT) & 7u) == INTR_TYPE_NMI &&
-	    (ctx->cpu->pin & PIN_NMI_EXITING))
-		return trace_nmi_exit(ctx);
+	    (ctx->cpu->pin & PIN_NMI_EXITING) && h->nmi_exit)
+		return h->nmi_exit(ctx);
 	if ((info & INTR_INFO_VALID) && (info & INTR_INFO_VECTOR_MASK) == VEC_DB &&
-	    trace_owns_db(ctx->cpu))
-		return exit_debug_exception(ctx);
+	    h->owns_db && h->db_exit && h->owns_db(ctx->cpu))
+		return h->db_exit(ctx);
 	log_err("exit: cpu %u: unexpected exception exit, interruption info %#llx",
 		ctx->cpu->index, (unsigned long long)info);
+	return exit_unknown(ctx);
+}
+
+/* Monitor trap flag (37): only a tracer sets the control. */
+static enum exit_action exit_monitor_trap_flag(struct exit_ctx *ctx)
+{
+	const struct exit_hooks *h = exit_hooks_get();
+
+	if (h->mtf_exit)
+		return h->mtf_exit(ctx);
 	return exit_unknown(ctx);
 }
 
@@ -355,6 +383,41 @@ static const char *entry_fail_guest_qual(uint64_t q)
 	}
 }
 
+/*
+ * entry_failure_log - the one decoder of a failed VM entry (exit reason
+ * bit 31, SDM 3C 27.8): the checks of the controls and host state passed,
+ * the processor loaded host state as for an exit, and basic reason 33,
+ * 34 or 41 says why.  For 34 the qualification is the failing MSR-load
+ * entry (1-based).  Used for VMLAUNCH and VMRESUME alike: the CPU stops,
+ * or for a failed launch vmx_exit_handler unwinds to the launch.
+ */
+static void entry_failure_log(const struct per_cpu *cpu, uint64_t raw, uint32_t reason)
+{
+	uint64_t qual = vmcs_get(VMCS_EXIT_QUALIFICATION);
+
+	switch (reason) {
+	case EXIT_REASON_ENTRY_FAIL_GUEST:
+		log_err("exit: cpu %u: VM entry failed: invalid guest state (exit reason %#llx, qualification %llu: %s)",
+			cpu->index, (unsigned long long)raw, (unsigned long long)qual,
+			entry_fail_guest_qual(qual));
+		break;
+	case EXIT_REASON_ENTRY_FAIL_MSR:
+		log_err("exit: cpu %u: VM entry failed: MSR loading (exit reason %#llx, qualification %llu: MSR-load entry)",
+			cpu->index, (unsigned long long)raw, (unsigned long long)qual);
+		break;
+	case EXIT_REASON_ENTRY_FAIL_MCE:
+		log_err("exit: cpu %u: VM entry failed: machine check (exit reason %#llx, qualification %llu)",
+			cpu->index, (unsigned long long)raw, (unsigned long long)qual);
+		break;
+	default:
+		log_err("exit: cpu %u: VM entry failed: reason %u (%s) (exit reason %#llx, qualification %llu)",
+			cpu->index, reason, vmx_exit_reason_name(reason),
+			(unsigned long long)raw, (unsigned long long)qual);
+		break;
+	}
+	vmcs_dump();
+}
+
 enum exit_action vmx_exit_dispatch(struct per_cpu *cpu, struct guest_regs *regs)
 {
 	struct exit_ctx ctx = { .cpu = cpu, .regs = regs };
@@ -363,44 +426,18 @@ enum exit_action vmx_exit_dispatch(struct per_cpu *cpu, struct guest_regs *regs)
 	uint64_t raw;
 
 	cpu->stats.exits++;
+	/* The one read of the exit reason: cpu->exit_reason serves the rest. */
 	if (vmcs_read(VMCS_EXIT_REASON, &raw)) {
+		cpu->exit_reason = 0;
 		vmcs_dump();
 		return EXIT_STOP_CPU;
 	}
+	cpu->exit_reason = (uint32_t)raw;
 	ctx.reason = (uint32_t)(raw & 0xffff);
 	if (ctx.reason < EXIT_REASON_MAX)
 		cpu->stats.by_reason[ctx.reason]++;
-
-	/*
-	 * Bit 31: the VM entry failed after its checks of the controls and
-	 * host state passed (SDM 3C 27.8): the processor loaded host state as
-	 * for an exit; basic reason 33, 34 or 41 says why.  For 34 the
-	 * qualification is the failing MSR-load entry (1-based).
-	 */
 	if (raw & EXIT_REASON_ENTRY_FAILURE) {
-		uint64_t qual = vmcs_get(VMCS_EXIT_QUALIFICATION);
-
-		switch (ctx.reason) {
-		case EXIT_REASON_ENTRY_FAIL_GUEST:
-			log_err("exit: cpu %u: VM entry failed: invalid guest state (exit reason %#llx, qualification %llu: %s)",
-				cpu->index, (unsigned long long)raw, (unsigned long long)qual,
-				entry_fail_guest_qual(qual));
-			break;
-		case EXIT_REASON_ENTRY_FAIL_MSR:
-			log_err("exit: cpu %u: VM entry failed: MSR loading (exit reason %#llx, qualification %llu: MSR-load entry)",
-				cpu->index, (unsigned long long)raw, (unsigned long long)qual);
-			break;
-		case EXIT_REASON_ENTRY_FAIL_MCE:
-			log_err("exit: cpu %u: VM entry failed: machine check (exit reason %#llx, qualification %llu)",
-				cpu->index, (unsigned long long)raw, (unsigned long long)qual);
-			break;
-		default:
-			log_err("exit: cpu %u: VM entry failed: reason %u (%s) (exit reason %#llx, qualification %llu)",
-				cpu->index, ctx.reason, vmx_exit_reason_name(ctx.reason),
-				(unsigned long long)raw, (unsigned long long)qual);
-			break;
-		}
-		vmcs_dump();
+		entry_failure_log(cpu, raw, ctx.reason);
 		return EXIT_STOP_CPU;
 	}
 

@@ -207,9 +207,21 @@ extern const size_t msr_emul_count;
  * msr_bitmap_build - the 4-KiB MSR bitmap (SDM 3C 25.6.9): read-low at
  * byte 0 (MSRs 0-0x1fff), read-high at 1024 (0xc0000000-0xc0001fff),
  * write-low at 2048, write-high at 3072; a set bit makes RDMSR/WRMSR of
- * that MSR exit.  Sets exactly the bits msr_emul_table asks for.
+ * that MSR exit.  Sets exactly the bits msr_emul_table and the registered
+ * msr_intercepts hook (vmm/exit/hooks.h) ask for.
  */
 void msr_bitmap_build(uint8_t bitmap[4096]);
+
+/*
+ * exit_msr_guest_read / exit_msr_guest_write - the guest's own value of
+ * msr, where it lives while the guest runs: IA32_DEBUGCTL in
+ * GUEST_IA32_DEBUGCTL, IA32_PERF_GLOBAL_CTRL in its guest field while
+ * "load IA32_PERF_GLOBAL_CTRL" is on, every other MSR in the hardware
+ * (RDMSR/WRMSR in VMX root: the caller checked the value).  For a
+ * tracer's MSR hooks.
+ */
+uint64_t exit_msr_guest_read(const struct per_cpu *cpu, uint32_t msr);
+void exit_msr_guest_write(const struct per_cpu *cpu, uint32_t msr, uint64_t value);
 
 /* msr_bitmap_test - does the bitmap intercept this access?  MSRs outside
  * both ranges always exit (25.6.9), so they answer true. */

@@ -28,6 +28,7 @@
 
 #include "vmm/exit/exit.h"
 #include "vmm/exit/exit_ept.h"
+#include "vmm/exit/hooks.h"
 #include "vmm/lib/guest_mem.h"
 #include "vmm/hv.h"
 #include "vmm/hw/hw.h"
@@ -163,6 +164,7 @@ static enum exit_action ecam_violation(struct exit_ctx *ctx, uint64_t gpa)
 
 enum exit_action exit_ept_violation(struct exit_ctx *ctx)
 {
+	const struct exit_hooks *hooks = exit_hooks_get();
 	uint64_t gpa = vmcs_get(VMCS_GUEST_PHYSICAL_ADDRESS);
 	uint64_t page = gpa & ~0xfffull;
 	bool hidden = is_hidden(gpa);
@@ -175,8 +177,9 @@ enum exit_action exit_ept_violation(struct exit_ctx *ctx)
 		log_err("ept: violation at %#llx before EPT state is known", (unsigned long long)gpa);
 		return EXIT_STOP_CPU;
 	}
-	/* The tracer's address trigger: an execute-disabled page. */
-	if ((ctx->qualification & EPT_QUAL_FETCH) && trace_trigger_fetch(ctx->cpu, gpa, ctx->regs->rax))
+	/* A tracer's trigger: an execute-disabled page (vmm/exit/hooks.h). */
+	if ((ctx->qualification & EPT_QUAL_FETCH) && hooks->ept_fetch &&
+	    hooks->ept_fetch(ctx->cpu, gpa, ctx->regs->rax))
 		return EXIT_RESUME;
 	ept_edit_lock();
 	/*

@@ -5,9 +5,9 @@
  * non-root operation (SDM 3C 26.1.2).
  */
 #include "vmm/exit/exit.h"
+#include "vmm/exit/hooks.h"
 #include "vmm/hw/hw.h"
 #include "vmm/lib/log.h"
-#include "vmm/trace/engine.h"
 
 bool xsetbv_xcr0_valid(uint64_t value, uint64_t supported)
 {
@@ -113,9 +113,9 @@ enum exit_action exit_triple_fault(struct exit_ctx *ctx)
 		(unsigned long long)vmcs_get(VMCS_GUEST_SS_AR),
 		(unsigned long long)vmcs_get(VMCS_GUEST_INTERRUPTIBILITY),
 		(unsigned long long)vmcs_get(VMCS_GUEST_ACTIVITY_STATE));
-	/* The branches that led here are what a user wants most: close the
-	 * window, which hands it to the exporter, before the reset. */
-	if (trace_cpu_active(ctx->cpu))
-		trace_stop(ctx->cpu, TV_TRIG_GUEST_RESET);
+	/* The branches that led here are what a user wants most: the tracer
+	 * closes its window, which hands it to the exporter, before the reset. */
+	if (exit_hooks_get()->guest_reset)
+		exit_hooks_get()->guest_reset(ctx->cpu);
 	return EXIT_RESET_MACHINE;
 }

@@ -18,20 +18,21 @@
  *    without VMX (SDM 4: they exist only if CPUID.1:ECX.VMX = 1).
  *
  * Tracing MSRs (IA32_DEBUGCTL, the LBR stack, IA32_DS_AREA,
- * IA32_PEBS_ENABLE, IA32_RTIT_*, IA32_PERF_GLOBAL_*) follow the policy of
- * vmm/trace/msr_policy.h (docs/TRACE-MSR-POLICY.md): the bitmap intercepts those
- * the configured backend owns, the policy answers from its per-CPU shadow
- * or says which hardware access to make.  The guest's IA32_DEBUGCTL lives
- * in the VMCS (load/save debug controls), so its "hardware" is
- * GUEST_IA32_DEBUGCTL, never a WRMSR in VMX root.
+ * IA32_PEBS_ENABLE, IA32_RTIT_*, IA32_PERF_GLOBAL_*) are the tracer's:
+ * through the MSR hooks of vmm/exit/hooks.h it says which accesses exit
+ * (its policy, vmm/trace/msr_policy.h, docs/TRACE-MSR-POLICY.md) and
+ * answers them.  Where a guest MSR's value lives is this file's to say
+ * (exit_msr_guest_read/_write): the guest's IA32_DEBUGCTL is in the VMCS
+ * (load/save debug controls), so its "hardware" is GUEST_IA32_DEBUGCTL,
+ * never a WRMSR in VMX root.
  */
 #include <string.h>
 
 #include "vmm/exit/exit.h"
+#include "vmm/exit/hooks.h"
 #include "vmm/hw/hw.h"
 #include "vmm/lib/log.h"
 #include "vmm/hw/msr.h"
-#include "vmm/trace/msr_policy.h"
 
 static int feature_control_read(struct exit_ctx *ctx, uint32_t msr, uint64_t *value)
 {
@@ -75,9 +76,9 @@ const struct msr_emul msr_emul_table[] = {
 	{ MSR_IA32_FEATURE_CONTROL, MSR_IA32_FEATURE_CONTROL, feature_control_read, feature_control_write },
 	{ MSR_IA32_VMX_BASIC, MSR_IA32_VMX_VMFUNC, absent_read, absent_write },
 	/*
-	 * The tracing MSRs are not rows here: which of them exit depends on
-	 * the configured backend (trace_msr_intercepts()), and exit_rdmsr /
-	 * exit_wrmsr hand them to vmm/trace/msr_policy.c before this table.
+	 * The tracing MSRs are not rows here: which of them exit is the
+	 * tracer's to say (the msr_intercepts hook), and exit_rdmsr /
+	 * exit_wrmsr hand them to its msr_read/msr_write before this table.
 	 */
 };
 const size_t msr_emul_count = sizeof(msr_emul_table) / sizeof(msr_emul_table[0]);
@@ -99,31 +100,27 @@ static bool bitmap_pos(uint32_t msr, size_t *byte, uint8_t *bit)
 	return true;
 }
 
-/* Every MSR number the trace policy knows, as [first, last] ranges. */
-static const struct { uint32_t first, last; } trace_ranges[] = {
-	{ 0x040, 0x047 }, { 0x060, 0x067 },          /* Core 2 / Atom LBR stack */
-	{ 0x0c1, 0x0c8 }, { 0x186, 0x18d }, { 0x4c1, 0x4c8 }, /* PMCx, PERFEVTSELx, A_PMCx */
-	{ 0x1c8, 0x1c9 }, { 0x1d9, 0x1d9 },          /* LBR_SELECT, TOS, DEBUGCTL */
-	{ 0x38e, 0x390 }, { 0x3f1, 0x3f1 },          /* PERF_GLOBAL_*, PEBS_ENABLE */
-	{ 0x560, 0x561 }, { 0x570, 0x572 }, { 0x580, 0x587 }, /* RTIT_* */
-	{ 0x600, 0x600 },                            /* DS_AREA */
-	{ 0x680, 0x69f }, { 0x6c0, 0x6df }, { 0xdc0, 0xddf }, /* LBR FROM/TO/INFO */
-	{ 0x1200, 0x123f }, { 0x14ce, 0x14cf }, { 0x1500, 0x153f }, { 0x1600, 0x163f }, /* arch LBR */
-};
+/* The two ranges the bitmap covers (SDM 3C 25.6.9). */
+static const uint32_t bitmap_range_first[2] = { 0, 0xc0000000u };
+#define BITMAP_RANGE_MSRS 0x2000u
 
 void msr_bitmap_build(uint8_t bitmap[4096])
 {
+	const struct exit_hooks *h = exit_hooks_get();
+
 	memset(bitmap, 0, 4096);
-	for (size_t i = 0; i < sizeof(trace_ranges) / sizeof(trace_ranges[0]); i++) {
-		for (uint32_t msr = trace_ranges[i].first; msr <= trace_ranges[i].last; msr++) {
+	/* The tracer's MSRs: every MSR of both ranges asked (boot, per CPU). */
+	for (size_t r = 0; h->msr_intercepts && r < 2; r++) {
+		for (uint32_t i = 0; i < BITMAP_RANGE_MSRS; i++) {
+			uint32_t msr = bitmap_range_first[r] + i;
 			size_t byte;
 			uint8_t bit;
 
 			if (!bitmap_pos(msr, &byte, &bit))
 				continue;
-			if (trace_msr_intercepts(msr, false))
+			if (h->msr_intercepts(msr, false))
 				bitmap[byte] |= bit;
-			if (trace_msr_intercepts(msr, true))
+			if (h->msr_intercepts(msr, true))
 				bitmap[2048 + byte] |= bit;
 		}
 	}
@@ -175,20 +172,21 @@ static void unexpected_msr(struct exit_ctx *ctx, uint32_t msr, bool write)
 }
 
 /*
- * The hardware side of a TRACE_MSR_PASS: IA32_DEBUGCTL is the guest's
- * VMCS field; every other MSR the real one (the policy checked the value).
+ * Where the guest's value of msr lives while it runs: IA32_DEBUGCTL in
+ * the VMCS guest field (loaded on entry, saved on exit: SDM 3C 27.3.1,
+ * 28.3.1); IA32_PERF_GLOBAL_CTRL likewise while it is loaded on entry;
+ * every other MSR in the hardware.
  */
-static uint64_t trace_hw_read(const struct per_cpu *cpu, uint32_t msr)
+uint64_t exit_msr_guest_read(const struct per_cpu *cpu, uint32_t msr)
 {
 	if (msr == MSR_IA32_DEBUGCTL)
 		return vmcs_get(VMCS_GUEST_IA32_DEBUGCTL);
-	/* loaded on entry (lbr with pmi): the guest's value is the field */
 	if (msr == MSR_IA32_PERF_GLOBAL_CTRL && (cpu->entry_ctls & ENTRY_LOAD_PERF_GLOBAL_CTRL))
 		return vmcs_get(VMCS_GUEST_IA32_PERF_GLOBAL_CTRL);
 	return hw_rdmsr(msr);
 }
 
-static void trace_hw_write(const struct per_cpu *cpu, uint32_t msr, uint64_t value)
+void exit_msr_guest_write(const struct per_cpu *cpu, uint32_t msr, uint64_t value)
 {
 	if (msr == MSR_IA32_DEBUGCTL)
 		vmcs_write(VMCS_GUEST_IA32_DEBUGCTL, value);
@@ -198,38 +196,25 @@ static void trace_hw_write(const struct per_cpu *cpu, uint32_t msr, uint64_t val
 		hw_wrmsr(msr, value);
 }
 
-/* A tracing MSR: 0 = done (value in *value for reads), -1 = #GP. */
-static int trace_access(struct exit_ctx *ctx, uint32_t msr, bool write, uint64_t *value)
+/* An access the tracer intercepts: its hook, or #GP when it has none. */
+static int hooked_access(struct exit_ctx *ctx, const struct exit_hooks *h, uint32_t msr,
+			 bool write, uint64_t *value)
 {
-	struct trace_msr_state *s = trace_msr_state_of(ctx->cpu);
-	enum trace_msr_action a;
-
-	if (!s)
-		return -1;
-	if (!write) {
-		a = trace_msr_read(s, msr, value);
-		if (a == TRACE_MSR_PASS)
-			*value = trace_msr_guest_view(s, msr, trace_hw_read(ctx->cpu, msr));
-		return a == TRACE_MSR_GP ? -1 : 0;
-	}
-	a = trace_msr_write(s, msr, *value);
-	if (a == TRACE_MSR_PASS) {
-		uint64_t now = trace_msr_owned_mask(s, msr) ? trace_hw_read(ctx->cpu, msr) : 0;
-
-		trace_hw_write(ctx->cpu, msr, trace_msr_hw_value(s, msr, now));
-	}
-	return a == TRACE_MSR_GP ? -1 : 0;
+	if (write)
+		return h->msr_write ? h->msr_write(ctx, msr, *value) : -1;
+	return h->msr_read ? h->msr_read(ctx, msr, value) : -1;
 }
 
 enum exit_action exit_rdmsr(struct exit_ctx *ctx)
 {
+	const struct exit_hooks *h = exit_hooks_get();
 	struct guest_regs *regs = ctx->regs;
 	uint32_t msr = (uint32_t)regs->rcx;
 	const struct msr_emul *e;
 	uint64_t value = 0;
 
-	if (trace_msr_is_virtualized(msr) && trace_msr_intercepts(msr, false)) {
-		if (trace_access(ctx, msr, false, &value) < 0) {
+	if (h->msr_intercepts && h->msr_intercepts(msr, false)) {
+		if (hooked_access(ctx, h, msr, false, &value) < 0) {
 			exit_inject_exception(ctx, VEC_GP, true, 0);
 			return EXIT_RESUME;
 		}
@@ -256,13 +241,14 @@ enum exit_action exit_rdmsr(struct exit_ctx *ctx)
 
 enum exit_action exit_wrmsr(struct exit_ctx *ctx)
 {
+	const struct exit_hooks *h = exit_hooks_get();
 	struct guest_regs *regs = ctx->regs;
 	uint32_t msr = (uint32_t)regs->rcx;
 	const struct msr_emul *e;
 	uint64_t value = (regs->rdx << 32) | (uint32_t)regs->rax;
 
-	if (trace_msr_is_virtualized(msr) && trace_msr_intercepts(msr, true)) {
-		if (trace_access(ctx, msr, true, &value) < 0) {
+	if (h->msr_intercepts && h->msr_intercepts(msr, true)) {
+		if (hooked_access(ctx, h, msr, true, &value) < 0) {
 			exit_inject_exception(ctx, VEC_GP, true, 0);
 			return EXIT_RESUME;
 		}

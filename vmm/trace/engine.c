@@ -15,6 +15,7 @@
 #include "vmm/lib/pe_debug.h"
 #include "vmm/trace/caps.h"
 #include "vmm/trace/engine.h"
+#include "vmm/trace/hooks.h"
 #include "vmm/trace/read.h"
 
 #define SEG_AR_DB (1u << 14)
@@ -124,6 +125,7 @@ void trace_engine_init(const struct trace_setup *s, gmem_read_phys_fn read_phys,
 		maxphyaddr = (uint8_t)(r.eax & 0xff);
 	}
 	hypercall_set_hooks(setup.source != TV_SOURCE_NONE ? &hooks : NULL);
+	trace_hooks_register();
 }
 
 int trace_cpu_init(struct trace_cpu *t, void *mem, size_t bytes, uint32_t cpu_index,

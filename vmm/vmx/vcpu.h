@@ -69,6 +69,12 @@ struct per_cpu {
 	uint64_t launch_rsp;      /* GUEST_RSP of the launch, to unwind a failed entry */
 	bool launched;
 	bool stopped;             /* the panic path halted this CPU */
+	/*
+	 * The exit-reason field of the exit being handled, read once by
+	 * vmx_exit_dispatch: basic reason in bits 15:0, bit 31 a failed VM
+	 * entry (SDM 3C 25.9.1).  0 when the read failed.
+	 */
+	uint32_t exit_reason;
 	struct vcpu_stats stats;
 
 	/*
@@ -95,6 +101,7 @@ struct per_cpu {
 	 */
 	uint64_t drain_period_tsc;
 	uint64_t next_drain_tsc;
+	bool drain_armed;         /* the tracer's window wants the drain tick now (set by the tracer) */
 	/*
 	 * pmi = on with lbr, bts or pt: pin-based NMI exiting, so that the
 	 * trace hardware's PMI (an NMI through the LVT) reaches the tracer
@@ -113,6 +120,12 @@ struct per_cpu {
 	 * the guest's branches are recorded.
 	 */
 	bool lbr_ctl_switch;
+	/*
+	 * pt: IA32_RTIT_CTL loaded from the VMCS on entry and cleared on
+	 * exit (SDM 3C 25.7.1, 25.8.1), so PT runs only in VMX non-root.
+	 * Set where the CPU gets its PT area.
+	 */
+	bool rtit_ctl_switch;
 
 	struct hw_devirt_frame devirt;  /* filled by TV_HC_DEVIRT */
 	uint32_t nmi_pending;     /* NMIs taken in VMX root, not yet injected */

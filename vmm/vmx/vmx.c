@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "vmm/exit/exit.h"
+#include "vmm/exit/hooks.h"
 #include "vmm/lib/log.h"
 #include "vmm/hw/msr.h"
 #include "vmm/lib/segment.h"
@@ -104,14 +105,15 @@ int vmx_compute_controls(struct per_cpu *cpu, bool guest_long_mode, char *why, s
 		return -1;
 	}
 	/*
-	 * source = pt (a PT area was given): TraceEn loaded from the VMCS on
-	 * entry and cleared on exit, so PT runs only in VMX non-root.  The
-	 * engine refuses pt windows when the CPU lacks either control.
+	 * rtit_ctl_switch (source = pt, a PT area was given): TraceEn loaded
+	 * from the VMCS on entry and cleared on exit, so PT runs only in VMX
+	 * non-root.  The engine refuses pt windows when the CPU lacks either
+	 * control.
 	 */
 	cpu->exit_ctls = vmx_adjust_controls(c->exit,
 					     EXIT_HOST_ADDRESS_SPACE_SIZE | EXIT_SAVE_DEBUG_CONTROLS |
 					     EXIT_SAVE_EFER | EXIT_LOAD_EFER | EXIT_SAVE_PAT | EXIT_LOAD_PAT |
-					     (cpu->trace.pt_mem ? EXIT_CLEAR_RTIT_CTL : 0) |
+					     (cpu->rtit_ctl_switch ? EXIT_CLEAR_RTIT_CTL : 0) |
 					     (cpu->pmc_switch ? EXIT_LOAD_PERF_GLOBAL_CTRL : 0) |
 					     (cpu->lbr_ctl_switch ? EXIT_CLEAR_LBR_CTL : 0),
 					     &missing);
@@ -122,7 +124,7 @@ int vmx_compute_controls(struct per_cpu *cpu, bool guest_long_mode, char *why, s
 	cpu->entry_ctls = vmx_adjust_controls(c->entry,
 					      (guest_long_mode ? ENTRY_IA32E_MODE_GUEST : 0) |
 					      ENTRY_LOAD_DEBUG_CONTROLS | ENTRY_LOAD_EFER | ENTRY_LOAD_PAT |
-					      (cpu->trace.pt_mem ? ENTRY_LOAD_RTIT_CTL : 0) |
+					      (cpu->rtit_ctl_switch ? ENTRY_LOAD_RTIT_CTL : 0) |
 					      (cpu->pmc_switch ? ENTRY_LOAD_PERF_GLOBAL_CTRL : 0) |
 					      (cpu->lbr_ctl_switch ? ENTRY_LOAD_LBR_CTL : 0),
 					      &missing);
@@ -372,34 +374,27 @@ void vmx_cpu_disable(struct per_cpu *cpu)
 
 void vmx_exit_handler(struct per_cpu *cpu, struct guest_regs *regs)
 {
-	uint64_t reason = 0;
+	const struct exit_hooks *hooks;
+	bool first = cpu->launching;
 	enum exit_action act;
 
-	if (cpu->launching) {
-		cpu->launching = false;
-		hw_vmread(VMCS_EXIT_REASON, &reason);
-		if (reason & EXIT_REASON_ENTRY_FAILURE) {
-			uint64_t qual = 0;
-
-			hw_vmread(VMCS_EXIT_QUALIFICATION, &qual);
-			log_err("vmx: cpu %u: VM entry failed, exit reason %llu (%s), qualification %llu",
-				cpu->index, (unsigned long long)(reason & 0xffff),
-				(reason & 0xffff) == EXIT_REASON_ENTRY_FAIL_GUEST ? "invalid guest state" :
-				(reason & 0xffff) == EXIT_REASON_ENTRY_FAIL_MSR ? "MSR loading" :
-										   "machine check",
-				(unsigned long long)qual);
-			vmcs_dump();
-			/* GUEST_RSP is the launch frame vmx_launch_here left. */
+	cpu->launching = false;
+	act = vmx_exit_dispatch(cpu, regs);
+	if (first) {
+		if (cpu->exit_reason & EXIT_REASON_ENTRY_FAILURE) {
+			/* Logged by the dispatcher.  GUEST_RSP is the launch frame
+			 * vmx_launch_here left: back to the launch, which fails. */
 			hw_vmread(VMCS_GUEST_RSP, &cpu->launch_rsp);
 			hw_vmx_launch_fail_return(cpu->launch_rsp, VMX_ERR_ENTRY_FAILED);
 		}
 		cpu->launched = true;
 	}
-	act = vmx_exit_dispatch(cpu, regs);
 	switch (act) {
 	case EXIT_RESUME:
 		vcpu_periodic(cpu);
-		trace_before_entry(cpu);
+		hooks = exit_hooks_get();
+		if (hooks->before_entry)
+			hooks->before_entry(cpu, cpu->exit_reason & 0xffffu);
 		vcpu_deliver_nmi(cpu);
 		return;
 	case EXIT_DEVIRT:

@@ -16,6 +16,7 @@
 #include "vmm/exit/exit.h"
 #include "vmm/lib/log.h"
 #include "vmm/hw/msr.h"
+#include "vmm/trace/hooks.h"
 #include "vmm/trace/msr_policy.h"
 
 #define MSR_FEATURE_CONTROL 0x3a
@@ -71,6 +72,8 @@ static int setup(void **state)
 	vm_set(VMCS_GUEST_RFLAGS, 0x2);
 	/* no tracing backend: no trace MSR is intercepted */
 	assert_int_equal(trace_msr_configure(TV_SOURCE_NONE), 0);
+	/* the tracer's MSR policy reaches the exits through its hooks */
+	trace_hooks_register();
 	return 0;
 }
 

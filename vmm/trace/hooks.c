@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hooks.c - the tracer hooked into the exit path (vmm/exit/hooks.h).
+ *
+ * The exit handlers and the VMX core know nothing of tracing: they call
+ * these through struct exit_hooks.  Each hook is a thin adapter onto the
+ * engine (vmm/trace/engine.h) or the MSR policy (vmm/trace/msr_policy.h).
+ */
+#include "vmm/trace/hooks.h"
+
+#include "vmm/exit/exit.h"
+#include "vmm/exit/hooks.h"
+#include "vmm/trace/engine.h"
+#include "vmm/trace/msr_policy.h"
+
+static void hook_before_entry(struct per_cpu *cpu, uint32_t exit_reason)
+{
+	(void)exit_reason;   /* the engine still reads it (h1h2 contract, ask a) */
+	trace_before_entry(cpu);
+}
+
+/* The guest resets the machine: close the window, which exports it. */
+static void hook_guest_reset(struct per_cpu *cpu)
+{
+	if (trace_cpu_active(cpu))
+		trace_stop(cpu, TV_TRIG_GUEST_RESET);
+}
+
+/*
+ * A tracing MSR the policy intercepts.  For TRACE_MSR_PASS the policy
+ * has checked the value; the guest's "hardware" is where exit_msr.c says
+ * it lives (the VMCS for IA32_DEBUGCTL).  0 = done, -1 = #GP(0).
+ */
+static int hook_msr_read(struct exit_ctx *ctx, uint32_t msr, uint64_t *value)
+{
+	struct trace_msr_state *s = trace_msr_state_of(ctx->cpu);
+	enum trace_msr_action a;
+
+	if (!s)
+		return -1;
+	a = trace_msr_read(s, msr, value);
+	if (a == TRACE_MSR_PASS)
+		*value = trace_msr_guest_view(s, msr, exit_msr_guest_read(ctx->cpu, msr));
+	return a == TRACE_MSR_GP ? -1 : 0;
+}
+
+static int hook_msr_write(struct exit_ctx *ctx, uint32_t msr, uint64_t value)
+{
+	struct trace_msr_state *s = trace_msr_state_of(ctx->cpu);
+	enum trace_msr_action a;
+
+	if (!s)
+		return -1;
+	a = trace_msr_write(s, msr, value);
+	if (a == TRACE_MSR_PASS) {
+		uint64_t now = trace_msr_owned_mask(s, msr) ? exit_msr_guest_read(ctx->cpu, msr) : 0;
+
+		exit_msr_guest_write(ctx->cpu, msr, trace_msr_hw_value(s, msr, now));
+	}
+	return a == TRACE_MSR_GP ? -1 : 0;
+}
+
+static const struct exit_hooks trace_exit_hooks = {
+	.before_entry = hook_before_entry,
+	.nmi_exit = trace_nmi_exit,
+	.owns_db = trace_owns_db,
+	.db_exit = exit_debug_exception,
+	.mtf_exit = exit_monitor_trap,
+	.ept_fetch = trace_trigger_fetch,
+	.guest_reset = hook_guest_reset,
+	.msr_intercepts = trace_msr_intercepts,
+	.msr_read = hook_msr_read,
+	.msr_write = hook_msr_write,
+};
+
+void trace_hooks_register(void)
+{
+	exit_hooks_set(&trace_exit_hooks);
+}
