@@ -562,7 +562,7 @@ static void test_malformed_bodies(void **state)
 	expect_mut(b, n, 24 + 16, 1u << 20, 4, PROTO_ERR_FLAGS);
 	expect_mut(b, n, 24 + 4, 0, 2, PROTO_ERR_FIELD);
 	expect_mut(b, n, 24 + 4, TVP_MAX_CPUS + 1, 2, PROTO_ERR_FIELD);
-	expect_mut(b, n, 24 + 6, TV_SOURCE_PT + 1, 1, PROTO_ERR_FIELD);
+	expect_mut(b, n, 24 + 6, TV_SOURCE_MAX + 1, 1, PROTO_ERR_FIELD);
 	expect_mut(b, n, 24 + 7, 2, 1, PROTO_ERR_FIELD);
 	expect_mut(b, n, 24 + 8, 3, 1, PROTO_ERR_FIELD);
 

@@ -936,7 +936,7 @@ static void test_random_input(void **state)
 		}
 		if (cfg.loader[0])
 			assert_int_equal(cfg.loader[0], '\\');
-		assert_true(cfg.trace_source <= TV_SOURCE_PT);
+		assert_true(cfg.trace_source <= TV_SOURCE_MAX);
 		assert_true(cfg.trace_filter.nranges <= TRACE_MAX_RANGES);
 		for (uint32_t r = 0; r < cfg.trace_filter.nranges; r++)
 			assert_true(cfg.trace_filter.ranges[r].lo <= cfg.trace_filter.ranges[r].hi);
