@@ -34,6 +34,8 @@
 #define HEAP_BYTES (1024 * 1024)
 
 static struct serial_port com;
+/* The resident copy's own (this global in the copy): hv_serial_ops.attach. */
+static struct serial_port resident_com;
 static uint8_t boot_ring_mem[8192] __attribute__((aligned(8)));
 static struct log_ring boot_ring;
 static struct log_ring main_ring;
@@ -262,6 +264,19 @@ static void trace_setup_from_config(struct vmx_boot_params *p, const struct tv_c
 	memcpy(p->trace_cpus, cfg->trace_cpus, sizeof(p->trace_cpus));
 }
 
+/*
+ * The serial line for the resident copy (struct hv_serial_ops): vmx_boot
+ * hands the copy's table to hv_init, which attaches resident_com to the
+ * UART programmed here and makes it a log sink.
+ */
+static void *resident_serial_attach(uint16_t port)
+{
+	serial_attach(&resident_com, port);
+	return &resident_com;
+}
+
+static const struct hv_serial_ops serial_resident_ops = { resident_serial_attach, serial_write };
+
 /* The blue pill, when VT-x is there and the config allows it. */
 /*
  * The export network for the resident copy: the NIC net_boot chose,
@@ -296,7 +311,8 @@ static void net_for_resident(struct vmx_boot_params *p, const struct tv_config *
 			nic->addr.bus, nic->addr.dev, nic->addr.fn);
 		return;
 	}
-	n->nic = *nic;
+	n->nic = (struct hv_nic_id){ { nic->addr.bus, nic->addr.dev, nic->addr.fn },
+				     nic->vendor, nic->device };
 	n->dhcp = cfg->net_dhcp;
 	n->ip = cfg->net_ip;
 	n->prefix = cfg->net_prefix;
@@ -345,6 +361,7 @@ static void virtualize(const struct cpu_caps *caps, const struct tv_config *cfg,
 	p.log_ring_pa = (uint64_t)(uintptr_t)main_ring.buf;
 	p.log_ring_bytes = main_ring.size;
 	p.serial_port = com.base;
+	p.serial_ops = com.base ? &serial_resident_ops : NULL;
 	p.console_sink = cfg->console ? efi_console_sink : NULL;
 	p.tsc_hz = tsc_hz;
 	p.heartbeat_s = cfg->heartbeat_s;

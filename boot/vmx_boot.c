@@ -573,6 +573,7 @@ int vmx_boot(const struct vmx_boot_params *p)
 	bi->log_ring = ring;
 	bi->log_level = log_get_level();
 	bi->serial_port = p->serial_port;
+	bi->serial_ops = p->serial_ops ? rebase((void *)p->serial_ops, copy) : NULL;
 	bi->cpus = cpus;
 	bi->ncpus = (uint32_t)ncpu;
 	bi->ept = ept;

@@ -17,6 +17,7 @@ struct vmx_boot_params {
 	struct log_ring *log_ring;   /* handed to the resident copy */
 	uint64_t log_ring_pa, log_ring_bytes;
 	uint16_t serial_port;
+	const struct hv_serial_ops *serial_ops; /* in this image (NULL: none); the copy's goes to hv_init */
 	log_sink_fn console_sink;    /* removed while APs run (ConOut is BSP-only) */
 	uint64_t tsc_hz;             /* measured at boot */
 	uint32_t heartbeat_s;        /* config: 0 = off */

@@ -488,6 +488,7 @@ static int res_start(const struct hv_net *n, struct per_cpu *cpus, uint32_t ncpu
 	const struct trace_setup *ts = trace_engine_setup();
 	struct net_ipcfg ipc = { n->dhcp, n->ip, n->prefix, n->gw };
 	struct net_link_cfg lc;
+	struct pci_addr nic_addr = { n->nic.addr.bus, n->nic.addr.dev, n->nic.addr.fn };
 	struct pci_dev d;
 	uint32_t npt = 0;
 	char mac[18];
@@ -502,7 +503,7 @@ static int res_start(const struct hv_net *n, struct per_cpu *cpus, uint32_t ncpu
 		log_err("net: resident: %u CPUs, the exporter takes 1..%u", ncpus, EXPORT_MAX_CPUS);
 		return -1;
 	}
-	if (pci_probe(&root_cfg, n->nic.addr, &d) || d.vendor != n->nic.vendor ||
+	if (pci_probe(&root_cfg, nic_addr, &d) || d.vendor != n->nic.vendor ||
 	    d.device != n->nic.device) {
 		log_err("net: resident: the NIC %04x:%04x at %02x:%02x.%u is gone", n->nic.vendor,
 			n->nic.device, n->nic.addr.bus, n->nic.addr.dev, n->nic.addr.fn);

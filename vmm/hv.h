@@ -13,15 +13,24 @@
 
 #include <stdint.h>
 
-#include "drivers/pci.h"
 #include "vmm/vmx/ept.h"
 #include "vmm/lib/log.h"
 #include "vmm/lib/page_pool.h"
 #include "vmm/exit/pci_hide.h"
 #include "vmm/exit/preempt.h"
+#include "vmm/trace/trace.h"
 #include "vmm/vmx/vcpu.h"
 
 struct exporter;
+
+/*
+ * The NIC boot chose, found again by address and IDs in the resident copy
+ * (net/net.c probes it; drivers/pci.h's struct pci_dev is not vmm's).
+ */
+struct hv_nic_id {
+	struct pci_bdf addr;          /* segment 0 (vmm/exit/pci_hide.h) */
+	uint16_t vendor, device;
+};
 
 /*
  * The export network of the resident copy (docs/NET.md, "In VMX root"):
@@ -30,7 +39,7 @@ struct exporter;
  */
 struct hv_net {
 	bool enabled;                 /* a NIC was chosen and tracing is on */
-	struct pci_dev nic;
+	struct hv_nic_id nic;
 	void *dma;                    /* NIC_DMA_BYTES, 4 KiB aligned, reserved */
 	struct exporter *ex;          /* reserved (the struct is large) */
 	bool dhcp;
@@ -59,10 +68,25 @@ struct hv_net_ops {
 	void (*window)(struct per_cpu *cpu);
 };
 
+/*
+ * The serial line of the resident copy (docs/SERIAL-TRANSPORT.md), the
+ * way the network comes in: boot points hv_boot_info.serial_ops at the
+ * copy's table (NULL: no serial line, as in the unit tests).  attach:
+ * take over the UART at port that boot already programmed (no reset: its
+ * FIFO is kept) and return the ctx for write; write: a log sink
+ * (vmm/lib/log.h) that puts text on that line.  The serial exporter's
+ * lines go out through the logger (log_write_raw), so through write.
+ */
+struct hv_serial_ops {
+	void *(*attach)(uint16_t port);
+	log_sink_fn write;
+};
+
 struct hv_boot_info {
 	struct log_ring *log_ring;    /* reserved memory */
 	enum log_level log_level;
 	uint16_t serial_port;         /* 0: none */
+	const struct hv_serial_ops *serial_ops; /* in the resident copy, or NULL */
 	struct per_cpu *cpus;
 	uint32_t ncpus;
 	struct ept *ept;              /* shared by all CPUs */
