@@ -28,6 +28,7 @@
 #include "vmm/exit/exit.h"
 #include "vmm/vmx/host.h"
 #include "vmm/hv.h"
+#include "vmm/layout.h"
 #include "vmm/exit/hypercall.h"
 #include "vmm/lib/log.h"
 #include "vmm/vmx/mtrr.h"
@@ -37,11 +38,10 @@
 #include "vmm/exit/preempt.h"
 #include "vmm/lib/reloc.h"
 #include "vmm/trace/hooks.h"
+#include "vmm/trace/needs.h"
 #include "vmm/vmx/vmx.h"
 #include "vmm/vmx/vmx_check.h"
 
-#define HOST_STACK_BYTES (64 * 1024)
-#define POOL_BYTES (8ull * 1024 * 1024)
 #define MAX_CPUS 64
 #define AP_TIMEOUT_US 5000000
 
@@ -235,33 +235,474 @@ static void hide_pci_setup(struct ept *ept, struct page_pool *pool, uint64_t ff_
 		log_info("pci: %d ECAM page(s) read-only onto all ones", rc);
 }
 
+/* --- the reservation ------------------------------------------------------ */
+
+/* Where the layout put everything, as pointers (identity mapped: pa == va). */
+struct boot_region {
+	struct hv_layout l;
+	uint64_t pa;
+	uint8_t *base;            /* the reservation; the resident copy at its start */
+	struct per_cpu *cpus;
+	struct hv_boot_info *bi;
+	struct vmx_host_env *envs;
+	struct ept *ept;
+	struct mtrr_state *mtrr;
+	struct page_pool *pool;
+	struct log_ring *ring;
+	uint8_t *idt, *guest_tss, *io_bitmaps, *ff_page;
+};
+
+/*
+ * What to reserve: the sizes only boot knows (the image, the structs of
+ * this build, the CPU count, network export) and the tracer's needs.
+ */
+static void layout_request(UINTN ncpu, const struct hv_net *net, const struct trace_needs *needs,
+			   struct hv_layout_req *req)
+{
+	memset(req, 0, sizeof(*req));
+	req->image_bytes = efi_self->ImageSize;
+	req->ncpus = (uint32_t)ncpu;
+	req->cpu_struct_bytes = sizeof(struct per_cpu);
+	/* boot info, host environments, EPT, MTRR, pool and log state */
+	req->info_bytes = sizeof(struct hv_boot_info) + ncpu * sizeof(struct vmx_host_env) +
+			  sizeof(struct ept) + sizeof(struct mtrr_state) + sizeof(struct page_pool) +
+			  sizeof(struct log_ring);
+	if (net->enabled) {
+		req->nic_dma_bytes = NIC_DMA_BYTES;
+		req->exporter_bytes = sizeof(struct exporter);
+	}
+	req->ring_bytes = needs->ring_bytes;
+	req->guest_bytes = needs->guest_bytes;
+	req->hidden_bytes = needs->hidden_bytes;
+	req->hidden_align = needs->hidden_align;
+}
+
+/* Reserve req's total, zeroed, and point b's members at their parts. */
+static int reserve(const struct hv_layout_req *req, struct boot_region *b)
+{
+	EFI_STATUS st;
+	int rc;
+
+	rc = hv_layout_compute(req, 0, &b->l);
+	if (rc) {
+		log_err("vmx: memory layout: %s", hv_layout_strerror(rc));
+		return -1;
+	}
+	st = efi_bs->AllocatePages(AllocateAnyPages, EfiReservedMemoryType, b->l.total / 4096, &b->pa);
+	if (EFI_ERROR(st)) {
+		log_err("vmx: cannot reserve %llu KiB: %s", (unsigned long long)(b->l.total >> 10),
+			efi_strerror(st));
+		return -1;
+	}
+	/* Again with the real base: the hidden areas align by physical address. */
+	rc = hv_layout_compute(req, b->pa, &b->l);
+	if (rc) {
+		log_err("vmx: memory layout at %#llx: %s", (unsigned long long)b->pa,
+			hv_layout_strerror(rc));
+		return -1;
+	}
+	b->base = (uint8_t *)(uintptr_t)b->pa;
+	memset(b->base, 0, b->l.total);
+	log_info("vmx: reserved %llu KiB at %#llx (EfiReservedMemoryType) for %u CPUs",
+		 (unsigned long long)(b->l.total >> 10), (unsigned long long)b->pa, req->ncpus);
+	b->cpus = (struct per_cpu *)(b->base + b->l.cpus_off);
+	b->bi = (struct hv_boot_info *)(b->base + b->l.info_off);
+	b->envs = (struct vmx_host_env *)(b->bi + 1);
+	b->ept = (struct ept *)(b->envs + req->ncpus);
+	b->mtrr = (struct mtrr_state *)(b->ept + 1);
+	b->pool = (struct page_pool *)(b->mtrr + 1);
+	b->ring = (struct log_ring *)(b->pool + 1);
+	b->idt = b->base + b->l.idt_off;
+	b->guest_tss = b->base + b->l.guest_tss_off;
+	b->io_bitmaps = b->base + b->l.io_bitmap_a_off;   /* B follows A */
+	b->ff_page = b->base + b->l.ff_page_off;
+	return 0;
+}
+
+/* The resident copy of this image, relocated to where it now lies. */
+static int make_copy(struct boot_region *b)
+{
+	uint8_t *copy = b->base + b->l.image_off;
+	long nrel;
+
+	memcpy(copy, ImageBase, efi_self->ImageSize);
+	/*
+	 * The copy's network state starts pristine: the original may have run
+	 * lwIP already (net_boot's self-test), and its netif list, timeouts,
+	 * ARP table, PCBs and pools point into the original.  Pointers in the
+	 * range are relocatable words, so reloc_image below fixes them for
+	 * the copy like any other (RELA: base + addend).
+	 */
+	if (net_pristine)
+		memcpy(copy + (_net_state_start - ImageBase), net_pristine,
+		       (size_t)(_net_state_end - _net_state_start));
+	nrel = reloc_image(copy, b->l.image_bytes, (uint64_t)(_DYNAMIC - ImageBase));
+	if (nrel < 0) {
+		log_err("vmx: relocating the resident copy failed (%ld)", nrel);
+		return -1;
+	}
+	return 0;
+}
+
+/* Does the configuration give CPU i a ring (trace_cpus)? */
+static bool cpu_traced(const struct vmx_boot_params *p, UINTN i)
+{
+	return p->trace_cpu_all || (i < 256 && (p->trace_cpus[i / 32] & (1u << (i % 32))));
+}
+
+/*
+ * Every CPU's own pages and its per_cpu: VMXON, VMCS, MSR bitmap, host
+ * GDT+TSS and stack; its timers; and the VMX controls the tracer needs
+ * on every CPU (those of traced CPUs only come with their areas).
+ */
+static void setup_cpus(struct boot_region *b, const struct vmx_boot_params *p,
+		       struct tv_mp_services *mp, UINTN ncpu, const struct trace_needs *needs)
+{
+	bool hide_pci = pci_hide_get()->n != 0;
+
+	io_bitmap_build(b->io_bitmaps, b->io_bitmaps + 4096);
+	memset(b->ff_page, 0xff, 4096);
+	/* This image's tracer hooks: msr_bitmap_build asks its MSR policy. */
+	trace_hooks_register();
+	for (UINTN i = 0; i < ncpu; i++) {
+		struct per_cpu *c = &b->cpus[i];
+		uint8_t *pc = b->base + b->l.percpu_off + i * b->l.percpu_bytes;
+		uint64_t top;
+
+		c->index = (uint32_t)i;
+		c->vpid = (uint16_t)(i + 1);
+		c->timer_period_tsc = (uint64_t)p->heartbeat_s * p->tsc_hz;
+		if (needs->drain_tick)
+			c->drain_period_tsc = preempt_period_tsc(p->pt_drain_us, p->tsc_hz);
+		c->trace_pin_ctls = needs->pin_ctls;
+		c->trace_entry_ctls = needs->entry_ctls;
+		c->trace_exit_ctls = needs->exit_ctls;
+		if (hide_pci) {
+			c->io_bitmap_a_pa = (uint64_t)(uintptr_t)b->io_bitmaps;
+			c->io_bitmap_b_pa = (uint64_t)(uintptr_t)b->io_bitmaps + 4096;
+		}
+		c->vmxon_pa = (uint64_t)(uintptr_t)pc + HV_PERCPU_VMXON;
+		c->vmcs_pa = (uint64_t)(uintptr_t)pc + HV_PERCPU_VMCS;
+		c->msr_bitmap_pa = (uint64_t)(uintptr_t)pc + HV_PERCPU_MSR_BITMAP;
+		msr_bitmap_build(pc + HV_PERCPU_MSR_BITMAP);
+		host_build_gdt(pc + HV_PERCPU_GDT, (uint64_t)(uintptr_t)pc + HV_PERCPU_TSS);
+		top = (uint64_t)(uintptr_t)pc + b->l.percpu_bytes;
+		c->host_stack_top = top;
+		/* The exit stub finds its per_cpu at HOST_RSP (vmx_entry.S). */
+		*(struct per_cpu **)(uintptr_t)(top - 16) = c;
+		if (mp) {
+			struct tv_processor_info info;
+
+			memset(&info, 0, sizeof(info));
+			if (!EFI_ERROR(mp->get_processor_info(mp, i, &info)))
+				c->apic_id = (uint32_t)info.processor_id;
+		}
+	}
+}
+
+/*
+ * The trace rings and the backends' areas of the CPUs trace_cpus selects
+ * (the others get none and never trace): hidden with the rest of the
+ * reservation, never reclaimed; the guest-visible (bts) areas are given
+ * back to the guest in EPT later (map_guest_areas).
+ */
+static int setup_trace(struct boot_region *b, const struct vmx_boot_params *p, UINTN ncpu,
+		       const struct trace_needs *needs)
+{
+	const struct hv_layout *l = &b->l;
+	int rc;
+
+	for (UINTN i = 0; l->ring_bytes && i < ncpu; i++) {
+		struct per_cpu *c = &b->cpus[i];
+
+		if (!cpu_traced(p, i))
+			continue;   /* not selected by trace_cpus: no ring, never traced */
+		rc = trace_cpu_init(&c->trace, b->base + l->ring_off + i * l->ring_bytes, l->ring_bytes,
+				    (uint32_t)i, c->apic_id, (enum tv_source)p->trace.source,
+				    (enum tv_overflow)p->trace.overflow, p->tsc_hz, hw_rdtsc());
+		if (rc) {
+			log_err("vmx: cpu %llu: trace ring setup failed: %s",
+				(unsigned long long)i, trace_strerror(rc));
+			return -1;
+		}
+		c->trace_entry_ctls |= needs->entry_ctls_traced;
+		c->trace_exit_ctls |= needs->exit_ctls_traced;
+		/*
+		 * bts: the hardware stores into these through the guest's
+		 * paging and EPT, with the guest's linear addresses: under the
+		 * firmware's identity map those are the physical ones.
+		 */
+		if (l->guest_bytes) {
+			uint8_t *g = b->base + l->guest_off + i * l->guest_bytes;
+
+			if (trace_cpu_bts_area(&c->trace, g, (uint64_t)(uintptr_t)g)) {
+				log_err("vmx: cpu %llu: BTS area setup failed", (unsigned long long)i);
+				return -1;
+			}
+		}
+		/* pt: written by host-physical address, not through EPT: hidden. */
+		if (l->hidden_bytes) {
+			uint8_t *h = b->base + l->hidden_off + i * l->hidden_bytes;
+
+			if (trace_cpu_pt_area(&c->trace, h, (uint64_t)(uintptr_t)h)) {
+				log_err("vmx: cpu %llu: PT area setup failed", (unsigned long long)i);
+				return -1;
+			}
+		}
+	}
+	if (l->hidden_bytes)
+		log_info("vmx: PT area per CPU: %u KiB (%u x %u KiB ToPA regions, %u KiB stream ring) from %#llx, hidden from the guest",
+			 (unsigned)(l->hidden_bytes >> 10), TRACE_PT_REGIONS, TRACE_PT_REGION_BYTES >> 10,
+			 TRACE_PT_RING_BYTES >> 10, (unsigned long long)(b->pa + l->hidden_off));
+	if (l->ring_bytes) {
+		struct tv_trace_ring *rings[MAX_CPUS];
+
+		for (UINTN i = 0; i < ncpu; i++)
+			rings[i] = trace_cpu_ring(&b->cpus[i]);
+		images_record(rings, ncpu);
+		log_info("vmx: %llu KiB trace ring per CPU (source %u, overflow %s)",
+			 (unsigned long long)p->trace.ring_kb, p->trace.source,
+			 p->trace.overflow == TV_OVERFLOW_STOP ? "stop" : "overwrite");
+	}
+	return 0;
+}
+
+/* The host IDT, the MTRRs and EPT: everything mapped but the reservation. */
+static int build_ept(struct boot_region *b, const struct vmx_boot_params *p, uint8_t *copy,
+		     struct ept_range hidden[2])
+{
+	struct ept_params eparams;
+	struct hw_cpuid_regs r;
+	int rc;
+
+	host_build_idt(b->idt, (uint64_t)(uintptr_t)IN_COPY(copy, host_stub_table),
+		       *IN_COPY(copy, host_stub_count));
+	hw_cpuid(1, 0, &r);
+	mtrr_read(b->mtrr, (r.edx & (1u << 12)) != 0, p->phys_addr_bits);
+	hidden[0].base = b->pa;
+	hidden[0].size = b->l.total;
+	hidden[1].base = p->log_ring_pa;
+	hidden[1].size = p->log_ring_bytes;
+	memset(&eparams, 0, sizeof(eparams));
+	eparams.top = p->map_top;
+	eparams.allow_1g = true;
+	eparams.allow_2m = true;
+	eparams.mtrr = b->mtrr;
+	eparams.ept_vpid_cap = hw_rdmsr(MSR_IA32_VMX_EPT_VPID_CAP);
+	eparams.hidden = hidden;
+	eparams.nhidden = 2;
+	rc = ept_build(b->ept, b->pool, &eparams);
+	if (rc) {
+		log_err("vmx: building EPT failed: %s", ept_strerror(rc));
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The guest-visible (bts) areas stay hidden from the guest but for the
+ * one thing the hardware needs: stores through EPT while the guest runs.
+ * Read and write, never execute; the guest can read and overwrite them
+ * (the drain checks the DS fields it relies on, docs/BACKENDS-BTS.md).
+ */
+static int map_guest_areas(struct boot_region *b, UINTN ncpu)
+{
+	uint64_t bytes = b->l.guest_bytes;
+	int rc;
+
+	for (UINTN i = 0; bytes && i < ncpu; i++) {
+		uint64_t pa = b->pa + b->l.guest_off + i * bytes;
+		struct ept_leaf leaf;
+
+		if (!trace_cpu_ring(&b->cpus[i]))
+			continue;
+		for (uint64_t o = 0; o < bytes; o += 4096) {
+			rc = ept_lookup(b->ept, pa + o, &leaf);
+			if (!rc)
+				rc = ept_map_4k(b->ept, b->pool, pa + o, pa + o, EPT_R | EPT_W, leaf.memtype);
+			if (rc) {
+				log_err("vmx: cpu %llu: cannot map the BTS area at %#llx for the guest: %s",
+					(unsigned long long)i, (unsigned long long)(pa + o),
+					ept_strerror(rc));
+				return -1;
+			}
+		}
+		log_info("vmx: cpu %llu: BTS area at %#llx (%u KiB), guest read/write in EPT",
+			 (unsigned long long)i, (unsigned long long)pa, (unsigned)(bytes >> 10));
+	}
+	return 0;
+}
+
+/* The poll hook (the export NIC's, on the boot CPU), moved into the copy. */
+static struct preempt_hook setup_poll(struct boot_region *b, const struct vmx_boot_params *p,
+				      struct hv_net *net, UINTN ncpu, UINTN bsp, uint8_t *copy)
+{
+	struct preempt_hook poll;
+
+	if (net->enabled) {
+		net->cpu = (uint32_t)bsp;
+		hv_set_poll_hook(net_resident_poll, NULL, (uint32_t)bsp);
+	}
+	/* Only its CPU gets a period. */
+	poll = *preempt_hook_get();
+	if (poll.fn && poll.cpu >= ncpu) {
+		log_err("vmx: poll hook for cpu %u, but there are %llu CPUs: not installed",
+			poll.cpu, (unsigned long long)ncpu);
+		poll.fn = NULL;
+	}
+	if (poll.fn) {
+		poll.fn = (void (*)(void *))rebase((void *)poll.fn, copy);
+		poll.ctx = rebase(poll.ctx, copy);
+		b->cpus[poll.cpu].poll_period_tsc = preempt_period_tsc(p->poll_us, p->tsc_hz);
+		log_info("vmx: poll hook on cpu %u every %u us (%llu TSC ticks)", poll.cpu,
+			 p->poll_us, (unsigned long long)b->cpus[poll.cpu].poll_period_tsc);
+	}
+	return poll;
+}
+
+/* Host page tables and every CPU's host environment. */
+static int setup_host(struct boot_region *b, const struct vmx_boot_params *p, UINTN ncpu,
+		      uint8_t *copy)
+{
+	struct hw_cpuid_regs r;
+	uint64_t host_cr3;
+
+	hw_cpuid(0x80000001u, 0, &r);
+	host_cr3 = host_build_page_tables(b->pool, p->map_top, (r.edx & (1u << 26)) != 0);
+	if (!host_cr3) {
+		log_err("vmx: page pool exhausted building host page tables");
+		return -1;
+	}
+	for (UINTN i = 0; i < ncpu; i++) {
+		b->envs[i].cr3 = host_cr3;
+		b->envs[i].gdt_base = b->cpus[i].vmxon_pa + HV_PERCPU_GDT;
+		b->envs[i].tss_base = b->cpus[i].vmxon_pa + HV_PERCPU_TSS;
+		b->envs[i].idt_base = (uint64_t)(uintptr_t)b->idt;
+		b->envs[i].exit_rip = (uint64_t)(uintptr_t)IN_COPY(copy, vmx_exit_entry);
+		b->envs[i].eptp = b->ept->eptp;
+		b->envs[i].guest_tss_base = (uint64_t)(uintptr_t)b->guest_tss;
+	}
+	log_info("vmx: EPT built (EPTP %#llx), %llu of %llu pool pages used",
+		 (unsigned long long)b->ept->eptp, (unsigned long long)b->pool->used,
+		 (unsigned long long)b->pool->npages);
+	return 0;
+}
+
+/*
+ * What the resident copy starts from (hv_init).  The log ring's state
+ * moves into reserved memory: the copy must not keep a pointer into this
+ * image, which the OS reclaims.  Both images log into it until this CPU
+ * becomes a guest.
+ */
+static void fill_boot_info(struct boot_region *b, const struct vmx_boot_params *p, UINTN ncpu,
+			   const struct ept_range hidden[2], const struct pci_ecam *ecam,
+			   const struct preempt_hook *poll, const struct hv_net *net, uint8_t *copy)
+{
+	struct hv_boot_info *bi = b->bi;
+	bool hide_pci = pci_hide_get()->n != 0;
+
+	*b->ring = *p->log_ring;
+	log_set_ring(b->ring);
+	bi->log_ring = b->ring;
+	bi->log_level = log_get_level();
+	bi->serial_port = p->serial_port;
+	bi->serial_ops = p->serial_ops ? rebase((void *)p->serial_ops, copy) : NULL;
+	bi->cpus = b->cpus;
+	bi->ncpus = (uint32_t)ncpu;
+	bi->ept = b->ept;
+	bi->pool = b->pool;
+	bi->scratch_pa = page_pool_pa(b->pool, page_pool_alloc(b->pool));
+	bi->hidden[0] = hidden[0];
+	bi->hidden[1] = hidden[1];
+	bi->nhidden = 2;
+	bi->map_top = p->map_top;
+	bi->trace = p->trace;
+	bi->pci_hide = *pci_hide_get();
+	bi->ecam = *ecam;
+	/* The dword register, not the bytes at 0xCF8-0xCFB (PCI 3.0 3.2.2.3.2). */
+	bi->pci_latch = hide_pci ? hw_inl(PCI_M1_ADDRESS_PORT) : 0;
+	bi->poll = *poll;
+	bi->net = *net;
+	bi->net_ops = net->enabled ? IN_COPY(copy, net_resident_ops) : NULL;
+}
+
+/*
+ * Launch: APs first, one at a time, then this CPU.  On any failure every
+ * launched CPU leaves VMX again.  Returns 0 (all CPUs are guests) or -1.
+ */
+static int launch_all(const struct vmx_boot_params *p, struct tv_mp_services *mp, UINTN ncpu,
+		      UINTN bsp, struct boot_region *b)
+{
+	int rc, ok = 1;
+	EFI_STATUS st;
+
+	if (p->console_sink)
+		log_remove_sink(p->console_sink);  /* ConOut is BSP-only */
+	for (UINTN i = 0; i < ncpu && ok; i++) {
+		BOOLEAN finished = FALSE;
+
+		if (i == bsp)
+			continue;
+		slots[i].cpu = &b->cpus[i];
+		slots[i].env = &b->envs[i];
+		slots[i].rc = -100;
+		st = mp->startup_this_ap(mp, ap_entry, i, NULL, AP_TIMEOUT_US, &slots[i], &finished);
+		if (EFI_ERROR(st) || slots[i].rc) {
+			log_err("vmx: cpu %llu did not launch (%s, rc %d)", (unsigned long long)i,
+				efi_strerror(st), slots[i].rc);
+			ok = 0;
+		} else {
+			log_info("vmx: cpu %llu (APIC %u) now runs as a guest", (unsigned long long)i,
+				 b->cpus[i].apic_id);
+		}
+	}
+	if (ok) {
+		/*
+		 * From VMLAUNCH on, this CPU is a guest and reserved memory is
+		 * not present: the log ring is the resident copy's alone.
+		 */
+		log_set_ring(NULL);
+		rc = launch_this_cpu(&b->cpus[bsp], &b->envs[bsp]);
+		if (rc) {
+			log_set_ring(b->ring);
+			log_err("vmx: boot CPU did not launch (rc %d)", rc);
+			ok = 0;
+		}
+	}
+	if (p->console_sink)
+		log_add_sink(p->console_sink, NULL);
+	if (!ok) {
+		log_err("vmx: not every CPU could be virtualized: turning VMX off on all of them");
+		if (mp && devirtualize_aps(mp, ncpu, bsp) == 0)
+			log_warn("vmx: every CPU is unvirtualized again (%llu KiB stay reserved)",
+				 (unsigned long long)(b->l.total >> 10));
+		return -1;
+	}
+	return 0;
+}
+
+/* Boot is over: the boot-time hypercalls are refused from now on. */
+static void seal_hypercalls(void)
+{
+	uint64_t in[4] = { TV_HC_SEAL, 0, 0, 0 }, out[4];
+
+	hw_vmcall(in, out);
+	if (out[0] != TV_HC_OK)
+		log_err("vmx: sealing the boot-time hypercalls failed (%lld)", (long long)out[0]);
+}
+
 int vmx_boot(const struct vmx_boot_params *p)
 {
 	struct tv_mp_services *mp = find_mp();
 	UINTN ncpu = 1, nenabled = 1, bsp = 0;
-	uint64_t image_bytes, percpu_bytes, trace_bytes, bts_bytes, bts_off = 0, cpus_bytes, info_bytes, total, region_pa, off;
-	uint64_t pt_bytes, pt_off = 0;
-	uint64_t net_bytes = 0, ex_bytes = 0;
 	struct hv_net net = p->net;
-	uint8_t *region, *copy;
-	struct per_cpu *cpus;
-	struct page_pool *pool;
-	struct vmx_host_env *envs;
-	struct hv_boot_info *bi;
-	struct log_ring *ring;
-	struct mtrr_state *mtrr;
-	struct ept *ept;
-	struct ept_params eparams;
+	struct trace_needs needs;
+	struct hv_layout_req req;
+	struct boot_region b;
 	struct ept_range hidden[2];
-	struct hw_cpuid_regs r;
-	uint8_t *idt, *guest_tss, *io_bitmaps, *ff_page;
 	struct pci_ecam ecam;
 	struct preempt_hook poll;
-	bool hide_pci = pci_hide_get()->n != 0;
-	uint64_t host_cr3;
-	long nrel;
-	int rc, ok = 1;
-	EFI_STATUS st;
+	uint8_t *copy;
 
 	if (mp) {
 		mp->get_number_of_processors(mp, &ncpu, &nenabled);
@@ -274,375 +715,47 @@ int vmx_boot(const struct vmx_boot_params *p)
 			(unsigned long long)ncpu, MAX_CPUS);
 		return -1;
 	}
-
 	if (net.enabled && !net_pristine) {
 		log_err("vmx: no snapshot of the network state (no memory at entry): network export off");
 		net.enabled = false;
 	}
 	if (net.enabled && p->trace.source == TV_SOURCE_NONE)
 		net.enabled = false;   /* nothing to export */
-	if (net.enabled) {
-		net_bytes = NIC_DMA_BYTES;
-		ex_bytes = (sizeof(struct exporter) + 4095) & ~4095ull;
-	}
 
 	/* --- one reservation for everything --------------------------------- */
-	image_bytes = (efi_self->ImageSize + 4095) & ~4095ull;
-	percpu_bytes = 4 * 4096 + HOST_STACK_BYTES;  /* VMXON, VMCS, MSR bitmap, GDT+TSS, stack */
-	cpus_bytes = (ncpu * sizeof(struct per_cpu) + 4095) & ~4095ull;
-	/* boot info, host environments, EPT, MTRR and pool state */
-	info_bytes = (sizeof(*bi) + ncpu * sizeof(*envs) + sizeof(*ept) + sizeof(*mtrr) +
-		      sizeof(*pool) + sizeof(*ring) + 4095) & ~4095ull;
-	/* A header page, then ring_kb of record data (a power of two). */
-	trace_bytes = p->trace.source != TV_SOURCE_NONE ? ((uint64_t)p->trace.ring_kb << 10) + 4096 : 0;
-	/* source = bts: a DS save area page and the BTS buffer per CPU. */
-	bts_bytes = p->trace.source == TV_SOURCE_BTS ? TRACE_BTS_AREA_BYTES : 0;
-	/*
-	 * source = pt: ToPA regions, table and byte ring per CPU, aligned to
-	 * the region size (one region's worth of slack for that).
-	 */
-	pt_bytes = p->trace.source == TV_SOURCE_PT ? TRACE_PT_AREA_BYTES : 0;
-	total = image_bytes + ncpu * percpu_bytes + cpus_bytes + info_bytes +
-		2 * 4096 /* IDT, guest TSS */ + 3 * 4096 /* I/O bitmaps A, B, 0xFF page */ +
-		POOL_BYTES + ncpu * trace_bytes + ncpu * bts_bytes + net_bytes + ex_bytes +
-		(pt_bytes ? ncpu * pt_bytes + TRACE_PT_REGION_BYTES : 0);
-	st = efi_bs->AllocatePages(AllocateAnyPages, EfiReservedMemoryType, total / 4096, &region_pa);
-	if (EFI_ERROR(st)) {
-		log_err("vmx: cannot reserve %llu KiB: %s", (unsigned long long)(total >> 10),
-			efi_strerror(st));
+	trace_engine_needs(&p->trace, &needs);
+	layout_request(ncpu, &net, &needs, &req);
+	memset(&b, 0, sizeof(b));
+	if (reserve(&req, &b) || make_copy(&b))
 		return -1;
-	}
-	region = (uint8_t *)(uintptr_t)region_pa;
-	memset(region, 0, total);
-	log_info("vmx: reserved %llu KiB at %#llx (EfiReservedMemoryType) for %llu CPUs",
-		 (unsigned long long)(total >> 10), (unsigned long long)region_pa,
-		 (unsigned long long)ncpu);
-
-	/* --- the resident copy ---------------------------------------------- */
-	copy = region;
-	memcpy(copy, ImageBase, efi_self->ImageSize);
-	/*
-	 * The copy's network state starts pristine: the original may have run
-	 * lwIP already (net_boot's self-test), and its netif list, timeouts,
-	 * ARP table, PCBs and pools point into the original.  Pointers in the
-	 * range are relocatable words, so reloc_image below fixes them for
-	 * the copy like any other (RELA: base + addend).
-	 */
-	if (net_pristine)
-		memcpy(copy + (_net_state_start - ImageBase), net_pristine,
-		       (size_t)(_net_state_end - _net_state_start));
-	nrel = reloc_image(copy, image_bytes, (uint64_t)(_DYNAMIC - ImageBase));
-	if (nrel < 0) {
-		log_err("vmx: relocating the resident copy failed (%ld)", nrel);
-		return -1;
-	}
-	off = image_bytes;
-	cpus = (struct per_cpu *)(region + off);
-	off += cpus_bytes;
-	bi = (struct hv_boot_info *)(region + off);
-	envs = (struct vmx_host_env *)(bi + 1);
-	ept = (struct ept *)(envs + ncpu);
-	mtrr = (struct mtrr_state *)(ept + 1);
-	pool = (struct page_pool *)(mtrr + 1);
-	ring = (struct log_ring *)(pool + 1);
-	off += info_bytes;
-	idt = region + off;
-	off += 4096;
-	guest_tss = region + off;
-	off += 4096;
-	/* Shared by all CPUs: the CPU only reads them (SDM 3C 25.6.4). */
-	io_bitmaps = region + off;
-	io_bitmap_build(io_bitmaps, io_bitmaps + 4096);
-	off += 2 * 4096;
-	ff_page = region + off;
-	memset(ff_page, 0xff, 4096);
-	off += 4096;
+	copy = b.base + b.l.image_off;
 	if (net.enabled) {
-		net.dma = region + off;      /* page aligned: every offset here is */
-		off += net_bytes;
-		net.ex = (struct exporter *)(region + off);
-		off += ex_bytes;
+		net.dma = b.base + b.l.nic_dma_off;      /* page aligned: every offset is */
+		net.ex = (struct exporter *)(b.base + b.l.exporter_off);
 	}
-	/* This image's tracer hooks: msr_bitmap_build asks its MSR policy. */
-	trace_hooks_register();
-	for (UINTN i = 0; i < ncpu; i++) {
-		uint8_t *pc = region + off + i * percpu_bytes;
-		uint64_t top;
-
-		cpus[i].index = (uint32_t)i;
-		cpus[i].vpid = (uint16_t)(i + 1);
-		cpus[i].timer_period_tsc = (uint64_t)p->heartbeat_s * p->tsc_hz;
-		if (p->trace.source == TV_SOURCE_PT)
-			cpus[i].drain_period_tsc = preempt_period_tsc(p->pt_drain_us, p->tsc_hz);
-		cpus[i].pmc_switch = p->trace.pmi && p->trace.source == TV_SOURCE_LBR;
-		cpus[i].lbr_ctl_switch = p->trace.source == TV_SOURCE_LBR ||
-					 p->trace.source == TV_SOURCE_BTF;
-		cpus[i].nmi_exiting = p->trace.pmi && (p->trace.source == TV_SOURCE_LBR ||
-						       p->trace.source == TV_SOURCE_BTS ||
-						       p->trace.source == TV_SOURCE_PT);
-		if (hide_pci) {
-			cpus[i].io_bitmap_a_pa = (uint64_t)(uintptr_t)io_bitmaps;
-			cpus[i].io_bitmap_b_pa = (uint64_t)(uintptr_t)io_bitmaps + 4096;
-		}
-		cpus[i].vmxon_pa = (uint64_t)(uintptr_t)pc;
-		cpus[i].vmcs_pa = (uint64_t)(uintptr_t)pc + 4096;
-		cpus[i].msr_bitmap_pa = (uint64_t)(uintptr_t)pc + 2 * 4096;
-		msr_bitmap_build(pc + 2 * 4096);
-		host_build_gdt(pc + 3 * 4096, (uint64_t)(uintptr_t)pc + 3 * 4096 + 256);
-		top = (uint64_t)(uintptr_t)pc + percpu_bytes;
-		cpus[i].host_stack_top = top;
-		/* The exit stub finds its per_cpu at HOST_RSP (vmx_entry.S). */
-		*(struct per_cpu **)(uintptr_t)(top - 16) = &cpus[i];
-		if (mp) {
-			struct tv_processor_info info;
-
-			memset(&info, 0, sizeof(info));
-			if (!EFI_ERROR(mp->get_processor_info(mp, i, &info)))
-				cpus[i].apic_id = (uint32_t)info.processor_id;
-		}
-	}
-	off += ncpu * percpu_bytes;
-	if (page_pool_init(pool, region + off, POOL_BYTES)) {
+	setup_cpus(&b, p, mp, ncpu, &needs);
+	if (page_pool_init(b.pool, b.base + b.l.pool_off, b.l.pool_bytes)) {
 		log_err("vmx: page pool setup failed");
 		return -1;
 	}
-	off += POOL_BYTES;
-	/* Trace rings: hidden with the rest of the region, never reclaimed. */
-	for (UINTN i = 0; trace_bytes && i < ncpu; i++) {
-		if (!p->trace_cpu_all && (i >= 256 || !(p->trace_cpus[i / 32] & (1u << (i % 32)))))
-			continue;   /* not selected by trace_cpus: no ring, never traced */
-		rc = trace_cpu_init(&cpus[i].trace, region + off + i * trace_bytes, trace_bytes,
-				    (uint32_t)i, cpus[i].apic_id, (enum tv_source)p->trace.source,
-				    (enum tv_overflow)p->trace.overflow, p->tsc_hz, hw_rdtsc());
-		if (rc) {
-			log_err("vmx: cpu %llu: trace ring setup failed: %s",
-				(unsigned long long)i, trace_strerror(rc));
-			return -1;
-		}
-	}
-	off += ncpu * trace_bytes;
-	/*
-	 * BTS areas after the rings.  The hardware stores into them through
-	 * the guest's paging and EPT, with the guest's linear addresses: under
-	 * the firmware's identity map those are the physical ones.  EPT gives
-	 * exactly these pages back to the guest, read/write (below).
-	 */
-	bts_off = off;
-	for (UINTN i = 0; bts_bytes && i < ncpu; i++) {
-		uint8_t *b = region + bts_off + i * bts_bytes;
-
-		if (cpus[i].trace.ring &&
-		    trace_cpu_bts_area(&cpus[i].trace, b, (uint64_t)(uintptr_t)b)) {
-			log_err("vmx: cpu %llu: BTS area setup failed", (unsigned long long)i);
-			return -1;
-		}
-	}
-	off += ncpu * bts_bytes;
-	/*
-	 * PT areas: hidden from the guest like the rest of the region (the
-	 * hardware writes them by host-physical address, not through EPT).
-	 */
-	if (pt_bytes) {
-		pt_off = ((region_pa + off + TRACE_PT_REGION_BYTES - 1) & ~(uint64_t)(TRACE_PT_REGION_BYTES - 1)) -
-			 region_pa;
-		for (UINTN i = 0; i < ncpu; i++) {
-			uint8_t *b = region + pt_off + i * pt_bytes;
-
-			if (cpus[i].trace.ring &&
-			    trace_cpu_pt_area(&cpus[i].trace, b, (uint64_t)(uintptr_t)b)) {
-				log_err("vmx: cpu %llu: PT area setup failed", (unsigned long long)i);
-				return -1;
-			}
-			cpus[i].rtit_ctl_switch = cpus[i].trace.ring != NULL;
-		}
-		log_info("vmx: PT area per CPU: %u KiB (%u x %u KiB ToPA regions, %u KiB stream ring) from %#llx, hidden from the guest",
-			 (unsigned)(pt_bytes >> 10), TRACE_PT_REGIONS, TRACE_PT_REGION_BYTES >> 10,
-			 TRACE_PT_RING_BYTES >> 10, (unsigned long long)(region_pa + pt_off));
-		off = pt_off + ncpu * pt_bytes;
-	}
-	if (trace_bytes) {
-		struct tv_trace_ring *rings[MAX_CPUS];
-
-		for (UINTN i = 0; i < ncpu; i++)
-			rings[i] = cpus[i].trace.ring;
-		images_record(rings, ncpu);
-	}
-	if (trace_bytes)
-		log_info("vmx: %llu KiB trace ring per CPU (source %u, overflow %s)",
-			 (unsigned long long)p->trace.ring_kb, p->trace.source,
-			 p->trace.overflow == TV_OVERFLOW_STOP ? "stop" : "overwrite");
+	if (setup_trace(&b, p, ncpu, &needs))
+		return -1;
 
 	/* --- host world and EPT --------------------------------------------- */
-	host_build_idt(idt, (uint64_t)(uintptr_t)IN_COPY(copy, host_stub_table),
-		       *IN_COPY(copy, host_stub_count));
-	hw_cpuid(1, 0, &r);
-	mtrr_read(mtrr, (r.edx & (1u << 12)) != 0, p->phys_addr_bits);
-	hidden[0].base = region_pa;
-	hidden[0].size = total;
-	hidden[1].base = p->log_ring_pa;
-	hidden[1].size = p->log_ring_bytes;
-	memset(&eparams, 0, sizeof(eparams));
-	eparams.top = p->map_top;
-	eparams.allow_1g = true;
-	eparams.allow_2m = true;
-	eparams.mtrr = mtrr;
-	eparams.ept_vpid_cap = hw_rdmsr(MSR_IA32_VMX_EPT_VPID_CAP);
-	eparams.hidden = hidden;
-	eparams.nhidden = 2;
-	rc = ept_build(ept, pool, &eparams);
-	if (rc) {
-		log_err("vmx: building EPT failed: %s", ept_strerror(rc));
+	if (build_ept(&b, p, copy, hidden) || map_guest_areas(&b, ncpu))
 		return -1;
-	}
-	/*
-	 * The BTS areas stay hidden from the guest but for the one thing the
-	 * hardware needs: stores through EPT while the guest runs.  Read and
-	 * write, never execute; the guest can read and overwrite them (the
-	 * drain checks the DS fields it relies on, docs/BACKENDS-BTS.md).
-	 */
-	for (UINTN i = 0; bts_bytes && i < ncpu; i++) {
-		uint64_t pa = region_pa + bts_off + i * bts_bytes;
-		struct ept_leaf leaf;
-
-		if (!cpus[i].trace.ring)
-			continue;
-		for (uint64_t o = 0; o < bts_bytes; o += 4096) {
-			rc = ept_lookup(ept, pa + o, &leaf);
-			if (!rc)
-				rc = ept_map_4k(ept, pool, pa + o, pa + o, EPT_R | EPT_W, leaf.memtype);
-			if (rc) {
-				log_err("vmx: cpu %llu: cannot map the BTS area at %#llx for the guest: %s",
-					(unsigned long long)i, (unsigned long long)(pa + o),
-					ept_strerror(rc));
-				return -1;
-			}
-		}
-		log_info("vmx: cpu %llu: BTS area at %#llx (%u KiB), guest read/write in EPT",
-			 (unsigned long long)i, (unsigned long long)pa,
-			 (unsigned)(bts_bytes >> 10));
-	}
 	memset(&ecam, 0, sizeof(ecam));
-	if (hide_pci)
-		hide_pci_setup(ept, pool, (uint64_t)(uintptr_t)ff_page, &ecam);
-
-	/* The export NIC is polled from VMX root on the boot CPU. */
-	if (net.enabled) {
-		net.cpu = (uint32_t)bsp;
-		hv_set_poll_hook(net_resident_poll, NULL, (uint32_t)bsp);
-	}
-	/* The poll hook, moved into the copy; only its CPU gets a period. */
-	poll = *preempt_hook_get();
-	if (poll.fn && poll.cpu >= ncpu) {
-		log_err("vmx: poll hook for cpu %u, but there are %llu CPUs: not installed",
-			poll.cpu, (unsigned long long)ncpu);
-		poll.fn = NULL;
-	}
-	if (poll.fn) {
-		poll.fn = (void (*)(void *))rebase((void *)poll.fn, copy);
-		poll.ctx = rebase(poll.ctx, copy);
-		cpus[poll.cpu].poll_period_tsc = preempt_period_tsc(p->poll_us, p->tsc_hz);
-		log_info("vmx: poll hook on cpu %u every %u us (%llu TSC ticks)", poll.cpu,
-			 p->poll_us, (unsigned long long)cpus[poll.cpu].poll_period_tsc);
-	}
-	hw_cpuid(0x80000001u, 0, &r);
-	host_cr3 = host_build_page_tables(pool, p->map_top, (r.edx & (1u << 26)) != 0);
-	if (!host_cr3) {
-		log_err("vmx: page pool exhausted building host page tables");
+	if (pci_hide_get()->n)
+		hide_pci_setup(b.ept, b.pool, (uint64_t)(uintptr_t)b.ff_page, &ecam);
+	poll = setup_poll(&b, p, &net, ncpu, bsp, copy);
+	if (setup_host(&b, p, ncpu, copy))
 		return -1;
-	}
-	for (UINTN i = 0; i < ncpu; i++) {
-		envs[i].cr3 = host_cr3;
-		envs[i].gdt_base = cpus[i].vmxon_pa + 3 * 4096;
-		envs[i].tss_base = envs[i].gdt_base + 256;
-		envs[i].idt_base = (uint64_t)(uintptr_t)idt;
-		envs[i].exit_rip = (uint64_t)(uintptr_t)IN_COPY(copy, vmx_exit_entry);
-		envs[i].eptp = ept->eptp;
-		envs[i].guest_tss_base = (uint64_t)(uintptr_t)guest_tss;
-	}
-	log_info("vmx: EPT built (EPTP %#llx), %llu of %llu pool pages used",
-		 (unsigned long long)ept->eptp, (unsigned long long)pool->used,
-		 (unsigned long long)pool->npages);
+	fill_boot_info(&b, p, ncpu, hidden, &ecam, &poll, &net, copy);
+	IN_COPY(copy, hv_init)(b.bi);
 
-	/*
-	 * The ring's state moves into reserved memory: the resident copy must
-	 * not keep a pointer into this image, which the OS reclaims.  Both
-	 * images log into it until this CPU becomes a guest.
-	 */
-	*ring = *p->log_ring;
-	log_set_ring(ring);
-	bi->log_ring = ring;
-	bi->log_level = log_get_level();
-	bi->serial_port = p->serial_port;
-	bi->serial_ops = p->serial_ops ? rebase((void *)p->serial_ops, copy) : NULL;
-	bi->cpus = cpus;
-	bi->ncpus = (uint32_t)ncpu;
-	bi->ept = ept;
-	bi->pool = pool;
-	bi->scratch_pa = page_pool_pa(pool, page_pool_alloc(pool));
-	bi->hidden[0] = hidden[0];
-	bi->hidden[1] = hidden[1];
-	bi->nhidden = 2;
-	bi->map_top = p->map_top;
-	bi->trace = p->trace;
-	bi->pci_hide = *pci_hide_get();
-	bi->ecam = ecam;
-	/* The dword register, not the bytes at 0xCF8-0xCFB (PCI 3.0 3.2.2.3.2). */
-	bi->pci_latch = hide_pci ? hw_inl(PCI_M1_ADDRESS_PORT) : 0;
-	bi->poll = poll;
-	bi->net = net;
-	bi->net_ops = net.enabled ? IN_COPY(copy, net_resident_ops) : NULL;
-	IN_COPY(copy, hv_init)(bi);
-
-	/* --- launch: APs first, one at a time, then this CPU ----------------- */
-	if (p->console_sink)
-		log_remove_sink(p->console_sink);  /* ConOut is BSP-only */
-	for (UINTN i = 0; i < ncpu && ok; i++) {
-		BOOLEAN finished = FALSE;
-
-		if (i == bsp)
-			continue;
-		slots[i].cpu = &cpus[i];
-		slots[i].env = &envs[i];
-		slots[i].rc = -100;
-		st = mp->startup_this_ap(mp, ap_entry, i, NULL, AP_TIMEOUT_US, &slots[i], &finished);
-		if (EFI_ERROR(st) || slots[i].rc) {
-			log_err("vmx: cpu %llu did not launch (%s, rc %d)", (unsigned long long)i,
-				efi_strerror(st), slots[i].rc);
-			ok = 0;
-		} else {
-			log_info("vmx: cpu %llu (APIC %u) now runs as a guest", (unsigned long long)i,
-				 cpus[i].apic_id);
-		}
-	}
-	if (ok) {
-		/*
-		 * From VMLAUNCH on, this CPU is a guest and reserved memory is
-		 * not present: the log ring is the resident copy's alone.
-		 */
-		log_set_ring(NULL);
-		rc = launch_this_cpu(&cpus[bsp], &envs[bsp]);
-		if (rc) {
-			log_set_ring(ring);
-			log_err("vmx: boot CPU did not launch (rc %d)", rc);
-			ok = 0;
-		}
-	}
-	if (p->console_sink)
-		log_add_sink(p->console_sink, NULL);
-	if (!ok) {
-		log_err("vmx: not every CPU could be virtualized: turning VMX off on all of them");
-		if (mp && devirtualize_aps(mp, ncpu, bsp) == 0)
-			log_warn("vmx: every CPU is unvirtualized again (%llu KiB stay reserved)",
-				 (unsigned long long)(total >> 10));
+	if (launch_all(p, mp, ncpu, bsp, &b))
 		return -1;
-	}
 	log_info("vmx: all %llu CPUs run as guests of tracevisor", (unsigned long long)ncpu);
-	{
-		uint64_t in[4] = { TV_HC_SEAL, 0, 0, 0 }, out[4];
-
-		hw_vmcall(in, out);
-		if (out[0] != TV_HC_OK)
-			log_err("vmx: sealing the boot-time hypercalls failed (%lld)", (long long)out[0]);
-	}
+	seal_hypercalls();
 	return 0;
 }

@@ -103,29 +103,18 @@ struct per_cpu {
 	uint64_t next_drain_tsc;
 	bool drain_armed;         /* the tracer's window wants the drain tick now (set by the tracer) */
 	/*
-	 * pmi = on with lbr, bts or pt: pin-based NMI exiting, so that the
-	 * trace hardware's PMI (an NMI through the LVT) reaches the tracer
-	 * (trace_nmi_exit); the guest's own NMIs are injected back.
+	 * The VMX controls the tracer needs on this CPU, from
+	 * trace_engine_needs() (boot/vmx_boot.c fills them; the traced-only
+	 * ones when the CPU gets its ring): vmx_compute_controls ORs them
+	 * into what it asks for, so the VMX core never looks at the tracer.
+	 * Today: PIN_NMI_EXITING (pmi = on: the PMI, an NMI, must exit);
+	 * IA32_PERF_GLOBAL_CTRL loaded on entry and exit (lbr with pmi: the
+	 * counter counts guest branches only); IA32_LBR_CTL loaded on entry
+	 * and cleared on exit (lbr, btf: arch LBR records guest branches
+	 * only); IA32_RTIT_CTL loaded on entry and cleared on exit (pt: PT
+	 * runs only in VMX non-root).  SDM 3C 25.6.1, 25.7.1, 25.8.1.
 	 */
-	bool nmi_exiting;
-	/*
-	 * lbr with pmi: IA32_PERF_GLOBAL_CTRL loaded from the VMCS on entry
-	 * (the guest's value with the tracer's counter enabled) and 0 on
-	 * exit, so the counter counts guest branches only.
-	 */
-	bool pmc_switch;
-	/*
-	 * lbr or btf: with architectural LBR, IA32_LBR_CTL loaded from the
-	 * VMCS on entry and cleared on exit (SDM 3C 25.7.1, 25.8.1), so only
-	 * the guest's branches are recorded.
-	 */
-	bool lbr_ctl_switch;
-	/*
-	 * pt: IA32_RTIT_CTL loaded from the VMCS on entry and cleared on
-	 * exit (SDM 3C 25.7.1, 25.8.1), so PT runs only in VMX non-root.
-	 * Set where the CPU gets its PT area.
-	 */
-	bool rtit_ctl_switch;
+	uint32_t trace_pin_ctls, trace_entry_ctls, trace_exit_ctls;
 
 	struct hw_devirt_frame devirt;  /* filled by TV_HC_DEVIRT */
 	uint32_t nmi_pending;     /* NMIs taken in VMX root, not yet injected */

@@ -52,16 +52,17 @@ int vmx_compute_controls(struct per_cpu *cpu, bool guest_long_mode, char *why, s
 	const struct vmx_caps *c = &cpu->caps;
 	uint32_t missing;
 
-	if (cpu->pmc_switch && !has_perf_global_ctrl()) {
+	if ((cpu->trace_entry_ctls & ENTRY_LOAD_PERF_GLOBAL_CTRL) && !has_perf_global_ctrl()) {
 		log_err("vmx: cpu %u: no IA32_PERF_GLOBAL_CTRL (perfmon before v2): lbr pmi windows will not open",
 			cpu->index);
-		cpu->pmc_switch = false;
+		cpu->trace_entry_ctls &= ~ENTRY_LOAD_PERF_GLOBAL_CTRL;
+		cpu->trace_exit_ctls &= ~EXIT_LOAD_PERF_GLOBAL_CTRL;
 	}
 	uint32_t want2 = CPU2_ENABLE_EPT | CPU2_UNRESTRICTED_GUEST | CPU2_ENABLE_VPID;
 
 	cpu->pin = vmx_adjust_controls(c->pin, ((cpu->timer_period_tsc || cpu->poll_period_tsc ||
 						cpu->drain_period_tsc) ? PIN_PREEMPTION_TIMER : 0) |
-				       (cpu->nmi_exiting ? PIN_NMI_EXITING : 0), &missing);
+				       cpu->trace_pin_ctls, &missing);
 	if (missing & PIN_NMI_EXITING)
 		log_err("vmx: cpu %u: NMI exiting not allowed: pmi windows will not open", cpu->index);
 	if (missing & PIN_PREEMPTION_TIMER) {
@@ -105,17 +106,15 @@ int vmx_compute_controls(struct per_cpu *cpu, bool guest_long_mode, char *why, s
 		return -1;
 	}
 	/*
-	 * rtit_ctl_switch (source = pt, a PT area was given): TraceEn loaded
-	 * from the VMCS on entry and cleared on exit, so PT runs only in VMX
-	 * non-root.  The engine refuses pt windows when the CPU lacks either
-	 * control.
+	 * The tracer's controls (cpu->trace_*_ctls, from its needs): e.g.
+	 * for pt TraceEn loaded from the VMCS on entry and cleared on exit,
+	 * so PT runs only in VMX non-root.  The engine refuses windows when
+	 * the CPU lacks one of its controls.
 	 */
 	cpu->exit_ctls = vmx_adjust_controls(c->exit,
 					     EXIT_HOST_ADDRESS_SPACE_SIZE | EXIT_SAVE_DEBUG_CONTROLS |
 					     EXIT_SAVE_EFER | EXIT_LOAD_EFER | EXIT_SAVE_PAT | EXIT_LOAD_PAT |
-					     (cpu->rtit_ctl_switch ? EXIT_CLEAR_RTIT_CTL : 0) |
-					     (cpu->pmc_switch ? EXIT_LOAD_PERF_GLOBAL_CTRL : 0) |
-					     (cpu->lbr_ctl_switch ? EXIT_CLEAR_LBR_CTL : 0),
+					     cpu->trace_exit_ctls,
 					     &missing);
 	if (missing & (EXIT_HOST_ADDRESS_SPACE_SIZE | EXIT_LOAD_EFER | EXIT_SAVE_EFER)) {
 		snprintf(why, whylen, "VM-exit controls lack 64-bit host or EFER save/load (%#x)", missing);
@@ -124,9 +123,7 @@ int vmx_compute_controls(struct per_cpu *cpu, bool guest_long_mode, char *why, s
 	cpu->entry_ctls = vmx_adjust_controls(c->entry,
 					      (guest_long_mode ? ENTRY_IA32E_MODE_GUEST : 0) |
 					      ENTRY_LOAD_DEBUG_CONTROLS | ENTRY_LOAD_EFER | ENTRY_LOAD_PAT |
-					      (cpu->rtit_ctl_switch ? ENTRY_LOAD_RTIT_CTL : 0) |
-					      (cpu->pmc_switch ? ENTRY_LOAD_PERF_GLOBAL_CTRL : 0) |
-					      (cpu->lbr_ctl_switch ? ENTRY_LOAD_LBR_CTL : 0),
+					      cpu->trace_entry_ctls,
 					      &missing);
 	if (missing & (ENTRY_IA32E_MODE_GUEST | ENTRY_LOAD_EFER)) {
 		snprintf(why, whylen, "VM-entry controls lack IA-32e guest or EFER load (%#x)", missing);

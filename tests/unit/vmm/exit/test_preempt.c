@@ -246,7 +246,7 @@ static void test_nmi_exiting_for_pmi(void **state)
 	vmx_cpu_with_caps(&c);
 	assert_int_equal(vmx_compute_controls(&c, true, why, sizeof(why)), 0);
 	assert_int_equal(c.pin & PIN_NMI_EXITING, 0);
-	c.nmi_exiting = true;
+	c.trace_pin_ctls = PIN_NMI_EXITING;          /* pmi = on */
 	assert_int_equal(vmx_compute_controls(&c, true, why, sizeof(why)), 0);
 	assert_int_equal(c.pin & PIN_NMI_EXITING, PIN_NMI_EXITING);
 	assert_int_equal(lines, 0);
@@ -268,7 +268,8 @@ static void test_lbr_ctl_switch(void **state)
 	assert_int_equal(vmx_compute_controls(&c, true, why, sizeof(why)), 0);
 	assert_int_equal(c.entry_ctls & ENTRY_LOAD_LBR_CTL, 0);
 	assert_int_equal(c.exit_ctls & EXIT_CLEAR_LBR_CTL, 0);
-	c.lbr_ctl_switch = true;
+	c.trace_entry_ctls = ENTRY_LOAD_LBR_CTL;     /* lbr/btf */
+	c.trace_exit_ctls = EXIT_CLEAR_LBR_CTL;
 	assert_int_equal(vmx_compute_controls(&c, true, why, sizeof(why)), 0);
 	assert_int_equal(c.entry_ctls & ENTRY_LOAD_LBR_CTL, ENTRY_LOAD_LBR_CTL);
 	assert_int_equal(c.exit_ctls & EXIT_CLEAR_LBR_CTL, EXIT_CLEAR_LBR_CTL);
@@ -290,7 +291,8 @@ static void test_perf_global_ctrl_switch(void **state)
 	hw_fake_set_cpuid(0xa, 0, 0x07300404, 0, 0, 0);
 	assert_int_equal(vmx_compute_controls(&c, true, why, sizeof(why)), 0);
 	assert_int_equal(c.entry_ctls & ENTRY_LOAD_PERF_GLOBAL_CTRL, 0);
-	c.pmc_switch = true;
+	c.trace_entry_ctls = ENTRY_LOAD_PERF_GLOBAL_CTRL;   /* lbr with pmi */
+	c.trace_exit_ctls = EXIT_LOAD_PERF_GLOBAL_CTRL;
 	assert_int_equal(vmx_compute_controls(&c, true, why, sizeof(why)), 0);
 	assert_int_equal(c.entry_ctls & ENTRY_LOAD_PERF_GLOBAL_CTRL, ENTRY_LOAD_PERF_GLOBAL_CTRL);
 	assert_int_equal(c.exit_ctls & EXIT_LOAD_PERF_GLOBAL_CTRL, EXIT_LOAD_PERF_GLOBAL_CTRL);
@@ -303,7 +305,8 @@ static void test_perf_global_ctrl_switch(void **state)
 	c.caps.exit = 0xffffffff00036dffull;
 	hw_fake_set_cpuid(0xa, 0, 0x07300401, 0, 0, 0);
 	assert_int_equal(vmx_compute_controls(&c, true, why, sizeof(why)), 0);
-	assert_false(c.pmc_switch);
+	assert_false(c.trace_entry_ctls & ENTRY_LOAD_PERF_GLOBAL_CTRL);   /* no longer asked for */
+	assert_false(c.trace_exit_ctls & EXIT_LOAD_PERF_GLOBAL_CTRL);
 	assert_int_equal(c.entry_ctls & ENTRY_LOAD_PERF_GLOBAL_CTRL, 0);
 	assert_non_null(strstr(logbuf, "no IA32_PERF_GLOBAL_CTRL (perfmon before v2)"));
 }
