@@ -417,7 +417,7 @@ static int setup_trace(struct boot_region *b, const struct vmx_boot_params *p, U
 
 		if (!cpu_traced(p, i))
 			continue;   /* not selected by trace_cpus: no ring, never traced */
-		rc = trace_cpu_init(&c->trace, b->base + l->ring_off + i * l->ring_bytes, l->ring_bytes,
+		rc = trace_cpu_init(c, b->base + l->ring_off + i * l->ring_bytes, l->ring_bytes,
 				    (uint32_t)i, c->apic_id, (enum tv_source)p->trace.source,
 				    (enum tv_overflow)p->trace.overflow, p->tsc_hz, hw_rdtsc());
 		if (rc) {
@@ -435,7 +435,7 @@ static int setup_trace(struct boot_region *b, const struct vmx_boot_params *p, U
 		if (l->guest_bytes) {
 			uint8_t *g = b->base + l->guest_off + i * l->guest_bytes;
 
-			if (trace_cpu_bts_area(&c->trace, g, (uint64_t)(uintptr_t)g)) {
+			if (trace_cpu_bts_area(c, g, (uint64_t)(uintptr_t)g)) {
 				log_err("vmx: cpu %llu: BTS area setup failed", (unsigned long long)i);
 				return -1;
 			}
@@ -444,7 +444,7 @@ static int setup_trace(struct boot_region *b, const struct vmx_boot_params *p, U
 		if (l->hidden_bytes) {
 			uint8_t *h = b->base + l->hidden_off + i * l->hidden_bytes;
 
-			if (trace_cpu_pt_area(&c->trace, h, (uint64_t)(uintptr_t)h)) {
+			if (trace_cpu_pt_area(c, h, (uint64_t)(uintptr_t)h)) {
 				log_err("vmx: cpu %llu: PT area setup failed", (unsigned long long)i);
 				return -1;
 			}

@@ -44,7 +44,7 @@ uint64_t preempt_deadline(const struct per_cpu *cpu, uint64_t now)
 		due = cpu->next_beat_tsc;
 	if (cpu->poll_period_tsc && (int64_t)(cpu->next_poll_tsc - due) < 0)
 		due = cpu->next_poll_tsc;
-	if (cpu->drain_period_tsc && cpu->trace.active &&
+	if (cpu->drain_period_tsc && cpu->drain_armed &&
 	    (int64_t)(cpu->next_drain_tsc - due) < 0)
 		due = cpu->next_drain_tsc;
 	return due;

@@ -4,11 +4,16 @@
  * CPU in reserved memory, start/stop/marker from hypercalls and triggers,
  * and the backend's work on every VM exit.
  *
- * The engine is the glue between the VMX layer and the backends: it reads
- * guest state from the VMCS, sets the controls a backend needs, writes
- * START/STOP/MARKER sideband records and hands finished windows to the
- * exporter.  Backends keep their logic pure (vmm/trace/backend/mtf.h,
- * vmm/trace/backend/btf.h, vmm/trace/backend/lbr.h).
+ * The engine is the window lifecycle: it opens and closes windows (from
+ * hypercalls, triggers: vmm/trace/trigger.c, and other CPUs' requests:
+ * vmm/trace/request.c), writes START/STOP/MARKER sideband records, takes
+ * the PMI's NMIs (vmm/trace/pmi.c) and hands finished windows to the
+ * exporter.  Each trace unit is a backend behind one ops table
+ * (vmm/trace/backend.h); the engine finds it once from the source and
+ * gives it a view of the VM-entry state (vmm/trace/guest.c), never the
+ * VMCS or struct per_cpu.  The VMX core and the exit handlers reach the
+ * engine only through the exit hooks (vmm/trace/hooks.c); struct per_cpu
+ * holds an opaque pointer to its state (vmm/trace/cpu.h).
  *
  * Backends driven end to end (docs/BACKENDS-MTF.md, docs/BACKENDS-LBR.md,
  * docs/BACKENDS-BTS.md):
@@ -26,7 +31,7 @@
  *    its stop.  No PMI is used: more than depth branches between two
  *    exits lose the older ones, which the drain flags (TV_BRF_LBR_FULL on
  *    the oldest record of a full read) and counts (the stop line's "full
- *    reads").  Architectural LBR is refused (TV_HC_ENOSYS, logged).
+ *    reads").  Architectural LBR is refused (TRACE_ENOSYS, logged).
  *  - bts (docs/BACKENDS-BTS.md): each CPU has a DS save area and a
  *    TRACE_BTS_BUF_BYTES BTS buffer in reserved memory the guest's EPT
  *    maps read/write (trace_cpu_bts_area; the guest can see them).  A
@@ -77,104 +82,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vmm/lib/byte_ring.h"
 #include "vmm/lib/guest_mem.h"
+#include "vmm/trace/needs.h"
 #include "vmm/trace/trace.h"
-#include "vmm/trace/backend/btf.h"
-#include "vmm/trace/backend/bts.h"
-#include "vmm/trace/backend/lbr.h"
-#include "vmm/trace/backend/mtf.h"
-#include "vmm/trace/backend/pt.h"
 
 struct per_cpu;
-
-#define TRACE_REQ_LABEL_MAX 16       /* = TV_HC_LABEL_LEN (vmm/exit/hypercall.h) */
 struct exit_ctx;
 struct ept;
 struct page_pool;
+struct byte_ring;
 
-/* What to trace, from the configuration; the same for every CPU. */
-struct trace_setup {
-	uint8_t source;           /* enum tv_source; TV_SOURCE_NONE = no tracing */
-	uint8_t overflow;         /* enum tv_overflow */
-	uint8_t start;            /* TV_TRIG_BOOT, _HYPERCALL, _ADDRESS or _EXIT_BOOT_SERVICES */
-	uint8_t pmi;              /* lbr/bts/pt: also drain on the PMI (NMI exits) */
-	uint32_t ring_kb;         /* per CPU */
-	uint64_t stop_after;      /* branch records per window, 0 = no limit */
-	uint64_t start_addr;      /* TV_TRIG_ADDRESS: guest-physical address */
-	struct trace_filter filter;
-	struct trace_pt_opts pt;  /* source = pt: packet options */
-	uint32_t pmi_every;       /* bts: threshold, lbr: counter period (records); 0 = default */
-};
+#define TRACE_REQ_LABEL_MAX 16       /* = TV_HC_LABEL_LEN (vmm/exit/hypercall.h) */
 
-/* Per-CPU engine state, inside struct per_cpu. */
-struct trace_cpu {
-	struct tv_trace_ring *ring;   /* NULL: this CPU does not trace */
-	bool active;                  /* a window is open */
-	bool boot_started;            /* TV_TRIG_BOOT handled */
-	uint64_t window_branches;     /* branch records since START */
-	uint64_t windows;             /* START records written */
-	bool trigger_step;            /* stepping one instruction in the trigger page */
-	bool kentry_step;             /* kernel_entry: stepping out of the loader's image */
-	uint64_t kentry_steps;
-	struct trace_cursor exported; /* the exporter's place in the ring */
-	struct mtf_state mtf;
-	/* btf and lbr */
-	bool lbr_probed;              /* lbr_probe ran on this CPU */
-	bool db_intercepted;          /* exception bitmap bit 1 set */
-	struct lbr_caps lbr_caps;
-	struct btf_state btf;         /* btf: TF/BTF arming, #DB policy */
-	struct lbr_state lbr;         /* lbr: the drains; btf: the stack's top */
-	uint64_t lbr_vmcs_ctl;        /* arch LBR: what GUEST_IA32_LBR_CTL holds */
-	/* bts */
-	bool bts_probed;              /* bts_probe ran on this CPU */
-	struct bts_caps bts_caps;
-	struct bts_state bts;
-	uint8_t *bts_mem;             /* DS page + buffer (trace_cpu_bts_area); NULL: none */
-	uint64_t bts_lin;             /* the guest-linear address of bts_mem */
-	bool bts_map_known;           /* bts_map_ok holds for bts_map_cr3/_cr0 */
-	bool bts_map_ok;              /* the guest's paging maps bts_lin.. writable at bts_lin.. */
-	uint64_t bts_map_cr3, bts_map_cr0;
-	uint64_t bts_unmapped;        /* entries of a window with BTS held off: not mapped */
-	/* pt */
-	bool pt_probed;               /* pt_caps_read ran on this CPU */
-	bool pt_busy_logged;          /* one log line for TraceEn found set in VMX root */
-	struct pt_caps pt_caps;
-	struct pt_state pt;           /* ToPA table (built once) and drain state */
-	struct byte_ring pt_ring;  /* the drained PT stream, until exported */
-	uint8_t *pt_mem;              /* trace_cpu_pt_area; NULL: none */
-	uint64_t pt_pa;               /* its physical address */
-	uint64_t pt_guest_ctl;        /* GUEST_IA32_RTIT_CTL of an open window */
-	uint64_t pt_vmcs_ctl;         /* what the field holds (0 at launch, vmx.c) */
-	uint64_t pt_drain_errors;     /* pt_drain calls that failed (logged) */
-	/*
-	 * pmi (setup.pmi): the LVT performance-counter entry delivers NMIs,
-	 * which exit (pin-based NMI exiting); trace_nmi_exit sorts ours
-	 * from the guest's.
-	 */
-	bool pmi_lvt_held;            /* the LVT holds NMI delivery for us */
-	uint8_t pmi_expect;           /* exits left in which an NMI is our PMI (a drain saw it) */
-	bool pmc_on;                  /* lbr: our counter armed for this window */
-	uint32_t pmc_idx;             /* lbr: which general-purpose counter */
-	uint32_t pmc_period;          /* lbr: branches between its overflows */
-	struct trace_pmi_stats {
-		uint64_t nmis;            /* NMI exits and root NMIs looked at */
-		uint64_t ours;            /* ... that were the backend's PMI */
-		uint64_t reflected;       /* ... given to the guest */
-		uint64_t root_claimed;    /* ours, taken in VMX root (during an exit) */
-		uint64_t lvt_retaken;     /* the LVT found changed and written again */
-	} pmi;
-	/* Requests from another CPU (trace_request), applied by this one. */
-	uint32_t req_pending;         /* TRACE_REQ_* bits, atomic */
-	uint64_t req_marker_id;       /* TRACE_REQ_MARKER: written before the bit */
-	uint8_t req_label_len;
-	char req_label[TRACE_REQ_LABEL_MAX];
-	struct trace_filter req_filter; /* TRACE_REQ_FILTER: written before the bit */
-	bool filter_set;              /* filter replaces the setup's (a request) */
-	struct trace_filter filter;   /* this CPU's filter once filter_set */
-	uint64_t req_applied;         /* requests that did what they asked */
-	uint64_t req_refused;         /* START while open, STOP while closed, ... */
-};
+/*
+ * Per traced CPU, the engine's and its backend's state take the first
+ * TRACE_CPU_STATE_BYTES of the memory given to trace_cpu_init; the record
+ * ring (a header page and ring_kb) follows.  trace_engine_needs counts it
+ * in ring_bytes.
+ */
+#define TRACE_CPU_STATE_BYTES 8192u
 
 /*
  * Requests one CPU makes of another: the receiver's CONTROL messages
@@ -196,10 +122,10 @@ struct trace_cpu {
 #define TRACE_REQ_MARKER  (1u << 2)
 #define TRACE_REQ_FILTER  (1u << 3)   /* trace_request_filter */
 
-#define TRACE_REQ_OK      0
-#define TRACE_REQ_ENOSYS  (-1)   /* this CPU does not trace (no ring, no source) */
-#define TRACE_REQ_EBUSY   (-2)   /* a marker for this CPU is still pending */
-#define TRACE_REQ_EINVAL  (-3)   /* no request bit, or an unknown one */
+#define TRACE_REQ_OK      TRACE_EOK
+#define TRACE_REQ_ENOSYS  TRACE_ENOSYS   /* this CPU does not trace (no ring, no source) */
+#define TRACE_REQ_EBUSY   TRACE_EBUSY    /* a marker for this CPU is still pending */
+#define TRACE_REQ_EINVAL  TRACE_EINVAL   /* no request bit, or an unknown one */
 
 /*
  * trace_request - ask cpu to do req (one TRACE_REQ_* bit) at its next
@@ -254,10 +180,12 @@ void trace_engine_init(const struct trace_setup *setup, gmem_read_phys_fn read_p
 const struct trace_setup *trace_engine_setup(void);
 
 /*
- * trace_cpu_init - make mem[0..bytes) the CPU's ring (boot, before the CPU
- * launches).  Returns 0 or a TRACE_ERR_* code (TRACE_ERR_TOO_SMALL, ...).
+ * trace_cpu_init - make mem[0..bytes) the CPU's trace memory (boot, before
+ * the CPU launches): its state (TRACE_CPU_STATE_BYTES), then its ring;
+ * cpu->trace points at it.  mem must be 64-byte aligned.  Returns 0 or a
+ * TRACE_ERR_* code (TRACE_ERR_INVAL, TRACE_ERR_TOO_SMALL, ...).
  */
-int trace_cpu_init(struct trace_cpu *t, void *mem, size_t bytes, uint32_t cpu_index,
+int trace_cpu_init(struct per_cpu *cpu, void *mem, size_t bytes, uint32_t cpu_index,
 		   uint32_t apic_id, enum tv_source src, enum tv_overflow policy,
 		   uint64_t tsc_hz, uint64_t now_tsc);
 
@@ -270,12 +198,13 @@ int trace_cpu_init(struct trace_cpu *t, void *mem, size_t bytes, uint32_t cpu_in
 #define TRACE_BTS_AREA_BYTES (4096u + TRACE_BTS_BUF_BYTES)
 
 /*
- * trace_cpu_bts_area - give the CPU (after trace_cpu_init) its BTS memory:
+ * trace_cpu_bts_area - give the CPU (after trace_cpu_init) its BTS memory
+ * (the backend's guest_bytes, struct trace_needs):
  * mem[0..TRACE_BTS_AREA_BYTES), page aligned, which the guest's current
  * paging maps at linear address lin (and its EPT read/write: the caller's
  * job).  Returns 0 or TRACE_ERR_INVAL (NULL, not page aligned).
  */
-int trace_cpu_bts_area(struct trace_cpu *t, void *mem, uint64_t lin);
+int trace_cpu_bts_area(struct per_cpu *cpu, void *mem, uint64_t lin);
 
 /*
  * pt: per CPU, TRACE_PT_REGIONS output regions of TRACE_PT_REGION_BYTES
@@ -294,12 +223,13 @@ int trace_cpu_bts_area(struct trace_cpu *t, void *mem, uint64_t lin);
 			       ~(TRACE_PT_REGION_BYTES - 1))
 
 /*
- * trace_cpu_pt_area - give the CPU (after trace_cpu_init) its PT memory:
+ * trace_cpu_pt_area - give the CPU (after trace_cpu_init) its PT memory
+ * (the backend's hidden_bytes, struct trace_needs):
  * mem[0..TRACE_PT_AREA_BYTES) at physical address pa, both
  * TRACE_PT_REGION_BYTES aligned, hidden from the guest.  Returns 0 or
  * TRACE_ERR_INVAL (NULL, misaligned).
  */
-int trace_cpu_pt_area(struct trace_cpu *t, void *mem, uint64_t pa);
+int trace_cpu_pt_area(struct per_cpu *cpu, void *mem, uint64_t pa);
 
 /*
  * trace_pt_take - for the exporter: up to cap bytes of the CPU's PT
@@ -309,7 +239,7 @@ int trace_cpu_pt_area(struct trace_cpu *t, void *mem, uint64_t pa);
 size_t trace_pt_take(struct per_cpu *cpu, uint8_t *buf, size_t cap, uint64_t *offset);
 
 /*
- * What the exporters (vmm/hv.c's serial exporter, net/net.c) see of a
+ * What the exporters (vmm/trace/serial_export.c, net/net.c) see of a
  * CPU's tracing, so they never reach into the engine's per-CPU state:
  *  trace_cpu_ring      - the record ring; NULL: this CPU does not trace.
  *  trace_cpu_exported  - the exporter's cursor in that ring (NULL likewise).
@@ -324,13 +254,13 @@ bool trace_cpu_active(const struct per_cpu *cpu);
 
 /*
  * trace_start / trace_stop - open or close this CPU's window (VMX root,
- * current VMCS = the CPU's).  Return TV_HC_OK, TV_HC_ENOSYS (no ring; mtf
+ * current VMCS = the CPU's).  Return TRACE_EOK, TRACE_ENOSYS (no ring; mtf
  * without the MTF control; btf/lbr without a usable legacy LBR stack or
  * without the load/save debug controls; a backend not wired in),
- * TV_HC_EBUSY (start while tracing, stop while not; btf: start while the
- * guest single-steps itself, RFLAGS.TF set); bts: TV_HC_ENOSYS also
+ * TRACE_EBUSY (start while tracing, stop while not; btf: start while the
+ * guest single-steps itself, RFLAGS.TF set); bts: TRACE_ENOSYS also
  * without BTS on the CPU, without its memory, or for a filter the
- * hardware cannot apply (a CPL filter without DS-CPL); pt: TV_HC_ENOSYS
+ * hardware cannot apply (a CPL filter without DS-CPL); pt: TRACE_ENOSYS
  * without usable PT (caps, memory, the RTIT_CTL entry and exit controls)
  * or for a filter PT cannot apply.  A stop drains the LBR stack (lbr),
  * the BTS buffer (bts) or the PT output (pt) first and logs the window's
@@ -340,14 +270,15 @@ int trace_start(struct per_cpu *cpu, enum tv_trigger why);
 int trace_stop(struct per_cpu *cpu, enum tv_trigger why);
 
 /*
- * trace_before_entry - the last thing before VMRESUME: the boot trigger,
+ * trace_before_entry - the last thing before VMRESUME (exit_reason: the
+ * basic reason of the exit just handled): requests, triggers, the boot trigger,
  * then the backend's per-exit work: mtf records the transfer since the
  * last exit; btf arms (or disarms) TF and DEBUGCTL and keeps #DB
  * intercepted; lbr drains the stack and sets DEBUGCTL.LBR; bts drains
  * the buffer and sets DEBUGCTL.TR|BTS; pt drains the output regions and
  * writes GUEST_IA32_RTIT_CTL (TraceEn only while a window is open).
  */
-void trace_before_entry(struct per_cpu *cpu);
+void trace_before_entry(struct per_cpu *cpu, uint32_t exit_reason);
 
 /*
  * The address trigger (start = TV_TRIG_ADDRESS): the 4 KiB page holding
@@ -367,20 +298,6 @@ void trace_before_entry(struct per_cpu *cpu);
 int trace_trigger_arm(struct ept *ept, struct page_pool *pool);
 bool trace_trigger_fetch(struct per_cpu *cpu, uint64_t gpa, uint64_t guest_rax);
 
-/* Exit reason 37: the work happens in trace_before_entry. */
-enum exit_action exit_monitor_trap(struct exit_ctx *ctx);
-
-/*
- * trace_owns_db - whether #DB exits of this CPU are the engine's (source
- * btf, interception on).  exit_debug_exception - one exception exit with
- * vector 1 (ctx->qualification read): a hardware #DB goes to btf_on_db
- * (a branch record, a stray step swallowed, or a #DB reflected with the
- * guest's DR6); an INT1 (privileged software exception) is re-injected
- * as it was.
- */
-bool trace_owns_db(const struct per_cpu *cpu);
-enum exit_action exit_debug_exception(struct exit_ctx *ctx);
-/* trace_nmi_exit - an NMI exit (pmi = on; see trace_engine_wants_nmi_exiting). */
-enum exit_action trace_nmi_exit(struct exit_ctx *ctx);
+/* The exit-shaped entry points (#DB, NMI, MTF exits) are in vmm/trace/cpu.h, for the hooks. */
 
 #endif /* TV_TRACE_ENGINE_H */

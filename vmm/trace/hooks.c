@@ -10,13 +10,13 @@
 
 #include "vmm/exit/exit.h"
 #include "vmm/exit/hooks.h"
+#include "vmm/trace/cpu.h"
 #include "vmm/trace/engine.h"
 #include "vmm/trace/msr_policy.h"
 
 static void hook_before_entry(struct per_cpu *cpu, uint32_t exit_reason)
 {
-	(void)exit_reason;   /* the engine still reads it (h1h2 contract, ask a) */
-	trace_before_entry(cpu);
+	trace_before_entry(cpu, exit_reason);
 }
 
 /* The guest resets the machine: close the window, which exports it. */

@@ -1,52 +1,36 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * needs.c - see needs.h.
+ * needs.c - see needs.h: what the source's backend declares
+ * (vmm/trace/backend.h), plus the engine's own per-CPU memory.
  */
 #include <string.h>
 
+#include "vmm/trace/backend.h"
 #include "vmm/trace/engine.h"
 #include "vmm/trace/needs.h"
 #include "vmm/vmx/vmx_defs.h"
 
 void trace_engine_needs(const struct trace_setup *s, struct trace_needs *n)
 {
+	const struct trace_backend *be = s ? trace_backend_of(s->source) : NULL;
+
 	memset(n, 0, sizeof(*n));
-	if (!s || s->source == TV_SOURCE_NONE)
+	if (!be)
 		return;
-	/* A header page, then ring_kb of record data (a power of two). */
-	n->ring_bytes = ((uint64_t)s->ring_kb << 10) + 4096;
-	switch (s->source) {
-	case TV_SOURCE_BTF:
-		/* arch LBR: IA32_LBR_CTL loaded on entry, cleared on exit */
-		n->entry_ctls |= ENTRY_LOAD_LBR_CTL;
-		n->exit_ctls |= EXIT_CLEAR_LBR_CTL;
-		break;
-	case TV_SOURCE_LBR:
-		n->entry_ctls |= ENTRY_LOAD_LBR_CTL;
-		n->exit_ctls |= EXIT_CLEAR_LBR_CTL;
-		if (s->pmi) {
-			/* the tracer's counter counts guest branches only */
-			n->entry_ctls |= ENTRY_LOAD_PERF_GLOBAL_CTRL;
-			n->exit_ctls |= EXIT_LOAD_PERF_GLOBAL_CTRL;
-			n->pin_ctls |= PIN_NMI_EXITING;
-		}
-		break;
-	case TV_SOURCE_BTS:
-		if (s->pmi)
-			n->pin_ctls |= PIN_NMI_EXITING;
-		n->guest_bytes = TRACE_BTS_AREA_BYTES;
-		break;
-	case TV_SOURCE_PT:
-		/* TraceEn loaded on entry, cleared on exit: PT runs in non-root only */
-		n->entry_ctls_traced |= ENTRY_LOAD_RTIT_CTL;
-		n->exit_ctls_traced |= EXIT_CLEAR_RTIT_CTL;
-		if (s->pmi)
-			n->pin_ctls |= PIN_NMI_EXITING;
-		n->drain_tick = true;
-		n->hidden_bytes = TRACE_PT_AREA_BYTES;
-		n->hidden_align = TRACE_PT_REGION_BYTES;
-		break;
-	default:
-		break;
+	/* The engine's and backend's state, a header page, then ring_kb of records. */
+	n->ring_bytes = TRACE_CPU_STATE_BYTES + 4096 + ((uint64_t)s->ring_kb << 10);
+	n->entry_ctls = be->entry_ctls;
+	n->exit_ctls = be->exit_ctls;
+	n->entry_ctls_traced = be->entry_ctls_traced;
+	n->exit_ctls_traced = be->exit_ctls_traced;
+	if (s->pmi && tv_source_takes_pmi(s->source)) {
+		/* the PMI is an NMI through the LVT: it must exit (SDM 3C 25.6.1) */
+		n->pin_ctls |= PIN_NMI_EXITING;
+		n->entry_ctls |= be->pmi_entry_ctls;
+		n->exit_ctls |= be->pmi_exit_ctls;
 	}
+	n->drain_tick = be->drain_tick;
+	n->hidden_bytes = be->hidden_bytes;
+	n->hidden_align = be->hidden_bytes ? be->hidden_align : 0;
+	n->guest_bytes = be->guest_bytes;
 }

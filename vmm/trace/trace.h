@@ -92,4 +92,28 @@ static inline bool trace_filter_cpl(const struct trace_filter *f, unsigned cpl)
 	return (f->cpl & (1u << (cpl & 3))) != 0;
 }
 
+/*
+ * The engine's error codes (trace_start, trace_stop, trace_request, the
+ * backends' open): never the guest ABI's; vmm/trace/hcall.c maps them to
+ * TV_HC_* for the hypercalls.
+ */
+#define TRACE_EOK     0
+#define TRACE_ENOSYS  (-1)   /* cannot: no ring, no usable unit, a setting it refuses */
+#define TRACE_EBUSY   (-2)   /* not now: start while open, stop while closed, ... */
+#define TRACE_EINVAL  (-3)   /* a bad argument */
+
+/* What to trace, from the configuration; the same for every CPU. */
+struct trace_setup {
+	uint8_t source;           /* enum tv_source; TV_SOURCE_NONE = no tracing */
+	uint8_t overflow;         /* enum tv_overflow */
+	uint8_t start;            /* TV_TRIG_BOOT, _HYPERCALL, _ADDRESS, _EXIT_BOOT_SERVICES or _KERNEL_ENTRY */
+	uint8_t pmi;              /* lbr/bts/pt: also drain on the PMI (NMI exits) */
+	uint32_t ring_kb;         /* per CPU */
+	uint64_t stop_after;      /* branch records per window, 0 = no limit */
+	uint64_t start_addr;      /* TV_TRIG_ADDRESS: guest-physical address */
+	struct trace_filter filter;
+	struct trace_pt_opts pt;  /* source = pt: packet options */
+	uint32_t pmi_every;       /* bts: threshold, lbr: counter period (records); 0 = default */
+};
+
 #endif /* TV_TRACE_H */

@@ -17,9 +17,10 @@
 #include <stdint.h>
 
 #include "vmm/hw/hw.h"
-#include "vmm/trace/engine.h"
 #include "vmm/vmx/vmx_caps.h"
 #include "vmm/vmx/vmx_defs.h"
+
+struct trace_cpu;
 
 /* Guest GPRs as the exit stub pushes them (order fixed: see vmx_entry.S). */
 struct guest_regs {
@@ -119,7 +120,12 @@ struct per_cpu {
 	struct hw_devirt_frame devirt;  /* filled by TV_HC_DEVIRT */
 	uint32_t nmi_pending;     /* NMIs taken in VMX root, not yet injected */
 
-	struct trace_cpu trace;   /* this CPU's ring and backend state */
+	/*
+	 * This CPU's tracing state (vmm/trace/cpu.h), opaque here: NULL when
+	 * the CPU does not trace.  Outside vmm/trace only the accessors of
+	 * vmm/trace/engine.h (trace_cpu_ring, trace_cpu_active, ...) read it.
+	 */
+	struct trace_cpu *trace;
 };
 
 /*

@@ -5,7 +5,12 @@
 #include <string.h>
 
 #include "vmm/trace/backend/btf.h"
+#include "vmm/hw/hw.h"
+#include "vmm/hw/msr.h"
+#include "vmm/lib/log.h"
 #include "vmm/lib/x86_decode.h"
+#include "vmm/trace/backend.h"
+#include "vmm/vmx/vmx_defs.h"
 
 const char *btf_strerror(int err)
 {
@@ -224,3 +229,165 @@ int btf_on_db(struct btf_state *s, struct tv_trace_ring *ring, const struct trac
 	s->stats.reflected++;
 	return 0;
 }
+
+/* --- the unit ---------------------------------------------------------------- */
+
+/* The DEBUGCTL bits btf owns (docs/TRACE-MSR-POLICY.md): never the guest's in the field. */
+#define BTF_DEBUGCTL_OWNED (DEBUGCTL_LBR | DEBUGCTL_BTF | DEBUGCTL_FREEZE_LBRS_ON_PMI)
+
+struct btf_unit *btf_unit(struct trace_bcpu *b)
+{
+	return b->priv;
+}
+
+static int btf_open(struct trace_bcpu *b, struct trace_view *v)
+{
+	struct btf_unit *u = btf_unit(b);
+	int rc;
+
+	/* The shadow btf_start checks: the guest's bits, ours stripped. */
+	btf_debugctl_write(&u->btf, trace_view_get(v, TRACE_VIEW_DEBUGCTL) & ~BTF_DEBUGCTL_OWNED);
+	rc = btf_start(&u->btf, trace_view_get(v, TRACE_VIEW_RFLAGS));
+	if (rc) {
+		log_warn("trace: cpu %u: btf window not opened: %s", b->index, btf_strerror(rc));
+		return TRACE_EBUSY;
+	}
+	memset(&u->btf.stats, 0, sizeof(u->btf.stats));
+	/*
+	 * LBR_SELECT 0: the top of the stack must be the branch that
+	 * stepped, whatever it is; btf_on_db filters in software.
+	 */
+	lbr_start(&u->lbr.lbr, &u->lbr.caps, NULL, LBR_KINDS_ALL, 0);
+	return 0;
+}
+
+static void btf_close(struct trace_bcpu *b, struct trace_view *v)
+{
+	struct btf_unit *u = btf_unit(b);
+
+	(void)v;
+	/* TF and DEBUGCTL come off before the next entry (btf_prepare_entry). */
+	btf_stop(&u->btf);
+	lbr_stop(&u->lbr.lbr);
+}
+
+/*
+ * Before every entry: TF and DEBUGCTL from btf_prepare_entry, with the
+ * guest's own DEBUGCTL bits (what the field holds without ours) as the
+ * shadow it merges.  Nothing to do while no window was ever opened and
+ * the field holds nothing of ours.  Also after a window: a TF we armed
+ * must come off.
+ */
+static uint32_t btf_prepare(struct trace_bcpu *b, struct trace_view *v)
+{
+	struct btf_unit *u = btf_unit(b);
+	uint64_t dbg = trace_view_get(v, TRACE_VIEW_DEBUGCTL);
+	struct btf_entry e;
+	uint64_t rflags, pending;
+
+	if (!u->btf.tracing && !u->btf.tf_armed && !u->btf.reflect_pending &&
+	    !(dbg & BTF_DEBUGCTL_OWNED))
+		return 0;
+	btf_debugctl_write(&u->btf, dbg & ~BTF_DEBUGCTL_OWNED);
+	memset(&e, 0, sizeof(e));
+	e.rflags = rflags = trace_view_get(v, TRACE_VIEW_RFLAGS);
+	e.pending_dbg = pending = trace_view_get(v, TRACE_VIEW_PENDING_DBG);
+	e.interruptibility = (uint32_t)trace_view_get(v, TRACE_VIEW_INTERRUPTIBILITY);
+	e.activity = (uint32_t)trace_view_get(v, TRACE_VIEW_ACTIVITY);
+	btf_prepare_entry(&u->btf, &e);
+	if (e.rflags != rflags)
+		trace_view_set(v, TRACE_VIEW_RFLAGS, e.rflags);
+	if (e.debugctl != dbg)
+		trace_view_set(v, TRACE_VIEW_DEBUGCTL, e.debugctl);
+	if (e.pending_dbg != pending)
+		trace_view_set(v, TRACE_VIEW_PENDING_DBG, e.pending_dbg);
+	if (btf_intercept_db(&u->btf) && !b->db_intercepted) {
+		/* Intercept #DB from now on (exception bitmap bit 1, SDM 3C 25.6.3). */
+		trace_view_set(v, TRACE_VIEW_EXC_BITMAP,
+			       trace_view_get(v, TRACE_VIEW_EXC_BITMAP) | (1ull << BTF_DB_VECTOR));
+		b->db_intercepted = true;
+	}
+	lbr_unit_set_ctl(b, v, u->btf.tracing);
+	return 0;
+}
+
+/*
+ * One hardware #DB exit: a branch record from the LBR top (the exit
+ * cleared DEBUGCTL, not the stack), a stray step swallowed, or a #DB
+ * reflected with the guest's DR6 (and DR7.GD cleared for BD, as delivery
+ * would).
+ */
+static uint32_t btf_db(struct trace_bcpu *b, struct trace_view *v, uint64_t qual)
+{
+	struct btf_unit *u = btf_unit(b);
+	struct btf_db in;
+	struct btf_db_result out;
+	struct trace_guest g;
+	struct gmem_ctx gm;
+	struct lbr_entry top;
+	uint64_t dropped = u->btf.stats.dropped;
+
+	trace_guest_read(&g);
+	memset(&in, 0, sizeof(in));
+	in.qual = qual;
+	in.dr6 = hw_read_dr6();   /* VMX does not switch DR6: the guest's */
+	in.rip = g.ip;
+	in.cs_base = g.cs_base;
+	in.rflags = trace_view_get(v, TRACE_VIEW_RFLAGS);
+	in.cr3 = g.cr3;
+	in.cpl = g.cpl;
+	in.mode = g.mode;
+	if (lbr_top(&u->lbr.lbr, &top)) {
+		in.lbr_valid = true;
+		in.lbr_from = top.from;
+		in.lbr_to = top.to;
+	}
+	trace_guest_mem(&gm);
+	btf_on_db(&u->btf, b->ring, b->filter, &in, trace_guest_fetch, &gm, &out);
+	if (out.recorded)
+		b->window_branches++;
+	if (out.rflags != in.rflags)
+		trace_view_set(v, TRACE_VIEW_RFLAGS, out.rflags);
+	if (out.action == BTF_REFLECT) {
+		/* Delivery would have written DR6 (and cleared DR7.GD for BD). */
+		hw_write_dr6(out.dr6);
+		if (out.clear_dr7_gd)
+			trace_view_set(v, TRACE_VIEW_DR7, trace_view_get(v, TRACE_VIEW_DR7) & ~BTF_DR7_GD);
+		v->reflect_db = true;
+	}
+	return u->btf.stats.dropped != dropped ? TRACE_DO_STOP_FULL : TRACE_DO_LIMIT;
+}
+
+static void btf_log_stop(struct trace_bcpu *b, const char *trig)
+{
+	struct btf_unit *u = btf_unit(b);
+
+	log_info("trace: cpu %u: window %llu stopped (%s): %llu branches, %llu filtered, %llu dropped, %llu undecodable, %llu from unknown, %llu #DB exits, %llu reflected, %llu stray; ring lost %llu records",
+		 b->index, (unsigned long long)b->windows, trig,
+		 (unsigned long long)b->window_branches,
+		 (unsigned long long)u->btf.stats.filtered,
+		 (unsigned long long)u->btf.stats.dropped,
+		 (unsigned long long)u->btf.stats.decode_errors,
+		 (unsigned long long)u->btf.stats.from_unknown,
+		 (unsigned long long)u->btf.stats.db_exits,
+		 (unsigned long long)u->btf.stats.reflected,
+		 (unsigned long long)u->btf.stats.stray,
+		 (unsigned long long)b->ring->lost_records);
+}
+
+const struct trace_backend trace_backend_BTF = {
+	.name = "btf",
+	.source = TV_SOURCE_BTF,
+	.events = TRACE_EV_DB,
+	.debugctl_owned = BTF_DEBUGCTL_OWNED,
+	.state_bytes = sizeof(struct btf_unit),
+	/* arch LBR: IA32_LBR_CTL loaded on entry, cleared on exit */
+	.entry_ctls = ENTRY_LOAD_LBR_CTL,
+	.exit_ctls = EXIT_CLEAR_LBR_CTL,
+	.usable = lbr_unit_usable,
+	.open = btf_open,
+	.close = btf_close,
+	.prepare = btf_prepare,
+	.on_db = btf_db,
+	.log_stop = btf_log_stop,
+};

@@ -50,6 +50,7 @@
 #include <stdint.h>
 
 #include "vmm/trace/trace.h"
+#include "vmm/trace/backend/lbr.h"
 
 #define BTF_ERR_INVAL     (-1)
 #define BTF_ERR_BUSY      (-2)
@@ -191,5 +192,21 @@ uint64_t btf_guest_dr6(uint64_t cur, uint64_t qual, bool strip_bs);
 int btf_on_db(struct btf_state *s, struct tv_trace_ring *ring, const struct trace_filter *f,
 	      const struct btf_db *in, btf_fetch_fn fetch, void *fetch_ctx,
 	      struct btf_db_result *out);
+
+/*
+ * The unit (trace_backend_BTF, vmm/trace/backend.h): RFLAGS.TF with
+ * IA32_DEBUGCTL.BTF|LBR in GUEST_IA32_DEBUGCTL, armed by
+ * btf_prepare_entry before every VM entry; #DB intercepted (exception
+ * bitmap bit 1, from the first window on, for good); each #DB exit is one
+ * TV_REC_BRANCH from the LBR top (which a VM exit does not clear) to the
+ * guest's RIP, or a #DB reflected to the guest.  Per-CPU state: the LBR
+ * unit's (first: the stack's top) and the BTF state.
+ */
+struct btf_unit {
+	struct lbr_unit lbr;      /* first: lbr_unit(b) works on it */
+	struct btf_state btf;     /* TF/BTF arming, #DB policy */
+};
+struct trace_bcpu;
+struct btf_unit *btf_unit(struct trace_bcpu *b);
 
 #endif /* TV_TRACE_BTF_H */

@@ -24,6 +24,9 @@
 
 #include "vmm/hw/hw.h"
 #include "vmm/lib/log.h"
+#include "vmm/hw/msr.h"
+#include "vmm/trace/backend.h"
+#include "vmm/trace/engine.h"
 #include "vmm/trace/ring.h"
 #include "vmm/vmx/vmx_defs.h"
 
@@ -485,3 +488,242 @@ int bts_on_pmi(struct bts_state *s, struct tv_trace_ring *ring, const struct tra
 	rc = bts_drain(s, ring, f, guest_cr3, tsc);
 	return rc < 0 ? rc : BTS_PMI_OURS;
 }
+
+/* --- the unit ---------------------------------------------------------------- */
+
+struct bts_unit *bts_unit(struct trace_bcpu *b)
+{
+	return b->priv;
+}
+
+/*
+ * BTS on this CPU, probed once (CPUID, IA32_MISC_ENABLE), its memory
+ * (trace_cpu_bts_area) and the load/save debug controls.
+ */
+static bool bts_usable(struct trace_bcpu *b)
+{
+	struct bts_unit *u = bts_unit(b);
+	bool dbg_ctls = (b->entry_ctls & ENTRY_LOAD_DEBUG_CONTROLS) &&
+			(b->exit_ctls & EXIT_SAVE_DEBUG_CONTROLS);
+
+	if (!u->probed) {
+		u->probed = true;
+		bts_probe(&u->caps);
+		if (!u->caps.supported)
+			log_err("trace: cpu %u: no usable BTS: %s", b->index,
+				u->caps.reason ? u->caps.reason : "?");
+		else
+			log_info("trace: cpu %u: BTS, 64-bit DS area%s, %u-bit linear addresses, DS at %#llx, %u-byte buffer",
+				 b->index, u->caps.ds_cpl ? ", DS-CPL" : "",
+				 u->caps.linear_bits, (unsigned long long)b->guest_lin,
+				 TRACE_BTS_BUF_BYTES);
+		if (!b->guest_mem)
+			log_err("trace: cpu %u: no BTS buffer reserved", b->index);
+		if (!dbg_ctls)
+			log_err("trace: cpu %u: the VMCS does not load and save the guest's DEBUGCTL (entry %#x, exit %#x)",
+				b->index, b->entry_ctls, b->exit_ctls);
+	}
+	return u->caps.supported && b->guest_mem && dbg_ctls;
+}
+
+/*
+ * Lay out the DS area and the buffer for a window and point IA32_DS_AREA
+ * at it (VMX root: the MSR is not switched by entries or exits, and the
+ * guest's own DS_AREA lives in vmm/trace/msr_policy.c's shadow).  Without
+ * pmi, circular mode: BTINT 0, the threshold past the end, so no DS
+ * interrupt ever reaches the guest's LVT; a wrap is found and counted by
+ * the drain.  With pmi, BTINT 1 and the threshold at pmi_every: the DS
+ * interrupt is an NMI that exits (the engine's NMI exit, bts_pmi_check).
+ * An empty buffer: nothing older than the window is recorded.
+ * 0, or TRACE_ENOSYS with the reason logged.
+ */
+static int bts_open(struct trace_bcpu *b, struct trace_view *v)
+{
+	struct bts_unit *u = bts_unit(b);
+	struct bts_mem ds, buf;
+	struct bts_setup out;
+	enum bts_mode mode = BTS_MODE_CIRCULAR;
+	uint32_t margin = 0;
+	char why[120];
+	int rc;
+
+	(void)v;
+	ds.va = b->guest_mem;
+	ds.lin = b->guest_lin;
+	ds.size = 4096;
+	buf.va = b->guest_mem + 4096;
+	buf.lin = b->guest_lin + 4096;
+	buf.size = TRACE_BTS_BUF_BYTES;
+	if (b->setup->pmi) {
+		/*
+		 * BTINT: the DS interrupt when the index reaches the threshold,
+		 * pmi_every records in (default: 7/8 of the buffer; the rest is
+		 * headroom for the PMI to arrive).
+		 */
+		uint32_t slots = TRACE_BTS_BUF_BYTES / BTS_RECORD_SIZE;
+		uint32_t every = b->setup->pmi_every ? b->setup->pmi_every : slots - slots / 8;
+
+		if (every >= slots) {
+			log_err("trace: cpu %u: bts window not opened: pmi_every = %u must be below the buffer's %u records",
+				b->index, every, slots);
+			return TRACE_ENOSYS;
+		}
+		mode = BTS_MODE_INT;
+		margin = slots - every;
+	}
+	rc = bts_area_init(&u->bts, &u->caps, b->filter, &ds, &buf, mode, margin, &out, why,
+			   sizeof(why));
+	if (rc) {
+		log_err("trace: cpu %u: bts window not opened: %s%s%s", b->index,
+			bts_strerror(rc), why[0] ? ": " : "", why);
+		return TRACE_ENOSYS;
+	}
+	hw_wrmsr(BTS_MSR_DS_AREA, out.ds_area);
+	u->map_known = false;
+	u->unmapped = 0;
+	return 0;
+}
+
+/*
+ * Does the guest's current paging map every page of the DS area and
+ * buffer at its own (identity) address, writable?  Walked again only
+ * when CR3 or CR0 changed since the last walk.  Page-table edits without
+ * a CR3 load are not seen (docs/BACKENDS-BTS.md).
+ */
+static bool bts_mapped(struct trace_bcpu *b)
+{
+	struct bts_unit *u = bts_unit(b);
+	uint64_t cr3 = trace_guest_cr3(), cr0 = trace_guest_cr0();
+	struct gmem_ctx g;
+	struct gmem_walk w;
+
+	if (u->map_known && u->map_cr3 == cr3 && u->map_cr0 == cr0)
+		return u->map_ok;
+	trace_guest_mem(&g);
+	u->map_ok = true;
+	for (uint64_t o = 0; o < TRACE_BTS_AREA_BYTES; o += 4096) {
+		uint64_t lin = b->guest_lin + o;
+
+		if (gmem_walk(&g, lin, &w) || w.gpa != lin ||
+		    (w.leaf && !(w.leaf & 2u /* R/W */))) {
+			u->map_ok = false;
+			break;
+		}
+	}
+	u->map_known = true;
+	u->map_cr3 = cr3;
+	u->map_cr0 = cr0;
+	return u->map_ok;
+}
+
+/* Before every entry: TR|BTS while a window is open (and mapped), else off. */
+static uint32_t bts_prepare(struct trace_bcpu *b, struct trace_view *v)
+{
+	struct bts_unit *u = bts_unit(b);
+	uint64_t dbg = trace_view_get(v, TRACE_VIEW_DEBUGCTL);
+	bool on = b->active && bts_mapped(b);
+	uint64_t want = bts_guest_debugctl(&u->bts, dbg & ~BTS_DEBUGCTL_MASK, on);
+	static const char note[] = "bts: buffer not mapped writable at its address in the guest's paging: BTS off until it is (branches lost)";
+
+	if (b->active && !on) {
+		/* One note per stretch of unmapped entries. */
+		if (!u->unmapped++ || (dbg & BTS_DEBUGCTL_BTS))
+			trace_append_log(b->ring, hw_rdtsc(), LOG_WARN, note, sizeof(note) - 1);
+	}
+	if (want != dbg)
+		trace_view_set(v, TRACE_VIEW_DEBUGCTL, want);
+	return 0;
+}
+
+/*
+ * Move what the hardware stored since the last drain into the ring (with
+ * the guest stopped: DEBUGCTL is 0 in VMX root).  Returns true when the
+ * ring refused records (the window closes, TV_TRIG_FULL).
+ */
+static bool bts_drain_now(struct trace_bcpu *b)
+{
+	struct bts_unit *u = bts_unit(b);
+	uint64_t dropped = u->bts.stats.dropped;
+	int n = bts_drain(&u->bts, b->ring, b->filter, trace_guest_cr3(), hw_rdtsc());
+
+	if (n > 0)
+		b->window_branches += (uint64_t)n;
+	return u->bts.stats.dropped != dropped;
+}
+
+static void bts_close(struct trace_bcpu *b, struct trace_view *v)
+{
+	/* The branches since the last exit, before the STOP record. */
+	bts_drain_now(b);
+	bts_prepare(b, v);   /* off now, whoever stopped the window */
+}
+
+/*
+ * The same read points as lbr; with pmi also the DS interrupt (the NMI
+ * exit).  An index at the threshold here means that interrupt is on its
+ * way or was taken in VMX root.
+ */
+static uint32_t bts_exit_drain(struct trace_bcpu *b, struct trace_view *v)
+{
+	struct bts_unit *u = bts_unit(b);
+	uint32_t r = 0;
+
+	(void)v;
+	if (u->bts.ready && u->bts.mode == BTS_MODE_INT &&
+	    __atomic_load_n(&u->bts.ds->bts_index, __ATOMIC_RELAXED) >= u->bts.threshold)
+		r |= TRACE_DO_PMI_SEEN;
+	return r | (bts_drain_now(b) ? TRACE_DO_STOP_FULL : TRACE_DO_LIMIT);
+}
+
+static uint32_t bts_pmi_check(struct trace_bcpu *b, struct trace_view *v, uint64_t *guest)
+{
+	struct bts_unit *u = bts_unit(b);
+	uint64_t rec = u->bts.stats.recorded, dropped = u->bts.stats.dropped;
+	int rc = bts_on_pmi(&u->bts, b->ring, b->filter, trace_guest_cr3(), hw_rdtsc());
+	uint32_t r = 0;
+
+	(void)v;
+	/* A drain error (corrupt DS fields) was still our PMI: counted, noted. */
+	if (rc == BTS_PMI_OURS || (rc < 0 && rc != BTS_ERR_INVAL))
+		r |= TRACE_DO_PMI_OURS;
+	b->window_branches += u->bts.stats.recorded - rec;
+	if (u->bts.stats.dropped != dropped)
+		r |= TRACE_DO_STOP_FULL;
+	/* bts_on_pmi cleared OvfBuffer; what is left is the guest's */
+	if (u->caps.pmu_version >= 2)
+		*guest = hw_rdmsr(MSR_IA32_PERF_GLOBAL_STATUS) & TRACE_PMI_GUEST_STATUS;
+	return r;
+}
+
+static void bts_log_stop(struct trace_bcpu *b, const char *trig)
+{
+	struct bts_unit *u = bts_unit(b);
+
+	log_info("trace: cpu %u: window %llu stopped (%s): %llu branches, %llu filtered, %llu dropped, %llu drains, %llu wraps (at least %llu branches lost), %llu bad, %llu corrupt, %llu entries unmapped; ring lost %llu records",
+		 b->index, (unsigned long long)b->windows, trig,
+		 (unsigned long long)b->window_branches,
+		 (unsigned long long)(u->bts.stats.filtered + u->bts.stats.filtered_cr3),
+		 (unsigned long long)u->bts.stats.dropped,
+		 (unsigned long long)u->bts.stats.drains,
+		 (unsigned long long)u->bts.stats.wraps,
+		 (unsigned long long)u->bts.stats.lost_min,
+		 (unsigned long long)u->bts.stats.bad,
+		 (unsigned long long)u->bts.stats.corrupt,
+		 (unsigned long long)u->unmapped,
+		 (unsigned long long)b->ring->lost_records);
+}
+
+const struct trace_backend trace_backend_BTS = {
+	.name = "bts",
+	.source = TV_SOURCE_BTS,
+	.debugctl_owned = BTS_DEBUGCTL_MASK,
+	.state_bytes = sizeof(struct bts_unit),
+	.guest_bytes = TRACE_BTS_AREA_BYTES,
+	.usable = bts_usable,
+	.open = bts_open,
+	.close = bts_close,
+	.drain = bts_exit_drain,
+	.prepare = bts_prepare,
+	.pmi_check = bts_pmi_check,
+	.log_stop = bts_log_stop,
+};

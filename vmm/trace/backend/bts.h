@@ -373,4 +373,29 @@ int bts_drain(struct bts_state *s, struct tv_trace_ring *ring, const struct trac
 int bts_on_pmi(struct bts_state *s, struct tv_trace_ring *ring, const struct trace_filter *f,
 	       uint64_t guest_cr3, uint64_t tsc);
 
+/*
+ * The unit (trace_backend_BTS, vmm/trace/backend.h; docs/BACKENDS-BTS.md):
+ * each CPU has a DS save area page and a TRACE_BTS_BUF_BYTES buffer in
+ * reserved memory the guest's EPT maps read/write (the backend's
+ * guest_bytes: trace_cpu_bts_area).  A window lays them out
+ * (bts_area_init; circular mode, or BTINT at pmi_every with pmi), writes
+ * IA32_DS_AREA in VMX root and puts TR|BTS (BTS_OFF_OS/USR from the
+ * filter's CPLs) in GUEST_IA32_DEBUGCTL while the guest's paging maps the
+ * area writable at its own address (walked again when CR3 or CR0
+ * changed; otherwise BTS stays off for that entry, noted and counted).
+ * The buffer is drained (bts_drain) at every exit of the window and at
+ * its stop.
+ */
+struct bts_unit {
+	bool probed;              /* bts_probe ran on this CPU */
+	struct bts_caps caps;
+	struct bts_state bts;
+	bool map_known;           /* map_ok holds for map_cr3/_cr0 */
+	bool map_ok;              /* the guest's paging maps the area writable at its address */
+	uint64_t map_cr3, map_cr0;
+	uint64_t unmapped;        /* entries of a window with BTS held off: not mapped */
+};
+struct trace_bcpu;
+struct bts_unit *bts_unit(struct trace_bcpu *b);
+
 #endif /* TV_TRACE_BTS_H */

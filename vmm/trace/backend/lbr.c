@@ -6,6 +6,9 @@
 #include <string.h>
 
 #include "vmm/hw/hw.h"
+#include "vmm/hw/msr.h"
+#include "vmm/lib/log.h"
+#include "vmm/trace/backend.h"
 #include "vmm/trace/backend/lbr.h"
 #include "vmm/vmx/vmx_defs.h"
 
@@ -545,3 +548,211 @@ bool lbr_msr_owned(const struct lbr_caps *c, uint32_t msr)
 	       (c->format != LBR_FMT_32 && in_range(msr, c->to_0, c->depth)) ||
 	       (c->has_info && in_range(msr, c->info_0, c->depth));
 }
+
+/* --- the unit ---------------------------------------------------------------- */
+
+#define LBR_DEBUGCTL_OWNED (DEBUGCTL_LBR | DEBUGCTL_FREEZE_LBRS_ON_PMI)
+
+struct lbr_unit *lbr_unit(struct trace_bcpu *b)
+{
+	return b->priv;
+}
+
+/*
+ * The LBR stack of this CPU, probed once (in VMX root: CPUID and
+ * IA32_PERF_CAPABILITIES), and the VMX controls that switch the guest's
+ * DEBUGCTL (SDM 3C 27.3.1, 28.3.1): without "load debug controls" the
+ * guest would run with the host's DEBUGCTL (0), without "save debug
+ * controls" its own writes would be lost at the next exit.  Arch LBR also
+ * needs IA32_LBR_CTL loaded on entry and cleared on exit.
+ */
+bool lbr_unit_usable(struct trace_bcpu *b)
+{
+	struct lbr_unit *u = lbr_unit(b);
+	bool arch_ctls = (b->entry_ctls & ENTRY_LOAD_LBR_CTL) && (b->exit_ctls & EXIT_CLEAR_LBR_CTL);
+	bool dbg_ctls = (b->entry_ctls & ENTRY_LOAD_DEBUG_CONTROLS) &&
+			(b->exit_ctls & EXIT_SAVE_DEBUG_CONTROLS);
+
+	if (!u->probed) {
+		const char *src = tv_source_name(b->setup->source);
+
+		u->probed = true;
+		lbr_probe(&u->caps);
+		if (!u->caps.supported)
+			log_err("trace: cpu %u: no usable LBR stack: %s", b->index,
+				u->caps.reason ? u->caps.reason : "?");
+		else if (u->caps.arch && !arch_ctls)
+			log_err("trace: cpu %u: architectural LBR, %u deep, but the VMCS does not load and clear IA32_LBR_CTL (entry %#x, exit %#x): %s refused",
+				b->index, u->caps.depth, b->entry_ctls, b->exit_ctls,
+				src ? src : "?");
+		else if (u->caps.arch)
+			log_info("trace: cpu %u: architectural LBR, %u deep%s%s%s%s", b->index,
+				 u->caps.depth, u->caps.cpl_filter ? ", CPL filter" : "",
+				 u->caps.branch_filter ? ", branch filter" : "",
+				 u->caps.mispred ? ", mispredict" : "",
+				 u->caps.branch_type ? ", branch type" : "");
+		else
+			log_info("trace: cpu %u: LBR %s, format %u, %u deep", b->index,
+				 u->caps.name ? u->caps.name : "?", u->caps.format, u->caps.depth);
+		if (!dbg_ctls)
+			log_err("trace: cpu %u: the VMCS does not load and save the guest's DEBUGCTL (entry %#x, exit %#x)",
+				b->index, b->entry_ctls, b->exit_ctls);
+	}
+	return u->caps.supported && (!u->caps.arch || arch_ctls) && dbg_ctls;
+}
+
+/*
+ * Architectural LBR: GUEST_IA32_LBR_CTL holds the window's IA32_LBR_CTL
+ * (LBREn, the filter) while `on`, else 0; the exit clears the MSR, so
+ * VMX root is never recorded.  Written only when it changes (the guest's
+ * own LBR_CTL writes are shadowed, vmm/trace/msr_policy.c).
+ */
+void lbr_unit_set_ctl(struct trace_bcpu *b, struct trace_view *v, bool on)
+{
+	struct lbr_unit *u = lbr_unit(b);
+	uint64_t want = on ? u->lbr.ctl : 0;
+
+	if (!u->caps.arch || !(b->entry_ctls & ENTRY_LOAD_LBR_CTL))
+		return;
+	if (want != u->vmcs_ctl) {
+		trace_view_set(v, TRACE_VIEW_LBR_CTL, want);
+		u->vmcs_ctl = want;
+	}
+}
+
+/*
+ * Move what the stack holds into the ring.  Returns true when the ring
+ * refused records (the window closes, TV_TRIG_FULL).
+ */
+static bool lbr_unit_drain(struct trace_bcpu *b)
+{
+	struct lbr_unit *u = lbr_unit(b);
+	uint64_t dropped = u->lbr.stats.dropped;
+	int n = lbr_read(&u->lbr, b->ring, b->filter);
+
+	if (n > 0)
+		b->window_branches += (uint64_t)n;
+	return u->lbr.stats.dropped != dropped;
+}
+
+/*
+ * The counter overflowed (the PMI's NMI exit, or found at another exit):
+ * read the frozen stack, unfreeze, acknowledge, reload the counter.
+ * *other receives the guest's status bits.  TRACE_DO_PMI_OURS when it
+ * was ours, TRACE_DO_STOP_FULL when the ring refused records.
+ */
+static uint32_t lbr_pmi_now(struct trace_bcpu *b, struct trace_view *v, uint64_t *other)
+{
+	struct lbr_unit *u = lbr_unit(b);
+	uint64_t dbg = trace_view_get(v, TRACE_VIEW_DEBUGCTL), d = dbg;
+	uint64_t rec = u->lbr.stats.recorded, dropped = u->lbr.stats.dropped;
+	uint64_t st = hw_rdmsr(MSR_IA32_PERF_GLOBAL_STATUS);
+	int rc = lbr_pmi(&u->lbr, b->ring, b->filter, &d);
+	uint32_t r = 0;
+
+	*other = st & TRACE_PMI_GUEST_STATUS & ~(1ull << b->pmc_idx);
+	b->window_branches += u->lbr.stats.recorded - rec;
+	if (u->lbr.stats.dropped != dropped)
+		r |= TRACE_DO_STOP_FULL;
+	if (d != dbg)
+		trace_view_set(v, TRACE_VIEW_DEBUGCTL, d);
+	if (rc != LBR_PMI_OURS)
+		return r;
+	trace_pmc_reload(b);
+	return r | TRACE_DO_PMI_OURS;
+}
+
+static int lbr_open(struct trace_bcpu *b, struct trace_view *v)
+{
+	struct lbr_unit *u = lbr_unit(b);
+
+	if (b->setup->pmi && trace_pmc_arm(b, v, u->caps.depth))
+		return TRACE_ENOSYS;
+	/* Empties the stack: nothing older than the window is recorded. */
+	lbr_start(&u->lbr, &u->caps, b->filter, LBR_KINDS_ALL,
+		  b->pmc_on ? 1ull << b->pmc_idx : 0);
+	return 0;
+}
+
+static void lbr_close(struct trace_bcpu *b, struct trace_view *v)
+{
+	struct lbr_unit *u = lbr_unit(b);
+
+	/* The branches since the last exit, before the STOP record. */
+	lbr_unit_drain(b);
+	lbr_stop(&u->lbr);
+	trace_pmc_disarm(b, v);
+}
+
+/*
+ * Every exit of a window drains: without a PMI these are the only read
+ * points (the exit cleared DEBUGCTL, the stack is as the guest left it).
+ */
+static uint32_t lbr_exit_drain(struct trace_bcpu *b, struct trace_view *v)
+{
+	if (b->pmc_on &&
+	    (hw_rdmsr(MSR_IA32_PERF_GLOBAL_STATUS) & ((1ull << b->pmc_idx) | LBR_GLOBAL_STATUS_LBR_FRZ))) {
+		/* overflowed before this exit: its PMI is on the way or was taken in root */
+		uint64_t other;
+		uint32_t r = lbr_pmi_now(b, v, &other);
+
+		return (r & TRACE_DO_STOP_FULL) | ((r & TRACE_DO_PMI_OURS) ? TRACE_DO_PMI_SEEN : 0);
+	}
+	return lbr_unit_drain(b) ? TRACE_DO_STOP_FULL : TRACE_DO_LIMIT;
+}
+
+/* Before every entry: DEBUGCTL.LBR while a window is open, else off. */
+static uint32_t lbr_prepare(struct trace_bcpu *b, struct trace_view *v)
+{
+	struct lbr_unit *u = lbr_unit(b);
+	uint64_t dbg = trace_view_get(v, TRACE_VIEW_DEBUGCTL);
+	uint64_t want = dbg & ~LBR_DEBUGCTL_OWNED;
+
+	if (b->active)
+		want = lbr_guest_debugctl(&u->lbr, want);
+	if (want != dbg)
+		trace_view_set(v, TRACE_VIEW_DEBUGCTL, want);
+	lbr_unit_set_ctl(b, v, b->active);
+	return 0;
+}
+
+static uint32_t lbr_pmi_check(struct trace_bcpu *b, struct trace_view *v, uint64_t *guest)
+{
+	if (!b->pmc_on)
+		return 0;
+	return lbr_pmi_now(b, v, guest);
+}
+
+static void lbr_log_stop(struct trace_bcpu *b, const char *trig)
+{
+	struct lbr_unit *u = lbr_unit(b);
+
+	log_info("trace: cpu %u: window %llu stopped (%s): %llu branches, %llu filtered, %llu dropped, %llu reads, %llu full reads (older branches lost); ring lost %llu records",
+		 b->index, (unsigned long long)b->windows, trig,
+		 (unsigned long long)b->window_branches,
+		 (unsigned long long)u->lbr.stats.filtered,
+		 (unsigned long long)u->lbr.stats.dropped,
+		 (unsigned long long)u->lbr.stats.reads,
+		 (unsigned long long)u->lbr.stats.full_reads,
+		 (unsigned long long)b->ring->lost_records);
+}
+
+const struct trace_backend trace_backend_LBR = {
+	.name = "lbr",
+	.source = TV_SOURCE_LBR,
+	.debugctl_owned = LBR_DEBUGCTL_OWNED,
+	.state_bytes = sizeof(struct lbr_unit),
+	/* arch LBR: IA32_LBR_CTL loaded on entry, cleared on exit */
+	.entry_ctls = ENTRY_LOAD_LBR_CTL,
+	.exit_ctls = EXIT_CLEAR_LBR_CTL,
+	/* the counter counts guest branches only */
+	.pmi_entry_ctls = ENTRY_LOAD_PERF_GLOBAL_CTRL,
+	.pmi_exit_ctls = EXIT_LOAD_PERF_GLOBAL_CTRL,
+	.usable = lbr_unit_usable,
+	.open = lbr_open,
+	.close = lbr_close,
+	.drain = lbr_exit_drain,
+	.prepare = lbr_prepare,
+	.pmi_check = lbr_pmi_check,
+	.log_stop = lbr_log_stop,
+};

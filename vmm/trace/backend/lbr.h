@@ -346,4 +346,28 @@ int lbr_pmi(struct lbr_state *s, struct tv_trace_ring *ring, const struct trace_
  */
 bool lbr_msr_owned(const struct lbr_caps *caps, uint32_t msr);
 
+/*
+ * The unit (trace_backend_LBR, vmm/trace/backend.h), legacy or
+ * architectural LBRs: DEBUGCTL.LBR in GUEST_IA32_DEBUGCTL (arch: the
+ * filter in GUEST_IA32_LBR_CTL) while a window is open; the stack is
+ * drained (lbr_read, TV_REC_LBR) at every exit of the window and at its
+ * stop; with pmi the engine's counter (trace_pmc_arm) overflows before
+ * the stack could, and its PMI (FREEZE_LBRS_ON_PMI) drains it.  btf
+ * (vmm/trace/backend/btf.h) uses the same state for the stack's top.
+ */
+struct trace_bcpu;
+struct trace_view;
+struct lbr_unit {
+	bool probed;              /* lbr_probe ran on this CPU */
+	struct lbr_caps caps;
+	struct lbr_state lbr;     /* lbr: the drains; btf: the stack's top */
+	uint64_t vmcs_ctl;        /* arch LBR: what GUEST_IA32_LBR_CTL holds */
+};
+/* The unit's state (lbr and btf keep it first in their per-CPU state). */
+struct lbr_unit *lbr_unit(struct trace_bcpu *b);
+/* The stack and the VMX controls it needs, probed once; the reason logged. */
+bool lbr_unit_usable(struct trace_bcpu *b);
+/* Arch LBR: GUEST_IA32_LBR_CTL = the window's IA32_LBR_CTL while on, else 0. */
+void lbr_unit_set_ctl(struct trace_bcpu *b, struct trace_view *v, bool on);
+
 #endif /* TV_TRACE_LBR_H */

@@ -5,7 +5,10 @@
 #include <string.h>
 
 #include "vmm/trace/backend/mtf.h"
+#include "vmm/lib/log.h"
 #include "vmm/lib/x86_decode.h"
+#include "vmm/trace/backend.h"
+#include "vmm/vmx/vmx_defs.h"
 
 void mtf_reset(struct mtf_state *s)
 {
@@ -136,3 +139,83 @@ int mtf_observe(struct mtf_state *s, struct tv_trace_ring *ring,
 		remember(s, g, fetch, fetch_ctx);
 	return rc;
 }
+
+/* --- the unit ---------------------------------------------------------------- */
+
+struct mtf_state *mtf_unit(struct trace_bcpu *b)
+{
+	return b->priv;
+}
+
+static bool mtf_usable(struct trace_bcpu *b)
+{
+	return (b->proc_allowed1 & CPU_MONITOR_TRAP_FLAG) != 0;
+}
+
+static int mtf_open(struct trace_bcpu *b, struct trace_view *v)
+{
+	mtf_reset(mtf_unit(b));
+	trace_view_set(v, TRACE_VIEW_MTF, 1);
+	return 0;
+}
+
+static void mtf_close(struct trace_bcpu *b, struct trace_view *v)
+{
+	(void)b;
+	trace_view_set(v, TRACE_VIEW_MTF, 0);
+}
+
+/* Every exit of a window: record the transfer since the last one. */
+static uint32_t mtf_drain(struct trace_bcpu *b, struct trace_view *v)
+{
+	struct mtf_state *s = mtf_unit(b);
+	struct trace_guest tg;
+	struct mtf_guest mg;
+	struct gmem_ctx g;
+	int rc;
+
+	(void)v;
+	/* A CPU waiting for SIPI runs nothing: its next IP is the SIPI vector. */
+	if (b->waiting_sipi) {
+		mtf_reset(s);
+		return 0;
+	}
+	trace_guest_read(&tg);
+	mg.ip = tg.ip;
+	mg.cs_base = tg.cs_base;
+	mg.cr3 = tg.cr3;
+	mg.mode = tg.mode;
+	mg.cpl = tg.cpl;
+	mg.tsc = tg.tsc;
+	trace_guest_mem(&g);
+	rc = mtf_observe(s, b->ring, b->filter, &mg, trace_guest_fetch, &g);
+	if (rc == 1)
+		b->window_branches++;
+	return rc == TRACE_ERR_FULL ? TRACE_DO_STOP_FULL : TRACE_DO_LIMIT;
+}
+
+static void mtf_log_stop(struct trace_bcpu *b, const char *trig)
+{
+	struct mtf_state *s = mtf_unit(b);
+
+	log_info("trace: cpu %u: window %llu stopped (%s): %llu branches, %llu events, %llu filtered, %llu dropped, %llu undecodable, %llu steps; ring lost %llu records",
+		 b->index, (unsigned long long)b->windows, trig,
+		 (unsigned long long)b->window_branches, (unsigned long long)s->stats.events,
+		 (unsigned long long)s->stats.filtered,
+		 (unsigned long long)s->stats.dropped,
+		 (unsigned long long)s->stats.decode_errors,
+		 (unsigned long long)s->stats.observations,
+		 (unsigned long long)b->ring->lost_records);
+}
+
+const struct trace_backend trace_backend_MTF = {
+	.name = "mtf",
+	.source = TV_SOURCE_MTF,
+	.events = TRACE_EV_MTF,
+	.state_bytes = sizeof(struct mtf_state),
+	.usable = mtf_usable,
+	.open = mtf_open,
+	.close = mtf_close,
+	.drain = mtf_drain,
+	.log_stop = mtf_log_stop,
+};

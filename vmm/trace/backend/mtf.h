@@ -105,4 +105,13 @@ int mtf_observe(struct mtf_state *s, struct tv_trace_ring *ring,
 		const struct trace_filter *filter, const struct mtf_guest *g,
 		mtf_fetch_fn fetch, void *fetch_ctx);
 
+/*
+ * The unit (trace_backend_MTF, vmm/trace/backend.h): the monitor trap
+ * flag on while a window is open; every exit of the window is one
+ * observed instruction (its drain).  Its per-CPU state is a struct
+ * mtf_state (mtf_unit).
+ */
+struct trace_bcpu;
+struct mtf_state *mtf_unit(struct trace_bcpu *b);
+
 #endif /* TV_TRACE_MTF_H */

@@ -64,6 +64,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "vmm/lib/byte_ring.h"
 #include "vmm/trace/trace.h"
 
 #define PT_ERR_INVAL        (-1)
@@ -446,5 +447,34 @@ int pt_drain(struct pt_state *s, const struct pt_sink *sink,
  */
 int pt_on_pmi(struct pt_state *s, const struct pt_sink *sink,
 	      struct tv_trace_ring *ring, uint64_t tsc, uint64_t *other_status);
+
+/*
+ * The unit (trace_backend_PT, vmm/trace/backend.h; docs/BACKENDS-PT.md):
+ * each CPU has TRACE_PT_AREA_BYTES of reserved memory the guest never
+ * sees (the backend's hidden_bytes: trace_cpu_pt_area; PT writes
+ * host-physical addresses, not through EPT): the ToPA output regions, the
+ * table, and a byte ring the drains fill.  The table is built once (STOP
+ * on the last region; with pmi the ToPA PMI on the one before); each
+ * window arms the RTIT MSRs in VMX root (pt_arm: PacketByteCnt 0, so it
+ * opens with a PSB+) and puts ctl|TraceEn in GUEST_IA32_RTIT_CTL, which
+ * "load IA32_RTIT_CTL" puts in force at every VM entry and "clear
+ * IA32_RTIT_CTL" takes away at every exit: the hypervisor never traces
+ * itself.  Every exit of the window drains the regions into the byte ring
+ * (pt_drain; TV_REC_PT_SYNC records tie the stream to the record ring);
+ * the exporter takes the bytes with trace_pt_take.  stop_after does not
+ * apply: windows end by hypercall, request or a full byte ring.
+ */
+struct pt_unit {
+	bool probed;              /* pt_caps_read ran on this CPU */
+	bool busy_logged;         /* one log line for TraceEn found set in VMX root */
+	struct pt_caps caps;
+	struct pt_state pt;       /* ToPA table (built once) and drain state */
+	struct byte_ring ring;    /* the drained PT stream, until exported */
+	uint64_t guest_ctl;       /* GUEST_IA32_RTIT_CTL of an open window */
+	uint64_t vmcs_ctl;        /* what the field holds (0 at launch) */
+	uint64_t drain_errors;    /* pt_drain calls that failed (logged) */
+};
+struct trace_bcpu;
+struct pt_unit *pt_unit(struct trace_bcpu *b);
 
 #endif /* TV_TRACE_PT_H */

@@ -24,6 +24,7 @@
 #include "vmm/vmx/mtrr.h"
 #include "vmm/lib/page_pool.h"
 #include "vmm/exit/hypercall.h"
+#include "vmm/trace/cpu.h"
 #include "vmm/trace/engine.h"
 #include "vmm/vmx/vmx_caps.h"
 
@@ -226,7 +227,7 @@ static void test_stale_tlb_on_mapped_page_resumes(void **state)
 /* --- the tracer's address trigger (vmm/trace/engine.c) ------------------- */
 
 #define TRIGGER 0x1000040ull
-static uint64_t trig_ring[(4096 + 8192) / 8];
+static uint64_t trig_ring[(TRACE_CPU_STATE_BYTES + 4096 + 8192) / 8] __attribute__((aligned(64)));
 
 /* source = mtf with trigger start (at addr), guest memory through reader. */
 static void arm_start(uint8_t start, uint64_t addr, gmem_read_phys_fn reader)
@@ -241,7 +242,7 @@ static void arm_start(uint8_t start, uint64_t addr, gmem_read_phys_fn reader)
 	trace_filter_all(&ts.filter);
 	trace_engine_init(&ts, reader, NULL, NULL);
 	cpu.caps.proc = (uint64_t)CPU_MONITOR_TRAP_FLAG << 32;
-	assert_int_equal(trace_cpu_init(&cpu.trace, trig_ring, sizeof(trig_ring), 0, 0,
+	assert_int_equal(trace_cpu_init(&cpu, trig_ring, sizeof(trig_ring), 0, 0,
 					TV_SOURCE_MTF, TV_OVERFLOW_STOP, 0, 0), 0);
 	assert_int_equal(trace_trigger_arm(&ept, &pool), 0);
 }
@@ -270,14 +271,14 @@ static void test_address_trigger(void **state)
 	/* Another instruction of the page: stepped with execute allowed. */
 	assert_int_equal(violation(TRIGGER + 0x100, 1u << 2), EXIT_RESUME);
 	assert_int_equal(rights(TRIGGER), EPT_RWX);
-	assert_true(cpu.trace.trigger_step);
+	assert_true(cpu.trace->trigger_step);
 	assert_true(hw_fake_vmcs_get(VMCS_PROC_BASED_CTLS) & CPU_MONITOR_TRAP_FLAG);
-	assert_false(cpu.trace.active);
-	trace_before_entry(&cpu);            /* same exit: still stepping */
-	assert_true(cpu.trace.trigger_step);
+	assert_false(cpu.trace->b.active);
+	trace_before_entry(&cpu, (uint32_t)vmcs_get(VMCS_EXIT_REASON));            /* same exit: still stepping */
+	assert_true(cpu.trace->trigger_step);
 	hw_fake_vmcs_set(VMCS_EXIT_REASON, EXIT_REASON_MONITOR_TRAP_FLAG);
-	trace_before_entry(&cpu);            /* one instruction later */
-	assert_false(cpu.trace.trigger_step);
+	trace_before_entry(&cpu, (uint32_t)vmcs_get(VMCS_EXIT_REASON));            /* one instruction later */
+	assert_false(cpu.trace->trigger_step);
 	assert_false(hw_fake_vmcs_get(VMCS_PROC_BASED_CTLS) & CPU_MONITOR_TRAP_FLAG);
 	assert_int_equal(rights(TRIGGER), EPT_R | EPT_W);
 
@@ -287,13 +288,13 @@ static void test_address_trigger(void **state)
 	/* The address itself: the window opens, execute comes back for good. */
 	hw_fake_vmcs_set(VMCS_GUEST_CS_BASE, 0);
 	assert_int_equal(violation(TRIGGER, 1u << 2), EXIT_RESUME);
-	assert_true(cpu.trace.active);
+	assert_true(cpu.trace->b.active);
 	assert_int_equal(rights(TRIGGER), EPT_RWX);
 	assert_true(hw_fake_vmcs_get(VMCS_PROC_BASED_CTLS) & CPU_MONITOR_TRAP_FLAG);
 	/* A stale TLB entry elsewhere faults once more: flushed, resumed. */
 	assert_int_equal(violation(TRIGGER + 8, 1u << 2), EXIT_RESUME);
 	assert_int_equal(rights(TRIGGER), EPT_RWX);
-	assert_int_equal(cpu.trace.windows, 1);
+	assert_int_equal(cpu.trace->b.windows, 1);
 	assert_int_equal(trace_stop(&cpu, TV_TRIG_HYPERCALL), TV_HC_OK);
 }
 
@@ -382,12 +383,12 @@ static void test_kernel_entry_trigger(void **state)
 	assert_int_equal(rights(KE_RET), EPT_R | EPT_W);
 	assert_int_equal(rights(KE_RET + 0x1000), EPT_RWX);
 	assert_non_null(strstr(logbuf, "kernel_entry: the OS loader's image is 0x2000000-0x21fffff, ExitBootServices returns to 0x2001234"));
-	assert_false(cpu.trace.active);
+	assert_false(cpu.trace->b.active);
 
 	/* ExitBootServices fails (a stale map key): no stepping, armed again by the next call */
 	regs.rax = 0x8000000000000002ull;                        /* EFI_INVALID_PARAMETER */
 	assert_int_equal(violation(KE_RET, 1u << 2), EXIT_RESUME);
-	assert_false(cpu.trace.kentry_step);
+	assert_false(cpu.trace->kentry_step);
 	assert_int_equal(rights(KE_RET), EPT_RWX);
 	assert_non_null(strstr(logbuf, "ExitBootServices returned 0x8000000000000002 (failed): waiting for the next call"));
 	ke_event();
@@ -397,20 +398,20 @@ static void test_kernel_entry_trigger(void **state)
 	/* ExitBootServices returns EFI_SUCCESS: stepping, execute back */
 	regs.rax = 0;
 	assert_int_equal(violation(KE_RET, 1u << 2), EXIT_RESUME);
-	assert_true(cpu.trace.kentry_step);
+	assert_true(cpu.trace->kentry_step);
 	assert_int_equal(rights(KE_RET), EPT_RWX);
 	assert_true(hw_fake_vmcs_get(VMCS_PROC_BASED_CTLS) & CPU_MONITOR_TRAP_FLAG);
-	trace_before_entry(&cpu);                                /* the violation's own exit */
-	assert_true(cpu.trace.kentry_step);
+	trace_before_entry(&cpu, (uint32_t)vmcs_get(VMCS_EXIT_REASON));                                /* the violation's own exit */
+	assert_true(cpu.trace->kentry_step);
 	hw_fake_vmcs_set(VMCS_EXIT_REASON, EXIT_REASON_MONITOR_TRAP_FLAG);
 	hw_fake_vmcs_set(VMCS_GUEST_RIP, KE_RET + 5);
-	trace_before_entry(&cpu);                                /* still in the loader */
-	assert_true(cpu.trace.kentry_step);
-	assert_false(cpu.trace.active);
+	trace_before_entry(&cpu, (uint32_t)vmcs_get(VMCS_EXIT_REASON));                                /* still in the loader */
+	assert_true(cpu.trace->kentry_step);
+	assert_false(cpu.trace->b.active);
 	hw_fake_vmcs_set(VMCS_GUEST_RIP, KE_ENTRY);
-	trace_before_entry(&cpu);                                /* left it: the entry */
-	assert_false(cpu.trace.kentry_step);
-	assert_true(cpu.trace.active);
+	trace_before_entry(&cpu, (uint32_t)vmcs_get(VMCS_EXIT_REASON));                                /* left it: the entry */
+	assert_false(cpu.trace->kentry_step);
+	assert_true(cpu.trace->b.active);
 	assert_non_null(strstr(logbuf, "kernel_entry: left the loader's image at 0x1000200 after 1 steps"));
 	assert_non_null(strstr(logbuf, "window 1 started (kernel-entry) at 0x1000200"));
 	assert_true(hw_fake_vmcs_get(VMCS_PROC_BASED_CTLS) & CPU_MONITOR_TRAP_FLAG);  /* the mtf window */

@@ -181,16 +181,16 @@ static void test_drain_tick_only_in_a_window(void **state)
 	cpus[1].poll_period_tsc = 0;
 	cpus[1].drain_period_tsc = 5000;
 	cpus[1].next_drain_tsc = 3000;
-	cpus[1].trace.active = false;
+	cpus[1].drain_armed = false;
 	assert_int_equal(vcpu_timer_value(&cpus[1], 200), 0xffffffffu);
-	cpus[1].trace.active = true;
+	cpus[1].drain_armed = true;
 	assert_int_equal(preempt_deadline(&cpus[1], 200), 3000);
 	assert_int_equal(vcpu_timer_value(&cpus[1], 200), 2800 >> 4);
 	/* the earlier of the tick and the heartbeat */
 	cpus[1].timer_period_tsc = 1000000;
 	cpus[1].next_beat_tsc = 2000;
 	assert_int_equal(preempt_deadline(&cpus[1], 200), 2000);
-	cpus[1].trace.active = false;
+	cpus[1].drain_armed = false;
 	cpus[1].drain_period_tsc = 0;
 	cpus[1].timer_period_tsc = 0;
 }

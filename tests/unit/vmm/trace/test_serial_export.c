@@ -28,7 +28,7 @@
 #define MAX_LINES 512
 
 static struct per_cpu cpu;
-static uint64_t ring_mem[(4096 + 16384) / 8];
+static uint64_t ring_mem[(TRACE_CPU_STATE_BYTES + 4096 + 16384) / 8] __attribute__((aligned(64)));
 static uint8_t *pt_mem;
 
 /* The fake line sink: every line parsed and kept; each write one whole line. */
@@ -85,7 +85,7 @@ static int setup(void **state)
 	log_clear_sinks();
 	log_add_sink(log_sink, NULL);
 	cpu.index = 2;
-	assert_int_equal(trace_cpu_init(&cpu.trace, ring_mem, sizeof(ring_mem), cpu.index, 7,
+	assert_int_equal(trace_cpu_init(&cpu, ring_mem, sizeof(ring_mem), cpu.index, 7,
 					TV_SOURCE_MTF, TV_OVERFLOW_STOP, 1000, 0), 0);
 	serial_export_init(line_sink, &sink_ctx_seen);
 	return 0;
@@ -185,7 +185,11 @@ static void test_pt_stream(void **state)
 
 	(void)state;
 	assert_null(trace_cpu_pt_stream(&cpu));
-	assert_int_equal(trace_cpu_pt_area(&cpu.trace, pt_mem, (uint64_t)(uintptr_t)pt_mem), 0);
+	/* A PT area belongs to the pt backend: this CPU traces pt. */
+	assert_int_equal(trace_cpu_init(&cpu, ring_mem, sizeof(ring_mem), cpu.index, 7,
+					TV_SOURCE_PT, TV_OVERFLOW_STOP, 1000, 0), 0);
+	assert_null(trace_cpu_pt_stream(&cpu));
+	assert_int_equal(trace_cpu_pt_area(&cpu, pt_mem, (uint64_t)(uintptr_t)pt_mem), 0);
 	pt = trace_cpu_pt_stream(&cpu);
 	assert_non_null(pt);
 	for (size_t i = 0; i < sizeof(bytes); i++)

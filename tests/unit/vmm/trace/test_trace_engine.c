@@ -19,12 +19,14 @@
 #include "vmm/exit/exit.h"
 #include "vmm/exit/hypercall.h"
 #include "vmm/lib/log.h"
+#include "vmm/trace/backend/mtf.h"
+#include "vmm/trace/cpu.h"
 #include "vmm/trace/engine.h"
 #include "vmm/trace/read.h"
 
 static struct per_cpu cpu;
 static struct guest_regs regs;
-static uint64_t ring_mem[(4096 + 16384) / 8];
+static uint64_t ring_mem[(TRACE_CPU_STATE_BYTES + 4096 + 16384) / 8] __attribute__((aligned(64)));
 
 /* Guest-physical memory 0..64 KiB; the guest runs 32-bit, paging off. */
 static uint8_t gmem[0x10000];
@@ -84,7 +86,7 @@ static int setup(void **state)
 	hw_fake_vmcs_set(VMCS_GUEST_SS_AR, 0xc093);
 	hw_fake_vmcs_set(VMCS_GUEST_CS_BASE, 0);
 	hw_fake_vmcs_set(VMCS_GUEST_RIP, 0x1000);
-	assert_int_equal(trace_cpu_init(&cpu.trace, ring_mem, sizeof(ring_mem), 1, 7,
+	assert_int_equal(trace_cpu_init(&cpu, ring_mem, sizeof(ring_mem), 1, 7,
 					TV_SOURCE_MTF, TV_OVERFLOW_STOP, 100000000, 0), 0);
 	engine(TV_SOURCE_MTF, TV_TRIG_HYPERCALL, 0);
 	return 0;
@@ -113,7 +115,7 @@ static void mtf_exit_at(uint64_t rip)
 	hw_fake_vmcs_set(VMCS_GUEST_RIP, rip);
 	hw_fake_vmcs_set(VMCS_EXIT_REASON, EXIT_REASON_MONITOR_TRAP_FLAG);
 	assert_int_equal(vmx_exit_dispatch(&cpu, &regs), EXIT_RESUME);
-	trace_before_entry(&cpu);
+	trace_before_entry(&cpu, (uint32_t)vmcs_get(VMCS_EXIT_REASON));
 }
 
 static size_t events(struct trace_event *ev, size_t max)
@@ -124,9 +126,9 @@ static size_t events(struct trace_event *ev, size_t max)
 	size_t len = 0, n = 0;
 	uint64_t first;
 
-	assert_int_equal(trace_ring_cursor_tail(cpu.trace.ring, &c), 0);
+	assert_int_equal(trace_ring_cursor_tail(cpu.trace->b.ring, &c), 0);
 	first = c.seq;
-	assert_int_equal(trace_ring_peek(cpu.trace.ring, &c, buf, sizeof(buf), &len), 0);
+	assert_int_equal(trace_ring_peek(cpu.trace->b.ring, &c, buf, sizeof(buf), &len), 0);
 	trace_reader_init(&rd);
 	trace_reader_feed(&rd, buf, len, first, false);
 	while (n < max && trace_reader_next(&rd, &ev[n]) == 1)
@@ -151,7 +153,7 @@ static void test_window_by_hypercall(void **state)
 	assert_true(mtf_in_vmcs());
 	assert_true(cpu.proc & CPU_MONITOR_TRAP_FLAG);
 	assert_int_equal(hw_fake_vmcs_get(VMCS_GUEST_RIP), 0x1003);  /* VMCALL skipped */
-	trace_before_entry(&cpu);            /* remembers the jmp at 0x1003 */
+	trace_before_entry(&cpu, (uint32_t)vmcs_get(VMCS_EXIT_REASON));            /* remembers the jmp at 0x1003 */
 	mtf_exit_at(0x1010);                 /* it went to its target */
 	mtf_exit_at(0x1011);                 /* a nop */
 	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_EBUSY);
@@ -169,7 +171,7 @@ static void test_window_by_hypercall(void **state)
 	assert_int_equal(ev[1].u.branch.to, 0x1010);
 	assert_int_equal(ev[1].u.branch.kind, TV_BR_JMP);
 	assert_int_equal(ev[2].type, TV_REC_STOP);
-	assert_int_equal(cpu.trace.window_branches, 1);
+	assert_int_equal(cpu.trace->b.window_branches, 1);
 }
 
 /* A guest that triple-faults mid-window: the window is closed (STOP with
@@ -182,12 +184,12 @@ static void test_triple_fault_closes_and_exports(void **state)
 	gmem[0x1003] = 0xeb;                 /* jmp 0x1010 */
 	gmem[0x1004] = 0x0b;
 	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
-	trace_before_entry(&cpu);
+	trace_before_entry(&cpu, (uint32_t)vmcs_get(VMCS_EXIT_REASON));
 	mtf_exit_at(0x1010);
 	hw_fake_vmcs_set(VMCS_GUEST_RIP, 0x1011);
 	hw_fake_vmcs_set(VMCS_EXIT_REASON, EXIT_REASON_TRIPLE_FAULT);
 	assert_int_equal(vmx_exit_dispatch(&cpu, &regs), EXIT_RESET_MACHINE);
-	assert_false(cpu.trace.active);
+	assert_false(cpu.trace->b.active);
 	assert_false(mtf_in_vmcs());
 	assert_int_equal(windows_done, 1);
 	assert_int_equal(events(ev, 8), 3);
@@ -213,11 +215,11 @@ static void test_emulated_exit_is_not_a_branch(void **state)
 	gmem[0x1003] = 0x0f;
 	gmem[0x1004] = 0xa2;
 	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
-	trace_before_entry(&cpu);
+	trace_before_entry(&cpu, (uint32_t)vmcs_get(VMCS_EXIT_REASON));
 	hw_fake_vmcs_set(VMCS_EXIT_REASON, EXIT_REASON_CPUID);
 	hw_fake_vmcs_set(VMCS_EXIT_INSTRUCTION_LEN, 2);
 	assert_int_equal(vmx_exit_dispatch(&cpu, &regs), EXIT_RESUME);
-	trace_before_entry(&cpu);
+	trace_before_entry(&cpu, (uint32_t)vmcs_get(VMCS_EXIT_REASON));
 	assert_int_equal(hw_fake_vmcs_get(VMCS_GUEST_RIP), 0x1005);
 	mtf_exit_at(0x1006);
 	assert_int_equal(vmcall(TV_HC_TRACE_STOP), TV_HC_OK);
@@ -247,11 +249,11 @@ static void test_marker_and_limits(void **state)
 	assert_int_equal(regs.rax, TV_HC_OK);
 	hw_fake_vmcs_set(VMCS_GUEST_RIP, 0x1000);
 	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
-	trace_before_entry(&cpu);
+	trace_before_entry(&cpu, (uint32_t)vmcs_get(VMCS_EXIT_REASON));
 	mtf_exit_at(0x1013);
-	assert_true(cpu.trace.active);
+	assert_true(cpu.trace->b.active);
 	mtf_exit_at(0x1023);                  /* the second branch: limit reached */
-	assert_false(cpu.trace.active);
+	assert_false(cpu.trace->b.active);
 	assert_false(mtf_in_vmcs());
 	assert_int_equal(windows_done, 1);
 	n = events(ev, 16);
@@ -286,7 +288,7 @@ static void test_refusals(void **state)
 	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_ENOSYS);
 	/* No ring on this CPU. */
 	engine(TV_SOURCE_MTF, TV_TRIG_HYPERCALL, 0);
-	cpu.trace.ring = NULL;
+	cpu.trace = NULL;
 	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_ENOSYS);
 	assert_int_equal(vmcall(TV_HC_MARKER), TV_HC_ENOSYS);
 }
@@ -297,11 +299,11 @@ static void test_boot_trigger(void **state)
 
 	(void)state;
 	engine(TV_SOURCE_MTF, TV_TRIG_BOOT, 0);
-	trace_before_entry(&cpu);
-	assert_true(cpu.trace.active);
+	trace_before_entry(&cpu, (uint32_t)vmcs_get(VMCS_EXIT_REASON));
+	assert_true(cpu.trace->b.active);
 	assert_true(mtf_in_vmcs());
-	trace_before_entry(&cpu);             /* once only */
-	assert_int_equal(cpu.trace.windows, 1);
+	trace_before_entry(&cpu, (uint32_t)vmcs_get(VMCS_EXIT_REASON));             /* once only */
+	assert_int_equal(cpu.trace->b.windows, 1);
 	assert_int_equal(events(ev, 4), 1);
 	assert_int_equal(ev[0].type, TV_REC_START);
 	assert_int_equal(ev[0].u.startstop.trigger, TV_TRIG_BOOT);
@@ -325,7 +327,7 @@ static void test_exit_boot_services_trigger(void **state)
 	hw_fake_vmcs_set(VMCS_EXIT_INSTRUCTION_LEN, 3);
 	assert_int_equal(vmx_exit_dispatch(&cpu, &regs), EXIT_RESUME);
 	assert_int_equal((int32_t)regs.rax, TV_HC_OK);
-	assert_false(cpu.trace.active);
+	assert_false(cpu.trace->b.active);
 
 	engine(TV_SOURCE_MTF, TV_TRIG_EXIT_BOOT_SERVICES, 0);
 	hw_fake_vmcs_set(VMCS_GUEST_RIP, 0x1000);
@@ -333,7 +335,7 @@ static void test_exit_boot_services_trigger(void **state)
 	regs.rax = TV_HC_EVENT;
 	assert_int_equal(vmx_exit_dispatch(&cpu, &regs), EXIT_RESUME);
 	assert_int_equal((int32_t)regs.rax, TV_HC_OK);
-	assert_true(cpu.trace.active);
+	assert_true(cpu.trace->b.active);
 	assert_true(mtf_in_vmcs());
 	assert_int_equal(events(ev, 4), 1);
 	assert_int_equal(ev[0].type, TV_REC_START);
@@ -344,7 +346,7 @@ static void test_exit_boot_services_trigger(void **state)
 	regs.rax = TV_HC_EVENT;
 	assert_int_equal(vmx_exit_dispatch(&cpu, &regs), EXIT_RESUME);
 	assert_int_equal((int32_t)regs.rax, TV_HC_EBUSY);
-	assert_int_equal(cpu.trace.windows, 1);
+	assert_int_equal(cpu.trace->b.windows, 1);
 	regs.rbx = 9;
 	regs.rax = TV_HC_EVENT;
 	assert_int_equal(vmx_exit_dispatch(&cpu, &regs), EXIT_RESUME);
@@ -359,12 +361,12 @@ static void test_wait_for_sipi_records_nothing(void **state)
 	gmem[0x1003] = 0xeb;
 	gmem[0x1004] = 0x0b;
 	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
-	trace_before_entry(&cpu);
+	trace_before_entry(&cpu, (uint32_t)vmcs_get(VMCS_EXIT_REASON));
 	cpu.sipi_state = VCPU_WAIT_FOR_SIPI;
-	trace_before_entry(&cpu);
+	trace_before_entry(&cpu, (uint32_t)vmcs_get(VMCS_EXIT_REASON));
 	cpu.sipi_state = VCPU_RUNNING;
 	hw_fake_vmcs_set(VMCS_GUEST_RIP, 0x9000);  /* the SIPI vector */
-	trace_before_entry(&cpu);
+	trace_before_entry(&cpu, (uint32_t)vmcs_get(VMCS_EXIT_REASON));
 	assert_int_equal(events(ev, 4), 1);       /* START only */
 }
 
@@ -397,24 +399,24 @@ static void test_requests_from_another_cpu(void **state)
 	memset(&idle, 0, sizeof(idle));
 	assert_int_equal(trace_request(&idle, TRACE_REQ_START, 0, NULL, 0), TRACE_REQ_ENOSYS);
 	/* Nothing happens until the target's own next entry. */
-	assert_false(cpu.trace.active);
+	assert_false(cpu.trace->b.active);
 	assert_false(mtf_in_vmcs());
-	trace_before_entry(&cpu);            /* marker, then the START (the STOP was cancelled) */
-	assert_true(cpu.trace.active);
+	trace_before_entry(&cpu, (uint32_t)vmcs_get(VMCS_EXIT_REASON));            /* marker, then the START (the STOP was cancelled) */
+	assert_true(cpu.trace->b.active);
 	assert_true(mtf_in_vmcs());
-	assert_int_equal(cpu.trace.req_pending, 0);
-	assert_int_equal(cpu.trace.req_applied, 2);
+	assert_int_equal(cpu.trace->req_pending, 0);
+	assert_int_equal(cpu.trace->req_applied, 2);
 	/* The marker slot is free again. */
 	assert_int_equal(trace_request(&cpu, TRACE_REQ_MARKER, 9, "m2", 2), TRACE_REQ_OK);
 	assert_int_equal(trace_request(&cpu, TRACE_REQ_START, 0, NULL, 0), TRACE_REQ_OK);
 	mtf_exit_at(0x1010);                 /* the jmp; the marker; START refused: open */
-	assert_int_equal(cpu.trace.req_refused, 1);
+	assert_int_equal(cpu.trace->req_refused, 1);
 	assert_int_equal(trace_request(&cpu, TRACE_REQ_STOP, 0, NULL, 0), TRACE_REQ_OK);
 	mtf_exit_at(0x1011);
-	assert_false(cpu.trace.active);
+	assert_false(cpu.trace->b.active);
 	assert_false(mtf_in_vmcs());
 	assert_int_equal(windows_done, 1);
-	assert_int_equal(cpu.trace.req_applied, 4);
+	assert_int_equal(cpu.trace->req_applied, 4);
 
 	n = events(ev, 16);
 	assert_int_equal(n, 5);
@@ -468,16 +470,16 @@ static void test_filter_request(void **state)
 	f.cpl = TRACE_CPL_USER;                /* the guest runs at CPL 0 */
 	assert_int_equal(trace_request_filter(&cpu, &f), TRACE_REQ_OK);
 	assert_int_equal(trace_request_filter(&cpu, &f), TRACE_REQ_EBUSY);
-	assert_false(cpu.trace.filter_set);
+	assert_false(cpu.trace->filter_set);
 	assert_int_equal(trace_request(&cpu, TRACE_REQ_START, 0, NULL, 0), TRACE_REQ_OK);
-	trace_before_entry(&cpu);              /* filter, then START at 0x1000 */
-	assert_true(cpu.trace.filter_set);
-	assert_int_equal(cpu.trace.filter.cpl, TRACE_CPL_USER);
+	trace_before_entry(&cpu, (uint32_t)vmcs_get(VMCS_EXIT_REASON));              /* filter, then START at 0x1000 */
+	assert_true(cpu.trace->filter_set);
+	assert_int_equal(cpu.trace->filter.cpl, TRACE_CPL_USER);
 	mtf_exit_at(0x1010);                   /* jmp at 0x1000: filtered */
 	trace_filter_all(&f);
 	assert_int_equal(trace_request_filter(&cpu, &f), TRACE_REQ_OK);
 	mtf_exit_at(0x1020);                   /* jmp at 0x1010: recorded */
-	assert_int_equal(cpu.trace.mtf.stats.filtered, 1);
+	assert_int_equal(mtf_unit(&cpu.trace->b)->stats.filtered, 1);
 	assert_int_equal(events(ev, 8), 2);
 	assert_int_equal(ev[0].type, TV_REC_START);
 	assert_int_equal(ev[1].type, TV_REC_BRANCH);

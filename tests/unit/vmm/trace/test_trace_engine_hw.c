@@ -34,6 +34,11 @@
 #include "vmm/lib/log.h"
 #include "vmm/hw/msr.h"
 #include "vmm/trace/caps.h"
+#include "vmm/trace/backend/btf.h"
+#include "vmm/trace/backend/bts.h"
+#include "vmm/trace/backend/lbr.h"
+#include "vmm/trace/backend/pt.h"
+#include "vmm/trace/cpu.h"
 #include "vmm/trace/engine.h"
 #include "vmm/trace/msr_policy.h"
 #include "vmm/trace/read.h"
@@ -55,7 +60,7 @@
 
 static struct per_cpu cpu;
 static struct guest_regs regs;
-static uint64_t ring_mem[(4096 + 16384) / 8];
+static uint64_t ring_mem[(TRACE_CPU_STATE_BYTES + 4096 + 16384) / 8] __attribute__((aligned(64)));
 static uint8_t gmem[0x10000];
 static int windows_done;
 static char logbuf[8192];
@@ -159,7 +164,7 @@ static int setup(void **state)
 	hw_fake_vmcs_set(VMCS_GUEST_RFLAGS, 0x2);
 	hw_fake_vmcs_set(VMCS_GUEST_IA32_DEBUGCTL, DBG_GUEST);
 	hw_fake_vmcs_set(VMCS_GUEST_DR7, 0x400);
-	assert_int_equal(trace_cpu_init(&cpu.trace, ring_mem, sizeof(ring_mem), 1, 7,
+	assert_int_equal(trace_cpu_init(&cpu, ring_mem, sizeof(ring_mem), 1, 7,
 					TV_SOURCE_BTF, TV_OVERFLOW_STOP, 100000000, 0), 0);
 	engine(TV_SOURCE_BTF, TV_TRIG_HYPERCALL, 0, TRACE_CPL_ALL);
 	return 0;
@@ -187,7 +192,7 @@ static enum exit_action exit_and_entry(uint32_t reason)
 	hw_fake_vmcs_set(VMCS_ENTRY_INTR_INFO, 0);   /* the CPU clears it on entry */
 	a = vmx_exit_dispatch(&cpu, &regs);
 	if (a == EXIT_RESUME)
-		trace_before_entry(&cpu);
+		trace_before_entry(&cpu, (uint32_t)vmcs_get(VMCS_EXIT_REASON));
 	return a;
 }
 
@@ -237,9 +242,9 @@ static size_t events(struct trace_event *ev, size_t max)
 	size_t len = 0, n = 0;
 	uint64_t first;
 
-	assert_int_equal(trace_ring_cursor_tail(cpu.trace.ring, &c), 0);
+	assert_int_equal(trace_ring_cursor_tail(cpu.trace->b.ring, &c), 0);
 	first = c.seq;
-	assert_int_equal(trace_ring_peek(cpu.trace.ring, &c, buf, sizeof(buf), &len), 0);
+	assert_int_equal(trace_ring_peek(cpu.trace->b.ring, &c, buf, sizeof(buf), &len), 0);
 	trace_reader_init(&rd);
 	trace_reader_feed(&rd, buf, len, first, false);
 	while (n < max && trace_reader_next(&rd, &ev[n]) == 1)
@@ -266,7 +271,7 @@ static void test_btf_window_vmcs(void **state)
 	assert_int_equal(vmcs(VMCS_EXCEPTION_BITMAP), 0);
 
 	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
-	assert_true(cpu.trace.active);
+	assert_true(cpu.trace->b.active);
 	/* Armed for the entry that resumes the guest after the VMCALL. */
 	assert_int_equal(vmcs(VMCS_GUEST_RFLAGS), 0x2 | TF);
 	assert_int_equal(vmcs(VMCS_GUEST_IA32_DEBUGCTL), DBG_GUEST | DBG_BTF | DBG_LBR);
@@ -279,7 +284,7 @@ static void test_btf_window_vmcs(void **state)
 
 	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_EBUSY);
 	assert_int_equal(vmcall(TV_HC_TRACE_STOP), TV_HC_OK);
-	assert_false(cpu.trace.active);
+	assert_false(cpu.trace->b.active);
 	assert_int_equal(windows_done, 1);
 	/* Disarmed: our TF and our DEBUGCTL bits gone, the guest's bit kept. */
 	assert_int_equal(vmcs(VMCS_GUEST_RFLAGS), 0x2);
@@ -306,19 +311,19 @@ static void test_btf_pending_bs_rule(void **state)
 	 */
 	hw_fake_vmcs_set(VMCS_GUEST_INTERRUPTIBILITY, INTERRUPTIBILITY_STI);
 	hw_fake_vmcs_set(VMCS_GUEST_PENDING_DBG_EXCEPTIONS, PENDING_DBG_BS | 0x1);
-	trace_before_entry(&cpu);
+	trace_before_entry(&cpu, (uint32_t)vmcs_get(VMCS_EXIT_REASON));
 	assert_int_equal(vmcs(VMCS_GUEST_PENDING_DBG_EXCEPTIONS), 0x1);
 	assert_true(vmcs(VMCS_GUEST_RFLAGS) & TF);
 	/* The same in HLT. */
 	hw_fake_vmcs_set(VMCS_GUEST_INTERRUPTIBILITY, 0);
 	hw_fake_vmcs_set(VMCS_GUEST_ACTIVITY_STATE, ACTIVITY_HLT);
 	hw_fake_vmcs_set(VMCS_GUEST_PENDING_DBG_EXCEPTIONS, PENDING_DBG_BS);
-	trace_before_entry(&cpu);
+	trace_before_entry(&cpu, (uint32_t)vmcs_get(VMCS_EXIT_REASON));
 	assert_int_equal(vmcs(VMCS_GUEST_PENDING_DBG_EXCEPTIONS), 0);
 	/* No blocking, active: the field is left as the exit saved it. */
 	hw_fake_vmcs_set(VMCS_GUEST_ACTIVITY_STATE, ACTIVITY_ACTIVE);
 	hw_fake_vmcs_set(VMCS_GUEST_PENDING_DBG_EXCEPTIONS, 0x2);
-	trace_before_entry(&cpu);
+	trace_before_entry(&cpu, (uint32_t)vmcs_get(VMCS_EXIT_REASON));
 	assert_int_equal(vmcs(VMCS_GUEST_PENDING_DBG_EXCEPTIONS), 0x2);
 	/*
 	 * After the window, in a MOV-SS shadow: TF comes off, and with it
@@ -327,10 +332,10 @@ static void test_btf_pending_bs_rule(void **state)
 	assert_int_equal(vmcall(TV_HC_TRACE_STOP), TV_HC_OK);
 	hw_fake_vmcs_set(VMCS_GUEST_RFLAGS, 0x2 | TF);
 	hw_fake_vmcs_set(VMCS_GUEST_IA32_DEBUGCTL, DBG_GUEST | DBG_BTF | DBG_LBR);
-	cpu.trace.btf.tf_armed = true;    /* as left by a window that just ended */
+	btf_unit(&cpu.trace->b)->btf.tf_armed = true;    /* as left by a window that just ended */
 	hw_fake_vmcs_set(VMCS_GUEST_INTERRUPTIBILITY, INTERRUPTIBILITY_MOV_SS);
 	hw_fake_vmcs_set(VMCS_GUEST_PENDING_DBG_EXCEPTIONS, PENDING_DBG_BS);
-	trace_before_entry(&cpu);
+	trace_before_entry(&cpu, (uint32_t)vmcs_get(VMCS_EXIT_REASON));
 	assert_int_equal(vmcs(VMCS_GUEST_RFLAGS), 0x2);
 	assert_int_equal(vmcs(VMCS_GUEST_IA32_DEBUGCTL), DBG_GUEST);
 	assert_int_equal(vmcs(VMCS_GUEST_PENDING_DBG_EXCEPTIONS), 0);
@@ -370,7 +375,7 @@ static void test_btf_db_exit_records_lbr_top(void **state)
 	assert_int_equal(ev[3].u.branch.from, 0);
 	assert_int_equal(ev[3].u.branch.to, 0x1200);
 	assert_int_equal(ev[4].type, TV_REC_STOP);
-	assert_int_equal(cpu.trace.window_branches, 3);
+	assert_int_equal(cpu.trace->b.window_branches, 3);
 	/* The LBR stack is read, never emptied, by BTF. */
 	assert_int_equal(hw_fake_get_msr(FROM(3)), 0x1010);
 	assert_non_null(strstr(logbuf, ": 3 branches, 0 filtered, 0 dropped, 0 undecodable, 1 from unknown, 3 #DB exits, 0 reflected, 0 stray;"));
@@ -401,7 +406,7 @@ static void test_btf_guest_breakpoint_reflected(void **state)
 	assert_true(hw_read_dr6() & (1u << 13));
 	assert_int_equal(vmcall(TV_HC_TRACE_STOP), TV_HC_OK);
 	assert_int_equal(events(ev, 4), 2);                         /* no branch */
-	assert_int_equal(cpu.trace.btf.stats.reflected, 2);
+	assert_int_equal(btf_unit(&cpu.trace->b)->btf.stats.reflected, 2);
 }
 
 /* INT1 (ICEBP) is the guest's: delivered as it came, with its length. */
@@ -418,7 +423,7 @@ static void test_btf_int1_passed_through(void **state)
 	assert_int_equal(exit_and_entry(EXIT_REASON_EXCEPTION_NMI), EXIT_RESUME);
 	assert_int_equal(vmcs(VMCS_ENTRY_INTR_INFO), info);
 	assert_int_equal(vmcs(VMCS_ENTRY_INSTRUCTION_LEN), 1);
-	assert_int_equal(cpu.trace.btf.stats.db_exits, 0);
+	assert_int_equal(btf_unit(&cpu.trace->b)->btf.stats.db_exits, 0);
 }
 
 /* After the window: a single step from a TF left in a guest frame is swallowed. */
@@ -431,7 +436,7 @@ static void test_btf_stray_step_after_window(void **state)
 	db_exit(QUAL_BS, 0x5000);
 	assert_int_equal(vmcs(VMCS_ENTRY_INTR_INFO), 0);
 	assert_false(vmcs(VMCS_GUEST_RFLAGS) & TF);
-	assert_int_equal(cpu.trace.btf.stats.stray, 1);
+	assert_int_equal(btf_unit(&cpu.trace->b)->btf.stats.stray, 1);
 }
 
 static void test_btf_limits_and_refusals(void **state)
@@ -443,16 +448,16 @@ static void test_btf_limits_and_refusals(void **state)
 	/* The guest single-steps itself: no window. */
 	hw_fake_vmcs_set(VMCS_GUEST_RFLAGS, 0x2 | TF);
 	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_EBUSY);
-	assert_false(cpu.trace.active);
+	assert_false(cpu.trace->b.active);
 	hw_fake_vmcs_set(VMCS_GUEST_RFLAGS, 0x2);
 	/* stop_after 2: the second recorded branch closes the window. */
 	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
 	lbr_push(0x1003, 0x1010);
 	db_exit(QUAL_BS, 0x1010);
-	assert_true(cpu.trace.active);
+	assert_true(cpu.trace->b.active);
 	lbr_push(0x1012, 0x1020);
 	db_exit(QUAL_BS, 0x1020);
-	assert_false(cpu.trace.active);
+	assert_false(cpu.trace->b.active);
 	assert_false(vmcs(VMCS_GUEST_RFLAGS) & TF);
 	assert_int_equal(vmcs(VMCS_GUEST_IA32_DEBUGCTL), DBG_GUEST);
 	assert_int_equal(events(ev, 8), 4);
@@ -460,17 +465,17 @@ static void test_btf_limits_and_refusals(void **state)
 	assert_int_equal(ev[3].u.startstop.trigger, TV_TRIG_LIMIT);
 
 	/* No PDCM: no LBR format, no btf. */
-	memset(&cpu.trace.lbr_caps, 0, sizeof(cpu.trace.lbr_caps));
-	cpu.trace.lbr_probed = false;
+	memset(&lbr_unit(&cpu.trace->b)->caps, 0, sizeof(lbr_unit(&cpu.trace->b)->caps));
+	lbr_unit(&cpu.trace->b)->probed = false;
 	hw_fake_set_cpuid(1, 0, 0x00050654, 0, 0, 0);
 	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_ENOSYS);
 	assert_non_null(strstr(logbuf, "no usable LBR stack"));
 	/* LBR there, but the VMCS does not switch DEBUGCTL. */
 	hw_fake_set_cpuid(1, 0, 0x00050654, 0, 1u << 15, 0);
-	cpu.trace.lbr_probed = false;
+	lbr_unit(&cpu.trace->b)->probed = false;
 	cpu.entry_ctls = 0;
 	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_ENOSYS);
-	assert_false(cpu.trace.active);
+	assert_false(cpu.trace->b.active);
 }
 
 /* The boot trigger opens a btf window at the first exit, armed on its entry. */
@@ -479,7 +484,7 @@ static void test_btf_boot_trigger(void **state)
 	(void)state;
 	engine(TV_SOURCE_BTF, TV_TRIG_BOOT, 0, TRACE_CPL_ALL);
 	cpuid_exit(0x1000);
-	assert_true(cpu.trace.active);
+	assert_true(cpu.trace->b.active);
 	assert_true(vmcs(VMCS_GUEST_RFLAGS) & TF);
 	assert_int_equal(vmcs(VMCS_GUEST_IA32_DEBUGCTL), DBG_GUEST | DBG_BTF | DBG_LBR);
 }
@@ -568,7 +573,7 @@ static void test_lbr_drains_at_exits_once(void **state)
 		assert_false(ev[i].u.branch.flags & TV_BRF_LBR_FULL);
 	}
 	assert_int_equal(ev[7].type, TV_REC_STOP);
-	assert_int_equal(cpu.trace.window_branches, 6);
+	assert_int_equal(cpu.trace->b.window_branches, 6);
 	/* Reads: the VMCALL that started, three CPUID exits, the stop. */
 	assert_non_null(strstr(logbuf, "window 1 stopped (hypercall): 6 branches, 0 filtered, 0 dropped, 5 reads, 0 full reads (older branches lost); ring lost 0 records"));
 	/* Not drained outside a window. */
@@ -601,7 +606,7 @@ static void test_lbr_full_stack(void **state)
 	}
 	assert_int_equal(ev[33].u.branch.from, 0x4000);
 	assert_false(ev[33].u.branch.flags & TV_BRF_LBR_FULL);
-	assert_int_equal(cpu.trace.lbr.stats.full_reads, 1);
+	assert_int_equal(lbr_unit(&cpu.trace->b)->lbr.stats.full_reads, 1);
 	assert_non_null(strstr(logbuf, ": 33 branches, 0 filtered, 0 dropped, 4 reads, 1 full reads (older branches lost);"));
 }
 
@@ -614,11 +619,11 @@ static void test_lbr_stop_after_and_full_ring(void **state)
 	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
 	lbr_push(0x1001, 0x1101);
 	cpuid_exit(0x1200);
-	assert_true(cpu.trace.active);
+	assert_true(cpu.trace->b.active);
 	lbr_push(0x1002, 0x1102);
 	lbr_push(0x1003, 0x1103);
 	cpuid_exit(0x1202);                   /* 3 >= 2: closed at this drain */
-	assert_false(cpu.trace.active);
+	assert_false(cpu.trace->b.active);
 	assert_int_equal(vmcs(VMCS_GUEST_IA32_DEBUGCTL), DBG_GUEST);
 	assert_int_equal(events(ev, 8), 5);
 	assert_int_equal(ev[4].u.startstop.trigger, TV_TRIG_LIMIT);
@@ -745,7 +750,7 @@ static uint64_t *bts_host(uint64_t lin)
 	assert_true(lin >= BTS_LIN && lin < BTS_LIN + TRACE_BTS_AREA_BYTES);
 	return (uint64_t *)(void *)(bts_mem + (lin - BTS_LIN));
 }
-static uint64_t big_ring[(4096 + 256 * 1024) / 8];
+static uint64_t big_ring[(TRACE_CPU_STATE_BYTES + 4096 + 256 * 1024) / 8] __attribute__((aligned(64)));
 
 /*
  * source = bts on the Skylake with `cpu: bts=1` (DS, DTES64, DS-CPL,
@@ -757,13 +762,13 @@ static void bts_engine(uint64_t stop_after, uint32_t cpl, bool big)
 	hw_fake_set_msr(MISC, 1ull << 12);            /* PEBS unavailable, BTS available */
 	hw_fake_set_msr(DS_AREA, 0);
 	if (big)
-		assert_int_equal(trace_cpu_init(&cpu.trace, big_ring, sizeof(big_ring), 1, 7,
+		assert_int_equal(trace_cpu_init(&cpu, big_ring, sizeof(big_ring), 1, 7,
 						TV_SOURCE_BTS, TV_OVERFLOW_STOP, 100000000, 0), 0);
 	else
-		assert_int_equal(trace_cpu_init(&cpu.trace, ring_mem, sizeof(ring_mem), 1, 7,
+		assert_int_equal(trace_cpu_init(&cpu, ring_mem, sizeof(ring_mem), 1, 7,
 						TV_SOURCE_BTS, TV_OVERFLOW_STOP, 100000000, 0), 0);
 	memset(bts_mem, 0xcc, sizeof(bts_mem));
-	assert_int_equal(trace_cpu_bts_area(&cpu.trace, bts_mem, BTS_LIN), 0);
+	assert_int_equal(trace_cpu_bts_area(&cpu, bts_mem, BTS_LIN), 0);
 	engine(TV_SOURCE_BTS, TV_TRIG_HYPERCALL, stop_after, cpl);
 }
 
@@ -861,7 +866,7 @@ static void test_bts_drains_at_exits_once(void **state)
 		assert_int_equal(ev[i].u.branch.to, 0x1100 + i);
 	}
 	assert_int_equal(ev[7].type, TV_REC_STOP);
-	assert_int_equal(cpu.trace.window_branches, 6);
+	assert_int_equal(cpu.trace->b.window_branches, 6);
 	/* Drains: the VMCALL that started, three CPUID exits, the stop. */
 	assert_non_null(strstr(logbuf, "window 1 stopped (hypercall): 6 branches, 0 filtered, 0 dropped, 5 drains, 0 wraps (at least 0 branches lost), 0 bad, 0 corrupt, 0 entries unmapped; ring lost 0 records"));
 	/* Not drained outside a window (DEBUGCTL is off; whatever is there stays). */
@@ -899,8 +904,8 @@ static void test_bts_wrap_counted(void **state)
 		assert_int_equal(ev[first + i].u.branch.to, 0x200000 + extra + i);
 	}
 	assert_int_equal(ev[n - 1].type, TV_REC_STOP);
-	assert_int_equal(cpu.trace.bts.stats.wraps, 1);
-	assert_int_equal(cpu.trace.bts.stats.lost_min, extra);
+	assert_int_equal(bts_unit(&cpu.trace->b)->bts.stats.wraps, 1);
+	assert_int_equal(bts_unit(&cpu.trace->b)->bts.stats.lost_min, extra);
 	assert_non_null(strstr(logbuf, ": 2730 branches, 0 filtered, 0 dropped, 3 drains, 1 wraps (at least 5 branches lost), 0 bad, 0 corrupt, 0 entries unmapped; ring lost 0 records"));
 }
 
@@ -914,11 +919,11 @@ static void test_bts_stop_after_and_full_ring(void **state)
 	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
 	bts_store(0x1001, 0x1101);
 	cpuid_exit(0x1200);
-	assert_true(cpu.trace.active);
+	assert_true(cpu.trace->b.active);
 	bts_store(0x1002, 0x1102);
 	bts_store(0x1003, 0x1103);
 	cpuid_exit(0x1202);                   /* 3 >= 2: closed at this drain */
-	assert_false(cpu.trace.active);
+	assert_false(cpu.trace->b.active);
 	assert_int_equal(vmcs(VMCS_GUEST_IA32_DEBUGCTL), DBG_GUEST);
 	assert_int_equal(events(ev, 8), 5);
 	assert_int_equal(ev[4].u.startstop.trigger, TV_TRIG_LIMIT);
@@ -929,8 +934,8 @@ static void test_bts_stop_after_and_full_ring(void **state)
 	for (unsigned i = 0; i < 2000; i++)
 		bts_store(0x100000 + i * 0x1000, 0x900000 + i * 0x1000);
 	cpuid_exit(0x1200);
-	assert_false(cpu.trace.active);
-	assert_true(cpu.trace.bts.stats.dropped > 0);
+	assert_false(cpu.trace->b.active);
+	assert_true(bts_unit(&cpu.trace->b)->bts.stats.dropped > 0);
 	assert_int_equal(vmcs(VMCS_GUEST_IA32_DEBUGCTL), DBG_GUEST);
 }
 
@@ -1050,10 +1055,10 @@ static void pt_engine(bool ctls)
 		cpu.entry_ctls |= ENTRY_LOAD_RTIT_CTL;
 		cpu.exit_ctls |= EXIT_CLEAR_RTIT_CTL;
 	}
-	assert_int_equal(trace_cpu_init(&cpu.trace, ring_mem, sizeof(ring_mem), 1, 7,
+	assert_int_equal(trace_cpu_init(&cpu, ring_mem, sizeof(ring_mem), 1, 7,
 					TV_SOURCE_PT, TV_OVERFLOW_STOP, 100000000, 0), 0);
 	memset(pt_area, 0xcc, sizeof(pt_area));
-	assert_int_equal(trace_cpu_pt_area(&cpu.trace, pt_area, PT_PA), 0);
+	assert_int_equal(trace_cpu_pt_area(&cpu, pt_area, PT_PA), 0);
 	engine(TV_SOURCE_PT, TV_TRIG_HYPERCALL, 0, TRACE_CPL_ALL);
 }
 
@@ -1375,14 +1380,14 @@ static void test_bts_pmi_drains_on_nmi(void **state)
 	assert_int_equal(hw_fake_msr_write_log(0)->value, 1ull << 62);
 	assert_int_equal(lvtpc(), LVT_NMI);                               /* unmasked */
 	assert_int_equal(cpu.nmi_pending, 0);                             /* not the guest's */
-	assert_int_equal(cpu.trace.window_branches, 4);
+	assert_int_equal(cpu.trace->b.window_branches, 4);
 	bts_store_int(0x1005, 0x1105);
 	assert_int_equal(vmcall(TV_HC_TRACE_STOP), TV_HC_OK);
 	assert_int_equal(events(ev, 16), 7);
 	for (unsigned i = 1; i <= 5; i++)
 		assert_int_equal(ev[i].u.branch.from, 0x1000 + i);
 	assert_non_null(strstr(logbuf, "window 1 PMIs: 1 ours (0 taken in VMX root), 0 NMIs reflected to the guest, LVT retaken 0 times"));
-	assert_int_equal(cpu.trace.bts.stats.pmis_ours, 1);
+	assert_int_equal(bts_unit(&cpu.trace->b)->bts.stats.pmis_ours, 1);
 }
 
 /*
@@ -1398,9 +1403,9 @@ static void test_bts_pmi_foreign_nmis_reflected(void **state)
 	bts_store_int(0x1001, 0x1101);
 	nmi_exit(0x1200);                                  /* an NMI of its own */
 	assert_int_equal(cpu.nmi_pending, 1);
-	assert_int_equal(cpu.trace.pmi.reflected, 1);
-	assert_int_equal(cpu.trace.pmi.ours, 0);
-	assert_int_equal(cpu.trace.window_branches, 1);    /* drained as at any exit */
+	assert_int_equal(cpu.trace->pmi.reflected, 1);
+	assert_int_equal(cpu.trace->pmi.ours, 0);
+	assert_int_equal(cpu.trace->b.window_branches, 1);    /* drained as at any exit */
 	cpu.nmi_pending = 0;                               /* vcpu_deliver_nmi injected it */
 
 	for (unsigned i = 2; i <= 5; i++)
@@ -1408,10 +1413,10 @@ static void test_bts_pmi_foreign_nmis_reflected(void **state)
 	hw_fake_set_msr(GLOBAL_STATUS, hw_fake_get_msr(GLOBAL_STATUS) | 1u);  /* PMC0 too */
 	pmi_delivered();
 	nmi_exit(0x1202);
-	assert_int_equal(cpu.trace.window_branches, 5);
+	assert_int_equal(cpu.trace->b.window_branches, 5);
 	assert_int_equal(cpu.nmi_pending, 1);
-	assert_int_equal(cpu.trace.pmi.ours, 1);
-	assert_int_equal(cpu.trace.pmi.reflected, 2);
+	assert_int_equal(cpu.trace->pmi.ours, 1);
+	assert_int_equal(cpu.trace->pmi.reflected, 2);
 	assert_int_equal(hw_fake_get_msr(GLOBAL_STATUS), 1u);   /* the guest's bit is left */
 	assert_int_equal(lvtpc(), LVT_NMI);
 	/* Outside a window every NMI is the guest's. */
@@ -1436,9 +1441,9 @@ static void test_bts_pmi_taken_in_root(void **state)
 	pmi_delivered();
 	cpu.nmi_pending = 1;                   /* host_nmi during the CPUID exit */
 	cpuid_exit(0x1200);
-	assert_int_equal(cpu.trace.window_branches, 4);
+	assert_int_equal(cpu.trace->b.window_branches, 4);
 	assert_int_equal(cpu.nmi_pending, 0);
-	assert_int_equal(cpu.trace.pmi.root_claimed, 1);
+	assert_int_equal(cpu.trace->pmi.root_claimed, 1);
 	assert_int_equal(lvtpc(), LVT_NMI);
 
 	/* Threshold seen at an exit, its NMI exits right after the entry. */
@@ -1448,7 +1453,7 @@ static void test_bts_pmi_taken_in_root(void **state)
 	pmi_delivered();
 	nmi_exit(0x1204);
 	assert_int_equal(cpu.nmi_pending, 0);
-	assert_int_equal(cpu.trace.pmi.ours, 2);
+	assert_int_equal(cpu.trace->pmi.ours, 2);
 	assert_int_equal(lvtpc(), LVT_NMI);
 
 	/* Seen, but no NMI in this exit nor the next: a later NMI is the guest's. */
@@ -1458,8 +1463,8 @@ static void test_bts_pmi_taken_in_root(void **state)
 	cpuid_exit(0x1208);
 	nmi_exit(0x120a);
 	assert_int_equal(cpu.nmi_pending, 1);
-	assert_int_equal(cpu.trace.pmi.ours, 2);
-	assert_int_equal(cpu.trace.window_branches, 12);
+	assert_int_equal(cpu.trace->pmi.ours, 2);
+	assert_int_equal(cpu.trace->b.window_branches, 12);
 }
 
 /* The guest rewrote the LVT entry: written back at our next PMI, counted. */
@@ -1473,7 +1478,7 @@ static void test_pmi_lvt_retaken(void **state)
 	bts_store_int(0x1002, 0x1102);
 	nmi_exit(0x1200);                      /* (the PMI came as the guest's vector; a later NMI) */
 	assert_int_equal(lvtpc(), LVT_NMI);
-	assert_int_equal(cpu.trace.pmi.lvt_retaken, 1);
+	assert_int_equal(cpu.trace->pmi.lvt_retaken, 1);
 	assert_non_null(strstr(logbuf, "the guest changed the LVT performance-counter entry to 0xfe: written back to 0x400"));
 	/* a second window takes it at its start as well */
 	assert_int_equal(vmcall(TV_HC_TRACE_STOP), TV_HC_OK);
@@ -1494,7 +1499,7 @@ static void test_pmi_refusals(void **state)
 	snprintf(want, sizeof(want), "pmi_every = %u must be below the buffer's %u records",
 		 (unsigned)BTS_SLOTS, (unsigned)BTS_SLOTS);
 	assert_non_null(strstr(logbuf, want));
-	assert_false(cpu.trace.active);
+	assert_false(cpu.trace->b.active);
 	/* NMI exiting off in the VMCS */
 	bts_pmi_engine(4);
 	cpu.pin &= ~PIN_NMI_EXITING;
@@ -1505,7 +1510,7 @@ static void test_pmi_refusals(void **state)
 	hw_fake_set_msr(APIC_BASE_MSR, APIC_PAGE);
 	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_ENOSYS);
 	assert_non_null(strstr(logbuf, "pmi: the local APIC is disabled"));
-	assert_false(cpu.trace.active);
+	assert_false(cpu.trace->b.active);
 	assert_int_equal(lvtpc(), LVT_MASKED);
 }
 
@@ -1525,7 +1530,7 @@ static void test_pmi_x2apic(void **state)
 	nmi_exit(0x1200);
 	assert_int_equal(hw_fake_get_msr(0x834), LVT_NMI);
 	assert_int_equal(lvtpc(), 0x12345);
-	assert_int_equal(cpu.trace.pmi.lvt_retaken, 0);
+	assert_int_equal(cpu.trace->pmi.lvt_retaken, 0);
 }
 
 /*
@@ -1556,7 +1561,7 @@ static void test_pt_pmi_drains_on_nmi(void **state)
 	assert_int_equal(hw_fake_get_msr(RTIT_MASK), 0x7f);     /* drained, rewound */
 	assert_int_equal(cpu.nmi_pending, 0);
 	assert_int_equal(lvtpc(), LVT_NMI);
-	assert_int_equal(cpu.trace.pt.stats.pmis_ours, 1);
+	assert_int_equal(pt_unit(&cpu.trace->b)->pt.stats.pmis_ours, 1);
 	pt_hw_write(bursts[1], 1);
 	assert_int_equal(vmcall(TV_HC_TRACE_STOP), TV_HC_OK);
 	assert_pt_stream(bursts, 2, 0);
@@ -1567,7 +1572,7 @@ static void test_pt_pmi_drains_on_nmi(void **state)
 	hw_fake_set_msr(GLOBAL_STATUS, 1ull << 55 | 1ull << 32);
 	nmi_exit(0x1202);
 	assert_int_equal(cpu.nmi_pending, 1);
-	assert_int_equal(cpu.trace.pmi.ours, 1);
+	assert_int_equal(cpu.trace->pmi.ours, 1);
 }
 
 /* Without pmi nothing of this happens: no INT entry, the LVT untouched. */
@@ -1641,12 +1646,12 @@ static void test_lbr_pmi_counter_and_freeze(void **state)
 	hw_fake_set_msr(PMC3, 1);
 	pmi_delivered();
 	nmi_exit(0x1200);
-	assert_int_equal(cpu.trace.window_branches, 6);
+	assert_int_equal(cpu.trace->b.window_branches, 6);
 	assert_int_equal(hw_fake_get_msr(GLOBAL_STATUS), 0);             /* acknowledged */
 	assert_int_equal(hw_fake_get_msr(PMC3), 0xfffffff8u);          /* reloaded */
 	assert_int_equal(cpu.nmi_pending, 0);
 	assert_int_equal(lvtpc(), LVT_NMI);
-	assert_int_equal(cpu.trace.lbr.stats.pmis_ours, 1);
+	assert_int_equal(lbr_unit(&cpu.trace->b)->lbr.stats.pmis_ours, 1);
 
 	/* an NMI that is not the counter's: the guest's */
 	nmi_exit(0x1202);
@@ -1659,8 +1664,8 @@ static void test_lbr_pmi_counter_and_freeze(void **state)
 	cpu.nmi_pending = 1;
 	cpuid_exit(0x1204);
 	assert_int_equal(cpu.nmi_pending, 0);
-	assert_int_equal(cpu.trace.pmi.root_claimed, 1);
-	assert_int_equal(cpu.trace.window_branches, 7);
+	assert_int_equal(cpu.trace->pmi.root_claimed, 1);
+	assert_int_equal(cpu.trace->b.window_branches, 7);
 
 	assert_int_equal(vmcall(TV_HC_TRACE_STOP), TV_HC_OK);
 	assert_int_equal(hw_fake_get_msr(EVTSEL3), 0);
@@ -1748,7 +1753,7 @@ static void test_lbr_pmi_refusals(void **state)
 	hw_fake_set_cpuid(0xa, 0, 0x07300404, 1u << 5, 0, 0);   /* no branch event */
 	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_ENOSYS);
 	assert_non_null(strstr(logbuf, "branch-instructions-retired event"));
-	assert_false(cpu.trace.active);
+	assert_false(cpu.trace->b.active);
 	assert_int_equal(vmcs(VMCS_GUEST_IA32_PERF_GLOBAL_CTRL), 0x3);
 }
 

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hcall.c - the tracing hypercalls (vmm/exit/hypercall.h's hooks): start,
+ * stop, marker and the boot event, onto the engine, with the engine's
+ * TRACE_E* codes turned into the guest ABI's TV_HC_* ones here only.
+ */
+#include "vmm/exit/hypercall.h"
+#include "vmm/hw/hw.h"
+#include "vmm/trace/cpu.h"
+#include "vmm/vmx/vcpu.h"
+
+_Static_assert(TRACE_REQ_LABEL_MAX == TV_HC_LABEL_LEN, "marker labels: one length");
+
+/* TRACE_E* -> TV_HC_* (docs/HYPERCALLS.md). */
+static int hc_status(int rc)
+{
+	switch (rc) {
+	case TRACE_EOK:
+		return TV_HC_OK;
+	case TRACE_EBUSY:
+		return TV_HC_EBUSY;
+	case TRACE_EINVAL:
+		return TV_HC_EINVAL;
+	default:
+		return TV_HC_ENOSYS;
+	}
+}
+
+static int hc_start(struct per_cpu *cpu, uint64_t flags)
+{
+	if (flags)
+		return TV_HC_EINVAL;
+	return hc_status(trace_start(cpu, TV_TRIG_HYPERCALL));
+}
+
+static int hc_stop(struct per_cpu *cpu)
+{
+	return hc_status(trace_stop(cpu, TV_TRIG_HYPERCALL));
+}
+
+static int hc_marker(struct per_cpu *cpu, uint64_t id, const char label[TV_HC_LABEL_LEN])
+{
+	size_t len = 0;
+
+	if (!cpu->trace)
+		return TV_HC_ENOSYS;
+	while (len < TV_HC_LABEL_LEN && label[len])
+		len++;
+	/* A dropped marker (STOP policy, ring full) is counted by the ring. */
+	trace_append_marker(cpu->trace->b.ring, hw_rdtsc(), id, label, len);
+	return TV_HC_OK;
+}
+
+static int hc_event(struct per_cpu *cpu, uint64_t event)
+{
+	if (event != TV_HC_EVENT_EXIT_BOOT_SERVICES)
+		return TV_HC_EINVAL;
+	return hc_status(trace_event_ebs(cpu));
+}
+
+static const struct hypercall_hooks hooks = {
+	.trace_start = hc_start,
+	.trace_stop = hc_stop,
+	.marker = hc_marker,
+	.event = hc_event,
+};
+
+void trace_hcall_register(bool on)
+{
+	hypercall_set_hooks(on ? &hooks : NULL);
+}
