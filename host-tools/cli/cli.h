@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cli.h - what the command line's files share: option parsing, messages,
- * opening traces and outputs.  main.c holds these and the older
- * commands; cmd_perf.c the perf-style ones (info, script, report,
- * coverage, timeline).  Not part of the library.
+ * opening traces and outputs (cli.c), and every command's entry point and
+ * usage text (cmd_NAME.c, one file per command; main.c's table names
+ * them).  Not part of the library: nothing in host-tools/lib includes it.
  *
  * Exit status of every subcommand: 0 done, input clean; 1 error (nothing
  * or not everything written); 2 usage; 3 done, but the input had damaged
@@ -18,6 +18,8 @@
 #include <stdio.h>
 
 #include "host-tools/lib/progress.h"
+#include "host-tools/lib/ptbranch.h"
+#include "host-tools/lib/pwalk.h"
 #include "host-tools/lib/sym.h"
 #include "host-tools/lib/tvt.h"
 #include "host-tools/lib/walk.h"
@@ -99,16 +101,90 @@ void warn_damage(const struct tvh_stats *s, const char *path);
 int read_file(const char *path, uint8_t **data, size_t *len);
 void print_sym(struct tvh_symtab *st, uint64_t a);
 
-/* cmd_perf.c */
+/* ---- what the walking commands share (cli.c) ---- */
+
+/* Text every symbolizing command's --help shares. */
+#define IMAGE_HELP \
+	"  --image PATH[@BASE] a module: ELF (vmlinux, kernel modules, user\n" \
+	"                      binaries, gnu-efi .so) or PE/COFF (UEFI drivers)\n" \
+	"                      loaded at BASE (repeatable; --elf is the same)\n" \
+	"  --image-dir DIR     for each IMAGE record of the trace, load the file\n" \
+	"                      DIR holds for its name (debug path, FvFile GUID,\n" \
+	"                      file name) at the recorded base; KASLR kernels\n" \
+	"                      come out right from the kernel's IMAGE record\n"
+/* script, report, coverage: PT captures (pt_walk). */
+#define PT_HELP \
+	"\nIntel PT (source pt): with modules (--image, --image-dir) each CPU's PT\n" \
+	"stream is decoded with libipt over the modules' code bytes (the ELF/PE\n" \
+	"files given) and each taken transfer is used as a branch; PT losses\n" \
+	"(gaps, PT_SYNC cuts) and decode errors are PT_GAP lines and restart\n" \
+	"decoding at the next PSB.  Without modules PT cannot be decoded: each\n" \
+	"CPU with PT bytes is named on stderr.\n"
+#define COMMON_HELP \
+	"  -q, --quiet         no progress or summary on stderr\n" \
+	"      --progress      progress on stderr even for small files\n" \
+	"  -h, --help          this text\n"
+#define EXIT_HELP \
+	"\nExit status: 0 clean input, 1 error (file named with the offset where\n" \
+	"it applies), 2 usage, 3 done but the input was damaged (reported).\n"
+
+/* What PT decoding did in a walk (pt_walk). */
+struct pt_result {
+	struct tvh_ptbr_stats st;
+	bool decoded;            /* modules were given: PT was decoded */
+};
+
+/* "tracevisor NAME" in a usage text: the name it was called by (aliases). */
+const char *usage_name(const char *primary);
+/* Modules from --image and, with --image-dir, from the trace's IMAGE records. */
+int setup_modules(struct common *c, struct tvt_reader *r, const char *path);
+/* open_with_modules - open_trace, then the modules; r is closed on failure. */
+int open_with_modules(struct common *c, struct tvt_reader *r, const char *path);
+/* --threads N: 0..TVH_PWALK_MAX_THREADS, else EXIT_USAGE with a message. */
+int parse_threads(const char *arg, unsigned *threads);
+/* A walk's exit status: walk_failed, else damage warned and EXIT_DAMAGED. */
+int finish_walk(int ret, const struct tvh_stats *s, const char *path);
+/* Say, for each CPU with PT bytes, that they were not decoded (what: why). */
+void warn_pt_undecoded(const struct tvh_stats *s, const char *what);
+/*
+ * pt_walk - tvh_pwalk(ops, ctx), with each CPU's Intel PT stream decoded
+ * into branch records for ops (ptbranch.h) when modules are loaded.
+ * Returns tvh_pwalk's value, -TVH_ERR_PT (image setup).
+ */
+int pt_walk(struct common *c, struct tvt_reader *r, struct tvh_walk_opts *wo,
+	    unsigned threads, const struct tvh_pwalk_ops *ops, void *ctx,
+	    struct tvh_stats *s, struct pt_result *pr);
+/* finish_walk, and status 3 when PT had decode errors. */
+int finish_pt_walk(const struct tvh_stats *s, const struct pt_result *pr,
+		   const char *path);
+
+/*
+ * ---- the commands: int cmd_NAME(argc, argv) returns the exit status,
+ * void NAME_usage(f) writes its --help text (cmd_NAME.c).
+ */
 int cmd_info(int argc, char **argv);
 void info_usage(FILE *f);
 int cmd_script(int argc, char **argv);
 void script_usage(FILE *f);
 int cmd_report(int argc, char **argv);
 void report_usage(FILE *f);
-int cmd_coverage(int argc, char **argv);
+int cmd_coverage(int argc, char **argv);          /* also `drcov` */
 void coverage_usage(FILE *f);
-int cmd_timeline(int argc, char **argv);
+int cmd_timeline(int argc, char **argv);          /* also `chrome` */
 void timeline_usage(FILE *f);
+int cmd_dump(int argc, char **argv);
+void dump_usage(FILE *f);
+int cmd_symbolize(int argc, char **argv);
+void symbolize_usage(FILE *f);
+int cmd_pt(int argc, char **argv);
+void pt_usage(FILE *f);
+int cmd_pt_decode(int argc, char **argv);
+void pt_decode_usage(FILE *f);
+int cmd_from_serial(int argc, char **argv);
+void from_serial_usage(FILE *f);
+int cmd_record(int argc, char **argv);
+void record_usage(FILE *f);
+int cmd_control(int argc, char **argv);
+void control_usage(FILE *f);
 
 #endif /* TVH_CLI_H */

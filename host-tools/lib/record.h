@@ -1,37 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * record.h - `tracevisor record`, the host receiver of the export
- * protocol (docs/PROTOCOL.md, docs/RECEIVER.md), and `tracevisor control`,
- * which sends one authenticated CONTROL to a traced machine.
+ * record.h - the export protocol's host side (docs/PROTOCOL.md), apart
+ * from the receiver loop (receiver.h): the pure parsers of addresses,
+ * keys and CPU sets the commands `record` and `control` take, the
+ * machine a capture directory came from, and sending a CONTROL datagram.
  *
- * The receiver is a poll loop around one UDP socket: every datagram is
- * given to the session its (source address, session id) names, where the
- * receiver state machine (net/recv.c) puts records in order and answers
- * with ACK/NACK datagrams, and the capture (host-tools/lib/capture.c) writes
- * what it delivers into <outdir>/<machine>-<session>/.  Nothing a datagram
- * holds can make it stop: bad datagrams are counted by kind and dropped.
- *
- * The entry points return a process exit status (0 ok, 1 error, 2 usage),
- * like the other commands of host-tools/cli/main.c.  The parsers below are
- * pure and return 0 or -TVH_ERR_INVALID.
+ * The parsers are pure and return 0 or -TVH_ERR_INVALID.  Option parsing
+ * and messages are the CLI's (host-tools/cli/cmd_record.c, cmd_control.c).
  */
 #ifndef TVH_RECORD_H
 #define TVH_RECORD_H
 
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <netinet/in.h>
 
 #include "net/proto.h"
 
 #define REC_DEFAULT_PORT TVP_PORT     /* 6543, the hypervisor's `receiver =` default */
 #define REC_KEY_MAX      256u         /* bytes of control key */
-
-int tvh_cmd_record(int argc, char **argv);
-void tvh_record_usage(FILE *f);
-int tvh_cmd_control(int argc, char **argv);
-void tvh_control_usage(FILE *f);
 
 /*
  * rec_parse_addr - "ADDR:PORT", "ADDR" (default_port) or ":PORT" /
@@ -58,5 +45,29 @@ int rec_parse_cpus(const char *s, uint64_t mask[16]);
 
 /* rec_human - "12.3 M" style (1000-based) for the progress line. */
 void rec_human(char *out, size_t cap, double v);
+
+/* rec_addr_str - "A.B.C.D:PORT". */
+void rec_addr_str(const struct sockaddr_in *a, char *out, size_t cap);
+
+/* rec_wall_ns - CLOCK_REALTIME in ns: above any earlier run's CONTROL counter. */
+uint64_t rec_wall_ns(void);
+
+/*
+ * rec_capture_target - the machine a capture directory (what the receiver
+ * wrote) came from: DIR/meta.json's session_id and peer.  Returns 0,
+ * -TVH_ERR_IO (cannot read DIR/meta.json, errno kept) or -TVH_ERR_INVALID
+ * (no nonzero session_id, or no peer address in it).
+ */
+int rec_capture_target(const char *dir, uint64_t *session, struct sockaddr_in *to);
+
+/*
+ * rec_send_repeat - send the datagram buf[0..len) to `to` repeat times,
+ * 100 ms apart, from a new UDP socket (a CONTROL from proto_encode_control:
+ * the same counter each time, so the machine applies it once).  Returns 0,
+ * or -TVH_ERR_IO with errno kept and *failed naming the call that failed
+ * ("socket" or "send"); *failed is NULL on success.
+ */
+int rec_send_repeat(const struct sockaddr_in *to, const void *buf, size_t len,
+		    uint64_t repeat, const char **failed);
 
 #endif /* TVH_RECORD_H */

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cmd_timeline.c - `tracevisor timeline` (old name `chrome`): call/return
+ * slices per CPU as Chrome trace-event JSON (chrome.h does the work).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "host-tools/cli/cli.h"
+#include "host-tools/lib/error.h"
+#include "host-tools/lib/pwalk.h"
+#include "host-tools/lib/chrome.h"
+
+void timeline_usage(FILE *f)
+{
+	fprintf(f, "Usage: tracevisor %s [OPTIONS] FILE.tvt|CAPTURE-DIR -o OUT.json\n",
+		usage_name("timeline"));
+	fputs("Write Chrome trace-event JSON (open it in ui.perfetto.dev or\n"
+	      "chrome://tracing): one track per CPU, calls/returns (and syscalls,\n"
+	      "exceptions, interrupts) as nested slices named after the target's\n"
+	      "symbol, instant events for CR3 changes, start/stop, markers, log\n"
+	      "lines, images and lost records.  Time comes from the TSC and the\n"
+	      "TSC frequency in the trace; without them, from sequence numbers.\n"
+	      "'chrome' is the old name of this command (same options).  Intel PT is\n"
+	      "not decoded here yet (CPUs with PT are named on stderr; script, report\n"
+	      "and coverage decode it).\n"
+	      "\n"
+	      "Options:\n"
+	      "  -o, --output FILE   the JSON file ('-': stdout)\n"
+	      IMAGE_HELP
+	      "  --cpu N             only CPU N\n"
+	      "  --sequence-time     use sequence numbers as time even with a TSC\n"
+	      COMMON_HELP
+	      EXIT_HELP
+	      "\nExample:\n"
+	      "  tracevisor timeline trace.tvt --image build/payload.so@0x1e1ef000 -o t.json\n", f);
+}
+
+static int seq_opt(int opt, const char *arg, void *ctx)
+{
+	(void)arg;
+	if (opt != OPT_SEQ_TIME)
+		return usage_error("bad option");
+	*(bool *)ctx = true;
+	return 0;
+}
+
+int cmd_timeline(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		COMMON_LONGOPTS,
+		{ "output", required_argument, NULL, 'o' },
+		{ "cpu", required_argument, NULL, OPT_CPU },
+		IMAGE_LONGOPTS,
+		{ "sequence-time", no_argument, NULL, OPT_SEQ_TIME },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct common c = { .cpu = -1 };
+	struct tvh_chrome_opts co;
+	struct tvh_chrome_stats cs;
+	struct tvt_reader r;
+	bool seq_time = false;
+	FILE *out;
+	int ret;
+
+	ret = parse_file_cmd(argc, argv, "hqo:", lo, &c, seq_opt, &seq_time, timeline_usage);
+	if (ret != CMD_GO)
+		goto out;
+	if (!c.out) {
+		ret = usage_error("missing -o OUT.json");
+		goto out;
+	}
+	ret = open_with_modules(&c, &r, argv[optind]);
+	if (ret)
+		goto out;
+	out = open_out(c.out, "w");
+	if (!out) {
+		tvt_reader_close(&r);
+		ret = EXIT_ERR;
+		goto out;
+	}
+	progress_init(&c, &r, cmd_name);
+	co = (struct tvh_chrome_opts){ .st = &c.st, .cpu = c.cpu,
+				       .sequence_time = seq_time,
+				       .progress = &c.prog };
+	ret = tvh_chrome_write(&r, &co, out, &cs);
+	tvh_progress_done(&c.prog);
+	if (ret) {
+		msg("%s: %s", ret == -TVH_ERR_IO ? c.out : argv[optind], tvh_errstr(ret));
+		discard_out(out, c.out);
+		ret = EXIT_ERR;
+	} else {
+		ret = close_out(out, c.out);
+	}
+	if (!ret) {
+		if (!c.quiet)
+			fprintf(stderr, "tracevisor %s: %s: %" PRIu64 " events (%"
+				PRIu64 " slices, %" PRIu64 " instants), time from %s"
+				"; %" PRIu64 " returns without a call, %" PRIu64
+				" slices closed by loss\n", cmd_name, c.out, cs.events,
+				cs.slices, cs.instants, cs.tsc_time ? "TSC" : "sequence numbers",
+				cs.unmatched_returns, cs.closed_by_loss);
+		warn_pt_undecoded(&cs.walk, "timeline does not decode PT yet (script, "
+				  "report and coverage do, with --image)");
+		ret = finish_walk(0, &cs.walk, argv[optind]);
+	}
+	tvh_stats_free(&cs.walk);
+	tvt_reader_close(&r);
+out:
+	common_free(&c);
+	return ret;
+}
