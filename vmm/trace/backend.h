@@ -128,6 +128,7 @@ struct trace_backend {
 	uint8_t source;                 /* enum tv_source */
 	uint32_t events;                /* TRACE_EV_* */
 	uint64_t debugctl_owned;        /* IA32_DEBUGCTL bits that are never the guest's */
+	uint32_t msr_owned;             /* TRACE_OWN_* (vmm/trace/msr_policy.h): the MSRs it owns */
 	size_t state_bytes;             /* priv, per CPU (at most TRACE_BACKEND_STATE_MAX) */
 	/* needs (trace_engine_needs): VMX controls, memory, the drain tick */
 	uint32_t entry_ctls, exit_ctls;               /* every CPU */

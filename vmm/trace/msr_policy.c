@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "vmm/hw/msr.h"
+#include "vmm/trace/backend.h"
 #include "vmm/vmx/vcpu.h"
 
 static uint32_t configured_owned;
@@ -101,21 +102,14 @@ bool trace_msr_is_virtualized(uint32_t msr)
 
 uint32_t trace_msr_owned_by(enum tv_source backend)
 {
-	switch (backend) {
-	case TV_SOURCE_PT: return TRACE_OWN_PT;
-	case TV_SOURCE_BTS: return TRACE_OWN_BTS;
-	case TV_SOURCE_LBR: return TRACE_OWN_LBR;
-	case TV_SOURCE_BTF: return TRACE_OWN_LBR | TRACE_OWN_BTF;
-	case TV_SOURCE_MTF:
-	case TV_SOURCE_NONE: break;
-	}
-	return 0;
+	const struct trace_backend *be = trace_backend_of(backend);
+
+	return be ? be->msr_owned : 0;
 }
 
 static bool backend_valid(enum tv_source b)
 {
-	return b == TV_SOURCE_NONE || b == TV_SOURCE_MTF || b == TV_SOURCE_BTF ||
-	       b == TV_SOURCE_LBR || b == TV_SOURCE_BTS || b == TV_SOURCE_PT;
+	return b == TV_SOURCE_NONE || trace_backend_of(b) != NULL;
 }
 
 int trace_msr_configure(enum tv_source backend)

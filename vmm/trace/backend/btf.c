@@ -10,6 +10,7 @@
 #include "vmm/lib/log.h"
 #include "vmm/lib/x86_decode.h"
 #include "vmm/trace/backend.h"
+#include "vmm/trace/msr_policy.h"
 #include "vmm/vmx/vmx_defs.h"
 
 const char *btf_strerror(int err)
@@ -381,6 +382,7 @@ const struct trace_backend trace_backend_BTF = {
 	.events = TRACE_EV_DB,
 	.debugctl_owned = BTF_DEBUGCTL_OWNED,
 	.state_bytes = sizeof(struct btf_unit),
+	.msr_owned = TRACE_OWN_LBR | TRACE_OWN_BTF,
 	/* arch LBR: IA32_LBR_CTL loaded on entry, cleared on exit */
 	.entry_ctls = ENTRY_LOAD_LBR_CTL,
 	.exit_ctls = EXIT_CLEAR_LBR_CTL,

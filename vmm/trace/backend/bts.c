@@ -26,6 +26,7 @@
 #include "vmm/lib/log.h"
 #include "vmm/hw/msr.h"
 #include "vmm/trace/backend.h"
+#include "vmm/trace/msr_policy.h"
 #include "vmm/trace/engine.h"
 #include "vmm/trace/ring.h"
 #include "vmm/vmx/vmx_defs.h"
@@ -718,6 +719,7 @@ const struct trace_backend trace_backend_BTS = {
 	.source = TV_SOURCE_BTS,
 	.debugctl_owned = BTS_DEBUGCTL_MASK,
 	.state_bytes = sizeof(struct bts_unit),
+	.msr_owned = TRACE_OWN_BTS,
 	.guest_bytes = TRACE_BTS_AREA_BYTES,
 	.usable = bts_usable,
 	.open = bts_open,

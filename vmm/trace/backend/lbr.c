@@ -9,6 +9,7 @@
 #include "vmm/hw/msr.h"
 #include "vmm/lib/log.h"
 #include "vmm/trace/backend.h"
+#include "vmm/trace/msr_policy.h"
 #include "vmm/trace/backend/lbr.h"
 #include "vmm/vmx/vmx_defs.h"
 
@@ -742,6 +743,7 @@ const struct trace_backend trace_backend_LBR = {
 	.source = TV_SOURCE_LBR,
 	.debugctl_owned = LBR_DEBUGCTL_OWNED,
 	.state_bytes = sizeof(struct lbr_unit),
+	.msr_owned = TRACE_OWN_LBR,
 	/* arch LBR: IA32_LBR_CTL loaded on entry, cleared on exit */
 	.entry_ctls = ENTRY_LOAD_LBR_CTL,
 	.exit_ctls = EXIT_CLEAR_LBR_CTL,

@@ -9,6 +9,7 @@
 #include "vmm/hw/hw.h"
 #include "vmm/lib/log.h"
 #include "vmm/trace/backend.h"
+#include "vmm/trace/msr_policy.h"
 #include "vmm/trace/backend/pt.h"
 #include "vmm/trace/engine.h"
 #include "vmm/vmx/vmx_defs.h"
@@ -254,6 +255,7 @@ const struct trace_backend trace_backend_PT = {
 	.name = "pt",
 	.source = TV_SOURCE_PT,
 	.state_bytes = sizeof(struct pt_unit),
+	.msr_owned = TRACE_OWN_PT,
 	/* TraceEn loaded on entry, cleared on exit: PT runs in VMX non-root only */
 	.entry_ctls_traced = ENTRY_LOAD_RTIT_CTL,
 	.exit_ctls_traced = EXIT_CLEAR_RTIT_CTL,

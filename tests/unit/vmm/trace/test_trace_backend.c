@@ -20,6 +20,7 @@
 #include "vmm/trace/backend/bts.h"
 #include "vmm/trace/cpu.h"
 #include "vmm/trace/engine.h"
+#include "vmm/trace/msr_policy.h"
 #include "vmm/trace/needs.h"
 #include "vmm/vmx/vcpu.h"
 #include "vmm/vmx/vmx.h"
@@ -83,6 +84,15 @@ static void test_declarations(void **state)
 	assert_int_equal(lbr->debugctl_owned, DEBUGCTL_LBR | DEBUGCTL_FREEZE_LBRS_ON_PMI);
 	assert_int_equal(bts->debugctl_owned, BTS_DEBUGCTL_MASK);
 	assert_int_equal(pt->debugctl_owned, 0);
+	/* the MSRs each owns (the MSR policy asks the backend) */
+	assert_int_equal(mtf->msr_owned, 0);
+	assert_int_equal(btf->msr_owned, TRACE_OWN_LBR | TRACE_OWN_BTF);
+	assert_int_equal(lbr->msr_owned, TRACE_OWN_LBR);
+	assert_int_equal(bts->msr_owned, TRACE_OWN_BTS);
+	assert_int_equal(pt->msr_owned, TRACE_OWN_PT);
+	for (unsigned s = 0; s <= TV_SOURCE_MAX; s++)
+		assert_int_equal(trace_msr_owned_by((enum tv_source)s),
+				 s ? trace_backend_of(s)->msr_owned : 0);
 	/* memory: bts guest-visible, pt hidden; a byte stream only for pt */
 	assert_int_equal(bts->guest_bytes, TRACE_BTS_AREA_BYTES);
 	assert_int_equal(pt->hidden_bytes, TRACE_PT_AREA_BYTES);
