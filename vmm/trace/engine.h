@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * trace_engine.h - tracing in the running hypervisor: one record ring per
+ * engine.h - tracing in the running hypervisor: one record ring per
  * CPU in reserved memory, start/stop/marker from hypercalls and triggers,
  * and the backend's work on every VM exit.
  *
@@ -15,62 +15,16 @@
  * engine only through the exit hooks (vmm/trace/hooks.c); struct per_cpu
  * holds an opaque pointer to its state (vmm/trace/cpu.h).
  *
- * Backends driven end to end (docs/BACKENDS-MTF.md, docs/BACKENDS-LBR.md,
- * docs/BACKENDS-BTS.md):
- *  - mtf: the monitor trap flag while a window is open; every exit of the
- *    window is one observed instruction (trace_before_entry).
- *  - btf: RFLAGS.TF with IA32_DEBUGCTL.BTF|LBR in GUEST_IA32_DEBUGCTL,
- *    armed by btf_prepare_entry before every VM entry; #DB intercepted
- *    (exception bitmap bit 1, from the first window on, for good); each
- *    #DB exit goes to exit_debug_exception: one TV_REC_BRANCH from the
- *    LBR top (MSR_LASTBRANCH_TOS and its FROM/TO, which a VM exit does not
- *    clear) to the guest's RIP, or a #DB reflected to the guest.
- *  - lbr (legacy stack only): DEBUGCTL.LBR in GUEST_IA32_DEBUGCTL and the
- *    filter in MSR_LBR_SELECT while a window is open; the stack is
- *    drained (lbr_read, TV_REC_LBR) on every VM exit of the window and at
- *    its stop.  No PMI is used: more than depth branches between two
- *    exits lose the older ones, which the drain flags (TV_BRF_LBR_FULL on
- *    the oldest record of a full read) and counts (the stop line's "full
- *    reads").  Architectural LBR is refused (TRACE_ENOSYS, logged).
- *  - bts (docs/BACKENDS-BTS.md): each CPU has a DS save area and a
- *    TRACE_BTS_BUF_BYTES BTS buffer in reserved memory the guest's EPT
- *    maps read/write (trace_cpu_bts_area; the guest can see them).  A
- *    window lays them out (bts_area_init, circular mode: BTINT 0, no
- *    PMI ever), writes IA32_DS_AREA with WRMSR in VMX root, and puts
- *    TR|BTS (and BTS_OFF_OS/USR from the filter's CPLs) in
- *    GUEST_IA32_DEBUGCTL; the buffer is drained (bts_drain) on every VM
- *    exit of the window and at its stop.  More branches between two
- *    exits than the buffer holds wrap it: the drain counts them
- *    (lost_min) and writes a TV_REC_LOG note; the stop line reports it.
- *    The buffer's linear address is its physical one: BTS works while
- *    the guest's paging identity-maps that memory (UEFI firmware, the
- *    payload), not yet under an OS with its own page tables.  Before an
- *    entry with TR|BTS the guest's page tables are walked over the whole
- *    area (again whenever CR3 or CR0 changed): where a page is not
- *    mapped writable at its own address, BTS stays off for that entry
- *    (a gap, with a TV_REC_LOG note and the stop line's count), never a
- *    store through an unmapped address.
+ * The backends (docs/BACKENDS-*.md) are described where they live:
+ * vmm/trace/backend/mtf.h, btf.h, lbr.h, bts.h and pt.h ("The unit").
  * For btf, lbr and bts the guest's IA32_DEBUGCTL bits the backend owns
- * (LBR, FREEZE_LBRS_ON_PMI, and BTF for btf; TR, BTS, BTINT, BTS_OFF_OS,
- * BTS_OFF_USR for bts: docs/TRACE-MSR-POLICY.md) are the engine's in the
- * VMCS on every entry, windows open or not; the guest's own bits in the
- * field are kept (vmm/exit/exit_msr.c merges them).
- *  - pt (docs/BACKENDS-PT.md): each CPU has TRACE_PT_AREA_BYTES of
- *    reserved memory the guest never sees (EPT leaves it hidden; PT
- *    writes host-physical addresses, not through EPT): the ToPA output
- *    regions, the table, and a byte ring the drains fill.  The table is
- *    built once (STOP on the last region: no PMI, so nothing ever reaches
- *    the guest's LVT; more than the regions hold between two exits is a
- *    counted gap); each window arms the RTIT MSRs in VMX root (pt_arm:
- *    PacketByteCnt 0, so it opens with a PSB+) and puts ctl|TraceEn in
- *    GUEST_IA32_RTIT_CTL, which "load IA32_RTIT_CTL" puts in force at
- *    every VM entry and "clear IA32_RTIT_CTL" takes away at every exit:
- *    the hypervisor never traces itself.  Every exit of the window
- *    drains the regions into the byte ring (pt_drain, TV_REC_PT_SYNC
- *    records tie the byte stream to the record ring, gaps counted);
- *    the exporter takes the bytes with trace_pt_take.  stop_after does
- *    not apply (the hypervisor does not decode PT): windows end by
- *    hypercall, request or a full byte ring (TV_TRIG_FULL).
+ * (trace_backend.debugctl_owned, docs/TRACE-MSR-POLICY.md) are the
+ * engine's in the VMCS on every entry, windows open or not; the guest's
+ * own bits in the field are kept (vmm/exit/exit_msr.c merges them).
+ *
+ * Files: engine.c (setup, per-CPU state, windows, before-entry, #DB and
+ * MTF exits), trigger.c, pmi.c, request.c, guest.c, hcall.c (the
+ * hypercalls; TRACE_E* -> TV_HC_*), hooks.c (the exit hooks), needs.c.
  *
  * Concurrency: each CPU only ever touches its own struct trace_cpu and
  * ring (in VMX root, on its own exits); the setup is written once at boot.
