@@ -15,6 +15,7 @@
 #include "host-tools/lib/capture.h"
 #include "host-tools/lib/error.h"
 #include "host-tools/lib/le.h"
+#include "host-tools/lib/text.h"
 #include "vmm/trace/format.h"
 #include "vmm/version.h"
 
@@ -127,63 +128,10 @@ static int path_in(const struct cap *c, char *out, size_t cap, const char *name)
 
 /* ---- JSON --------------------------------------------------------------- */
 
-/* A JSON string from s[0..len): escapes, and invalid UTF-8 as U+FFFD. */
-static void json_str(FILE *f, const char *s, size_t len)
-{
-	const uint8_t *p = (const uint8_t *)s;
-
-	fputc('"', f);
-	for (size_t i = 0; i < len; i++) {
-		uint8_t ch = p[i];
-		size_t need = 0;
-
-		if (ch == '"' || ch == '\\') {
-			fputc('\\', f);
-			fputc(ch, f);
-			continue;
-		}
-		if (ch < 0x20) {
-			fprintf(f, "\\u%04x", ch);
-			continue;
-		}
-		if (ch < 0x80) {
-			fputc(ch, f);
-			continue;
-		}
-		if (ch >= 0xc2 && ch <= 0xdf)
-			need = 1;
-		else if (ch >= 0xe0 && ch <= 0xef)
-			need = 2;
-		else if (ch >= 0xf0 && ch <= 0xf4)
-			need = 3;
-		if (need && i + need < len) {
-			uint32_t cp = ch & (0x3f >> need);
-			bool ok = true;
-
-			for (size_t k = 1; ok && k <= need; k++) {
-				if ((p[i + k] & 0xc0) != 0x80)
-					ok = false;
-				else
-					cp = (cp << 6) | (p[i + k] & 0x3f);
-			}
-			/* No overlong forms, surrogates or code points above U+10FFFF. */
-			if (ok && ((need == 2 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-				   (need == 3 && (cp < 0x10000 || cp > 0x10ffff))))
-				ok = false;
-			if (ok) {
-				fwrite(p + i, 1, need + 1, f);
-				i += need;
-				continue;
-			}
-		}
-		fputs("\\ufffd", f);
-	}
-	fputc('"', f);
-}
-
+/* JSON strings: text.h's escaper, the one the exporters use. */
 static void json_cstr(FILE *f, const char *s)
 {
-	json_str(f, s, strlen(s));
+	tvh_json_string(f, s, strlen(s));
 }
 
 static void json_ranges(FILE *f, const struct cap_range *r, size_t n)
@@ -283,11 +231,11 @@ static void meta_body(const struct cap *c, FILE *f)
 		return;
 	}
 	fprintf(f, ",\n  \"machine\": ");
-	json_str(f, h->machine, field_len(h->machine, TVP_MACHINE_LEN));
+	tvh_json_string(f, h->machine, field_len(h->machine, TVP_MACHINE_LEN));
 	fprintf(f, ",\n  \"sender_version\": ");
-	json_str(f, h->sw_version, field_len(h->sw_version, TVP_SWVER_LEN));
+	tvh_json_string(f, h->sw_version, field_len(h->sw_version, TVP_SWVER_LEN));
 	fprintf(f, ",\n  \"cpu\": {\"vendor\": ");
-	json_str(f, h->vendor, field_len(h->vendor, TVP_VENDOR_LEN));
+	tvh_json_string(f, h->vendor, field_len(h->vendor, TVP_VENDOR_LEN));
 	fprintf(f, ", \"vendor_id\": \"%s\", \"family\": %u, \"model\": %u, \"stepping\": %u},\n",
 		cap_vendor_name(h->vendor_id), h->family, h->model, h->stepping);
 	fprintf(f, "  \"cpu_count\": %u,\n", h->cpu_count);
