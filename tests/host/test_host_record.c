@@ -3,7 +3,8 @@
  * test_host_record.c - the capture directory (host-tools/lib/capture.c) that
  * `tracevisor record` writes: trace.tvt chunks, raw PT files, meta.json,
  * losses.json/losses.txt, loss range bookkeeping.  The socket loop
- * itself is tested end to end by tests/build/net-*.sh.
+ * itself is tested through the library by test_host_receiver.c and end
+ * to end by tests/build/net-*.sh.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
