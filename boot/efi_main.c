@@ -24,6 +24,7 @@
 #include "vmm/lib/memmap.h"
 #include "vmm/hw/msr.h"
 #include "vmm/exit/pci_hide.h"
+#include "vmm/trace/backend.h"
 #include "vmm/trace/caps.h"
 #include "vmm/trace/msr_policy.h"
 #include "vmm/version.h"
@@ -166,11 +167,10 @@ out:
 	return rc;
 }
 
-/* Backends the engine drives today (vmm/trace/engine.c). */
+/* Backends the engine drives (vmm/trace/backend.h: every listed source has one). */
 static bool backend_wired(enum tv_source s)
 {
-	return s == TV_SOURCE_MTF || s == TV_SOURCE_BTF || s == TV_SOURCE_LBR ||
-	       s == TV_SOURCE_BTS || s == TV_SOURCE_PT;
+	return trace_backend_of(s) != NULL;
 }
 
 /*

@@ -20,6 +20,7 @@
  *  - Architectural PMU: CPUID.0AH (3B 20.2).
  */
 #include "vmm/trace/caps.h"
+#include "vmm/trace/backend.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -385,9 +386,7 @@ int trace_choose(const struct trace_caps *tc, enum tv_source requested,
 	if (!tc || !chosen)
 		return TRACE_CAPS_EINVAL;
 	if (requested != TV_SOURCE_NONE) {
-		if (requested != TV_SOURCE_MTF && requested != TV_SOURCE_BTF &&
-		    requested != TV_SOURCE_LBR && requested != TV_SOURCE_BTS &&
-		    requested != TV_SOURCE_PT) {
+		if (!trace_backend_of(requested)) {
 			if (why && whylen)
 				snprintf(why, whylen, "unknown source %d", (int)requested);
 			return TRACE_CAPS_EINVAL;

@@ -150,6 +150,8 @@ bool trace_trigger_fetch(struct per_cpu *cpu, uint64_t gpa, uint64_t guest_rax)
 		/* ExitBootServices returned: step until the loader's image is left */
 		log_info("trace: cpu %u: ExitBootServices returned to %#llx: stepping to the kernel's entry",
 			 cpu->index, (unsigned long long)gpa);
+		if (!cpu->trace)
+			return true;   /* not traced: nothing to step for (no window can open) */
 		cpu->trace->kentry_step = true;
 		cpu->trace->kentry_steps = 0;
 		if (!trace_mtf_window(cpu->trace))
@@ -162,7 +164,13 @@ bool trace_trigger_fetch(struct per_cpu *cpu, uint64_t gpa, uint64_t guest_rax)
 				 cpu->index);
 		return true;
 	}
-	/* Another instruction in the page: run it alone, then disarm again. */
+	/*
+	 * Another instruction in the page: run it alone, then disarm again.
+	 * A CPU that does not trace has no state to step with: the page stays
+	 * executable (as it did before, when its stepping never ended).
+	 */
+	if (!cpu->trace)
+		return true;
 	cpu->trace->trigger_step = true;
 	if (!trace_mtf_window(cpu->trace))
 		trace_set_mtf(cpu, true);

@@ -298,6 +298,27 @@ static void test_address_trigger(void **state)
 	assert_int_equal(trace_stop(&cpu, TV_TRIG_HYPERCALL), TV_HC_OK);
 }
 
+/*
+ * A CPU that does not trace (trace_cpus leaves it out: no trace state)
+ * fetching in the trigger page: execute comes back, it is not stepped
+ * (nothing to step with) and no window can open at the address.
+ */
+static void test_address_trigger_untraced_cpu(void **state)
+{
+	(void)state;
+	arm_trigger();
+	cpu.trace = NULL;
+	assert_int_equal(violation(TRIGGER + 0x100, 1u << 2), EXIT_RESUME);
+	assert_int_equal(rights(TRIGGER), EPT_RWX);
+	assert_false(hw_fake_vmcs_get(VMCS_PROC_BASED_CTLS) & CPU_MONITOR_TRAP_FLAG);
+	arm_trigger();
+	cpu.trace = NULL;
+	assert_int_equal(violation(TRIGGER, 1u << 2), EXIT_RESUME);
+	assert_int_equal(rights(TRIGGER), EPT_RWX);
+	assert_false(trace_cpu_active(&cpu));
+	assert_non_null(strstr(logbuf, "start address reached, window could not open"));
+}
+
 static void test_address_trigger_refuses_hidden(void **state)
 {
 	struct trace_setup ts;
@@ -443,6 +464,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_denied_access_on_present_leaf_stops, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stale_tlb_on_mapped_page_resumes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_address_trigger, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_address_trigger_untraced_cpu, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_address_trigger_refuses_hidden, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_kernel_entry_trigger, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_kernel_entry_no_image, setup, teardown),
