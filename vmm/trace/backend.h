@@ -76,6 +76,7 @@ void trace_view_set(struct trace_view *v, enum trace_view_field f, uint64_t valu
 /* --- one CPU as a backend sees it ------------------------------------------ */
 
 struct trace_setup;
+struct trace_caps;
 struct byte_ring;
 
 struct trace_bcpu {
@@ -138,6 +139,13 @@ struct trace_backend {
 	uint64_t hidden_bytes, hidden_align; /* per CPU, never the guest's */
 	uint64_t guest_bytes;           /* per CPU, page aligned, guest RW at its address */
 
+	/*
+	 * Boot, before any CPU is virtualized: can this machine (the boot
+	 * CPU's struct trace_caps, vmm/trace/caps.h) run the unit at all?
+	 * NULL: VMX is enough.  trace_choose refuses an explicit source that
+	 * cannot, naming what is missing (trace_caps_missing).
+	 */
+	bool (*caps_ok)(const struct trace_caps *tc);
 	/* Boot: the areas above were given (b->hidden_mem / guest_mem set). 0 or TRACE_EINVAL. */
 	int (*area)(struct trace_bcpu *b);
 	/* Can this CPU open a window?  The reason is logged once (mandatory). */

@@ -353,24 +353,20 @@ int trace_caps_missing(const struct trace_caps *tc, enum tv_source source, char 
 		if (tc->vmx && !tc->mtf)
 			add(buf, len, &n, "monitor trap flag (primary processor-based control 27)");
 		break;
-	case TV_SOURCE_NONE:
 	default:
-		break;
+		break;   /* TV_SOURCE_NONE, or a backend with nothing beyond VMX to name */
 	}
 	return (int)n;
 }
 
+/* Can this machine trace s?  The backend says (trace_backend.caps_ok). */
 static bool can(const struct trace_caps *tc, enum tv_source s)
 {
-	switch (s) {
-	case TV_SOURCE_PT: return tc->pt;
-	case TV_SOURCE_BTS: return tc->bts;
-	case TV_SOURCE_LBR: return tc->lbr;
-	case TV_SOURCE_BTF: return tc->btf;
-	case TV_SOURCE_MTF: return tc->vmx && tc->mtf;
-	case TV_SOURCE_NONE: break;
-	}
-	return false;
+	const struct trace_backend *be = trace_backend_of(s);
+
+	if (!be)
+		return false;
+	return be->caps_ok ? be->caps_ok(tc) : tc->vmx;
 }
 
 int trace_choose(const struct trace_caps *tc, enum tv_source requested,

@@ -10,6 +10,7 @@
 #include "vmm/lib/log.h"
 #include "vmm/lib/x86_decode.h"
 #include "vmm/trace/backend.h"
+#include "vmm/trace/caps.h"
 #include "vmm/trace/msr_policy.h"
 #include "vmm/vmx/vmx_defs.h"
 
@@ -376,6 +377,12 @@ static void btf_log_stop(struct trace_bcpu *b, const char *trig)
 		 (unsigned long long)b->ring->lost_records);
 }
 
+/* The machine can (trace_caps, decoded at boot from the boot CPU). */
+static bool btf_caps_ok(const struct trace_caps *tc)
+{
+	return tc->btf;
+}
+
 const struct trace_backend trace_backend_BTF = {
 	.name = "btf",
 	.source = TV_SOURCE_BTF,
@@ -386,6 +393,7 @@ const struct trace_backend trace_backend_BTF = {
 	/* arch LBR: IA32_LBR_CTL loaded on entry, cleared on exit */
 	.entry_ctls = ENTRY_LOAD_LBR_CTL,
 	.exit_ctls = EXIT_CLEAR_LBR_CTL,
+	.caps_ok = btf_caps_ok,
 	.usable = lbr_unit_usable,
 	.open = btf_open,
 	.close = btf_close,

@@ -26,6 +26,7 @@
 #include "vmm/lib/log.h"
 #include "vmm/hw/msr.h"
 #include "vmm/trace/backend.h"
+#include "vmm/trace/caps.h"
 #include "vmm/trace/msr_policy.h"
 #include "vmm/trace/engine.h"
 #include "vmm/trace/ring.h"
@@ -714,6 +715,12 @@ static void bts_log_stop(struct trace_bcpu *b, const char *trig)
 		 (unsigned long long)b->ring->lost_records);
 }
 
+/* The machine can (trace_caps, decoded at boot from the boot CPU). */
+static bool bts_caps_ok(const struct trace_caps *tc)
+{
+	return tc->bts;
+}
+
 const struct trace_backend trace_backend_BTS = {
 	.name = "bts",
 	.source = TV_SOURCE_BTS,
@@ -721,6 +728,7 @@ const struct trace_backend trace_backend_BTS = {
 	.state_bytes = sizeof(struct bts_unit),
 	.msr_owned = TRACE_OWN_BTS,
 	.guest_bytes = TRACE_BTS_AREA_BYTES,
+	.caps_ok = bts_caps_ok,
 	.usable = bts_usable,
 	.open = bts_open,
 	.close = bts_close,

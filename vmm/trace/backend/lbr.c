@@ -9,6 +9,7 @@
 #include "vmm/hw/msr.h"
 #include "vmm/lib/log.h"
 #include "vmm/trace/backend.h"
+#include "vmm/trace/caps.h"
 #include "vmm/trace/msr_policy.h"
 #include "vmm/trace/backend/lbr.h"
 #include "vmm/vmx/vmx_defs.h"
@@ -738,6 +739,12 @@ static void lbr_log_stop(struct trace_bcpu *b, const char *trig)
 		 (unsigned long long)b->ring->lost_records);
 }
 
+/* The machine can (trace_caps, decoded at boot from the boot CPU). */
+static bool lbr_caps_ok(const struct trace_caps *tc)
+{
+	return tc->lbr;
+}
+
 const struct trace_backend trace_backend_LBR = {
 	.name = "lbr",
 	.source = TV_SOURCE_LBR,
@@ -750,6 +757,7 @@ const struct trace_backend trace_backend_LBR = {
 	/* the counter counts guest branches only */
 	.pmi_entry_ctls = ENTRY_LOAD_PERF_GLOBAL_CTRL,
 	.pmi_exit_ctls = EXIT_LOAD_PERF_GLOBAL_CTRL,
+	.caps_ok = lbr_caps_ok,
 	.usable = lbr_unit_usable,
 	.open = lbr_open,
 	.close = lbr_close,

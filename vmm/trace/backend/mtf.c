@@ -8,6 +8,7 @@
 #include "vmm/lib/log.h"
 #include "vmm/lib/x86_decode.h"
 #include "vmm/trace/backend.h"
+#include "vmm/trace/caps.h"
 #include "vmm/vmx/vmx_defs.h"
 
 void mtf_reset(struct mtf_state *s)
@@ -208,11 +209,18 @@ static void mtf_log_stop(struct trace_bcpu *b, const char *trig)
 		 (unsigned long long)b->ring->lost_records);
 }
 
+/* The machine can (trace_caps, decoded at boot from the boot CPU). */
+static bool mtf_caps_ok(const struct trace_caps *tc)
+{
+	return tc->vmx && tc->mtf;
+}
+
 const struct trace_backend trace_backend_MTF = {
 	.name = "mtf",
 	.source = TV_SOURCE_MTF,
 	.events = TRACE_EV_MTF,
 	.state_bytes = sizeof(struct mtf_state),
+	.caps_ok = mtf_caps_ok,
 	.usable = mtf_usable,
 	.open = mtf_open,
 	.close = mtf_close,

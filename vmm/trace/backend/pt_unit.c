@@ -9,6 +9,7 @@
 #include "vmm/hw/hw.h"
 #include "vmm/lib/log.h"
 #include "vmm/trace/backend.h"
+#include "vmm/trace/caps.h"
 #include "vmm/trace/msr_policy.h"
 #include "vmm/trace/backend/pt.h"
 #include "vmm/trace/engine.h"
@@ -251,6 +252,12 @@ static void pt_log_stop(struct trace_bcpu *b, const char *trig)
 		 (unsigned long long)b->ring->lost_records);
 }
 
+/* The machine can (trace_caps, decoded at boot from the boot CPU). */
+static bool pt_caps_ok(const struct trace_caps *tc)
+{
+	return tc->pt;
+}
+
 const struct trace_backend trace_backend_PT = {
 	.name = "pt",
 	.source = TV_SOURCE_PT,
@@ -263,6 +270,7 @@ const struct trace_backend trace_backend_PT = {
 	.hidden_bytes = TRACE_PT_AREA_BYTES,
 	.hidden_align = TRACE_PT_REGION_BYTES,
 	.area = pt_area,
+	.caps_ok = pt_caps_ok,
 	.usable = pt_usable,
 	.open = pt_open,
 	.close = pt_close,

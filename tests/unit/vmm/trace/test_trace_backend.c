@@ -18,6 +18,7 @@
 #include "vmm/hw/msr.h"
 #include "vmm/trace/backend.h"
 #include "vmm/trace/backend/bts.h"
+#include "vmm/trace/caps.h"
 #include "vmm/trace/cpu.h"
 #include "vmm/trace/engine.h"
 #include "vmm/trace/msr_policy.h"
@@ -111,6 +112,26 @@ static void test_declarations(void **state)
 	assert_non_null(bts->prepare);
 	assert_non_null(pt->drain);
 	assert_non_null(pt->prepare);
+}
+
+/* What the machine must offer is each backend's say (trace_choose asks it). */
+static void test_caps_ok(void **state)
+{
+	struct trace_caps tc;
+
+	(void)state;
+	memset(&tc, 0, sizeof(tc));
+	for (unsigned s = 1; s <= TV_SOURCE_MAX; s++) {
+		assert_non_null(trace_backend_of(s)->caps_ok);
+		assert_false(trace_backend_of(s)->caps_ok(&tc));
+	}
+	tc.vmx = true;
+	tc.mtf = true;
+	assert_true(trace_backend_of(TV_SOURCE_MTF)->caps_ok(&tc));
+	assert_false(trace_backend_of(TV_SOURCE_BTF)->caps_ok(&tc));
+	tc.btf = tc.lbr = tc.bts = tc.pt = true;
+	for (unsigned s = 1; s <= TV_SOURCE_MAX; s++)
+		assert_true(trace_backend_of(s)->caps_ok(&tc));
 }
 
 /* needs follows the backend's declaration for every source, with and without pmi. */
@@ -208,6 +229,7 @@ int main(void)
 		cmocka_unit_test(test_every_source_has_a_backend),
 		cmocka_unit_test(test_state_fits),
 		cmocka_unit_test(test_declarations),
+		cmocka_unit_test(test_caps_ok),
 		cmocka_unit_test(test_needs_follow_backend),
 		cmocka_unit_test(test_view_load_once_write_back),
 		cmocka_unit_test(test_cpu_state_in_trace_memory),
