@@ -402,7 +402,7 @@ static void test_nothing_owned_passes(void **state)
 	/* not one of ours */
 	rd(0x3a, TRACE_MSR_GP);
 	assert_int_equal(trace_msr_init(NULL, &tc, TV_SOURCE_PT), TRACE_MSR_EINVAL);
-	assert_int_equal(trace_msr_init(&st, &tc, (enum tv_source)6), TRACE_MSR_EINVAL);
+	assert_int_equal(trace_msr_init(&st, &tc, (enum tv_source)(TV_SOURCE_MAX + 1)), TRACE_MSR_EINVAL);
 }
 
 static void test_state_of(void **state)

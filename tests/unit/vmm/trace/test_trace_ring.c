@@ -215,7 +215,7 @@ static void test_init_rejects(void **state)
 			 TRACE_ERR_INVAL);
 	assert_int_equal(trace_ring_init((struct tv_trace_ring *)((uint8_t *)r + 4), BLOCK_BYTES - 8,
 					 0, 0, TV_SOURCE_MTF, TV_OVERFLOW_STOP, 0, 0), TRACE_ERR_INVAL);
-	assert_int_equal(trace_ring_init(r, BLOCK_BYTES, 0, 0, (enum tv_source)6, TV_OVERFLOW_STOP, 0, 0),
+	assert_int_equal(trace_ring_init(r, BLOCK_BYTES, 0, 0, (enum tv_source)(TV_SOURCE_MAX + 1), TV_OVERFLOW_STOP, 0, 0),
 			 TRACE_ERR_INVAL);
 	assert_int_equal(trace_ring_init(r, BLOCK_BYTES, 0, 0, TV_SOURCE_MTF, (enum tv_overflow)2, 0, 0),
 			 TRACE_ERR_INVAL);
