@@ -43,7 +43,7 @@ for variant in check hardware bsp; do
 		tv_expect "broken-vmcs (bsp): all unvirtualized" "$log" 'vmx: every CPU is unvirtualized again'
 		tv_expect "broken-vmcs (bsp): AP sees plain hardware" "$log" 'TRACEVISOR-PAYLOAD: cpu 1: VMX=1 hypervisor=none'
 	else
-		tv_expect "broken-vmcs (hardware): entry failure reported" "$log" 'VM entry failed, exit reason 33 \(invalid guest state\)'
+		tv_expect "broken-vmcs (hardware): entry failure reported" "$log" 'VM entry failed: invalid guest state \(exit reason 0x80000021'
 		tv_expect "broken-vmcs (hardware): VMCS dumped" "$log" 'GUEST_CS_AR=0xa09a'
 	fi
 	tv_expect "broken-vmcs ($variant): falls back" "$log" 'vmx: booting unvirtualized'
