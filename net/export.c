@@ -26,6 +26,12 @@ static uint64_t ms_ticks(uint64_t hz, uint64_t ms)
 	return hz / 1000u * ms + hz % 1000u * ms / 1000u;
 }
 
+/* us microseconds in TSC ticks. */
+static uint64_t us_ticks(uint64_t hz, uint64_t us)
+{
+	return hz / 1000000u * us + hz % 1000000u * us / 1000000u;
+}
+
 static uint64_t le64(const uint8_t *p)
 {
 	uint64_t v = 0;
@@ -41,10 +47,207 @@ static int tx(struct exporter *e, int len)
 		return len ? len : PROTO_ERR_INVAL;
 	e->st.datagrams++;
 	if (e->cfg.send(e->cfg.send_ctx, e->dgram, (size_t)len)) {
-		/* Counted; the datagram is treated as sent and lost: timers resend. */
+		/*
+		 * Counted; the datagram is treated as sent and lost: a NACK or
+		 * the timer resends it, and it counts as a loss of this round
+		 * trip (a full transmit ring is congestion too).
+		 */
 		e->st.tx_errors++;
+		e->cc.round_lost++;
 	}
 	return 0;
+}
+
+/* --- round-trip time, retransmission timer, congestion window ------------------------ */
+
+/*
+ * RFC 6298 2.2/2.3 with alpha 1/8, beta 1/4, kept scaled (srtt8 = 8 SRTT,
+ * rttvar4 = 4 RTTVAR) so that small tick counts keep their precision;
+ * RTO = SRTT + max(G, 4 RTTVAR) with G one tick, clamped (2.4, 2.5).
+ * Only datagrams sent once give samples (Karn's rule, section 3).
+ */
+static void rtt_sample(struct exporter *e, uint64_t r)
+{
+	struct export_cc *k = &e->cc;
+	uint64_t rto;
+
+	if (!k->samples) {
+		k->srtt8 = r * 8;
+		k->rttvar4 = r * 2;
+	} else {
+		uint64_t srtt = k->srtt8 >> 3;
+		uint64_t d = srtt > r ? srtt - r : r - srtt;
+
+		k->srtt8 = k->srtt8 - srtt + r;
+		k->rttvar4 = k->rttvar4 - (k->rttvar4 >> 2) + d;
+	}
+	k->samples++;
+	rto = (k->srtt8 >> 3) + (k->rttvar4 ? k->rttvar4 : 1);
+	if (rto < e->cfg.rto_min_ticks)
+		rto = e->cfg.rto_min_ticks;
+	if (rto > e->cfg.rto_max_ticks)
+		rto = e->cfg.rto_max_ticks;
+	k->rto = rto;
+}
+
+/* A stream's RTO after backoff doublings (RFC 6298 5.5), at most rto_max. */
+static uint64_t stream_rto(const struct exporter *e, uint32_t backoff)
+{
+	uint64_t t = e->cc.rto;
+
+	for (uint32_t i = 0; i < backoff && t < e->cfg.rto_max_ticks; i++)
+		t *= 2;
+	return t < e->cfg.rto_max_ticks ? t : e->cfg.rto_max_ticks;
+}
+
+/*
+ * Datagrams in flight, all streams (LOSS notices included): those the
+ * receiver has not reported holding (the "pipe" of RFC 6675), so that
+ * a hole being repaired does not stop new data, whose ACKs carry the
+ * NACKs that find a lost resend.
+ */
+static uint32_t inflight(const struct exporter *e)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < e->ncpus; i++)
+		n += e->s[i].nwin - e->s[i].nsacked + e->pt[i].nwin - e->pt[i].nsacked;
+	return n;
+}
+
+/*
+ * The ACK's missing ranges along a window's entries, both ascending and
+ * apart (one merge walk, not entries x ranges): *k is the first range
+ * that ends after first.  Does [first, end) touch a missing range?
+ */
+static bool ack_named(const struct proto_msg *m, uint16_t *k, uint64_t first, uint64_t end)
+{
+	const struct tvp_range *r = m->u.ack.ranges;
+	uint16_t n = m->u.ack.a.nranges;
+
+	while (*k < n && !seq_before(first, r[*k].end))
+		(*k)++;
+	return *k < n && seq_before(r[*k].first, end);
+}
+
+/*
+ * Does the receiver hold [first, end)?  Yes when it lies below what the
+ * ACK's ranges cover (highest, or the end of the last range when the
+ * list was cut at TVP_ACK_MAX_RANGES) and touches no missing range.
+ */
+static bool ack_holds(const struct proto_msg *m, uint16_t *k, uint64_t first, uint64_t end)
+{
+	const struct tvp_ack *a = &m->u.ack.a;
+	uint64_t limit = a->nranges >= TVP_ACK_MAX_RANGES ? m->u.ack.ranges[a->nranges - 1].end
+							  : a->highest;
+
+	return !ack_named(m, k, first, end) && !seq_before(limit, end);
+}
+
+/*
+ * End of a round trip: halve the window when more than 1/EXPORT_LOSS_FRAC
+ * of what was sent in it was lost (RFC 5681 3.1's multiplicative
+ * decrease, at most once per round trip).  A link that drops a few
+ * percent at random keeps its window; an overrun buffer, which drops
+ * everything beyond its size, crosses the threshold at once.
+ */
+static void cc_round(struct exporter *e, uint64_t now)
+{
+	struct export_cc *k = &e->cc;
+	uint64_t len = k->samples ? k->srtt8 >> 3 : e->cfg.ack_ticks;
+
+	if (e->cfg.fixed_timers || now - k->round_start < (len ? len : 1))
+		return;
+	/*
+	 * A rate from fewer than EXPORT_LOSS_SAMPLE datagrams is noise (3 of
+	 * 20 is no 15% loss; 9 of 64 happens to a 5% link every 60 rounds):
+	 * keep counting over more round trips, unless the losses alone
+	 * already say more than 1/EXPORT_LOSS_FRAC of such a sample (an
+	 * overrun buffer: react within the round trip).
+	 */
+	if (k->round_sent < EXPORT_LOSS_SAMPLE && k->round_lost < EXPORT_LOSS_SAMPLE / EXPORT_LOSS_FRAC)
+		return;
+	if ((uint64_t)k->round_lost * EXPORT_LOSS_FRAC > k->round_sent) {
+		k->ssthresh = k->cwnd / 2 > EXPORT_CWND_MIN ? k->cwnd / 2 : EXPORT_CWND_MIN;
+		k->cwnd = k->ssthresh;
+		k->ca_acc = 0;
+		k->decreases++;
+	}
+	k->round_start = now;
+	k->round_sent = k->round_lost = 0;
+}
+
+/* n datagrams newly acknowledged: slow start, then +1 per window (RFC 5681 3.1). */
+static void cc_acked(struct exporter *e, uint32_t n)
+{
+	struct export_cc *k = &e->cc;
+
+	/* Application-limited: the window was not tested, do not grow it (RFC 7661). */
+	if (e->cfg.fixed_timers || !n || !k->cwnd_full)
+		return;
+	if (k->cwnd < k->ssthresh) {
+		k->cwnd += n;
+	} else {
+		k->ca_acc += n;
+		while (k->ca_acc >= k->cwnd) {
+			k->ca_acc -= k->cwnd;
+			k->cwnd++;
+		}
+	}
+	if (k->cwnd > EXPORT_WINDOW_MAX)
+		k->cwnd = EXPORT_WINDOW_MAX;
+}
+
+/* A retransmission timer expired (RFC 5681 3.1, equation 4; cwnd to the minimum). */
+static void cc_timeout(struct exporter *e, uint64_t now)
+{
+	struct export_cc *k = &e->cc;
+	uint32_t half = inflight(e) / 2;
+
+	k->timeouts++;
+	(void)now;
+	k->ssthresh = half > EXPORT_CWND_MIN ? half : EXPORT_CWND_MIN;
+	k->cwnd = EXPORT_CWND_MIN;
+	k->ca_acc = 0;
+	k->round_lost++;
+}
+
+/* Acknowledged progress on a stream: the timer restarts (RFC 6298 5.3), back-off ends. */
+static void timer_progress(const struct exporter *e, uint64_t *rto_at, uint32_t *backoff,
+			   uint32_t nwin, uint64_t now)
+{
+	*backoff = 0;
+	*rto_at = nwin ? (now + stream_rto(e, 0)) | 1 : 0;
+}
+
+/* A datagram went out: the stream's timer runs if it did not (RFC 6298 5.1). */
+static void timer_arm(const struct exporter *e, uint64_t *rto_at, uint32_t backoff, uint64_t now)
+{
+	if (!*rto_at)
+		*rto_at = (now + stream_rto(e, backoff)) | 1;   /* never 0: 0 is "not running" */
+}
+
+/*
+ * The coalescing rule for a stream with fewer unsent bytes than fill a
+ * datagram: send them now when nothing of the stream is in flight (as
+ * Nagle's algorithm, RFC 896: the receiver answers at once) or when they
+ * have waited coalesce_ticks; else hold them for more to come.
+ */
+static bool partial_ok(const struct exporter *e, uint32_t nwin, bool *pend, uint64_t *since,
+		       uint64_t now)
+{
+	if (e->cfg.fixed_timers || nwin == 0)
+		return true;
+	if (!*pend) {
+		*pend = true;
+		*since = now;
+	}
+	return now - *since >= e->cfg.coalesce_ticks;
+}
+
+static uint32_t win_cap(const struct exporter *e)
+{
+	return e->cfg.fixed_timers ? EXPORT_WINDOW : EXPORT_WINDOW_MAX;
 }
 
 static uint64_t ring_next_seq(const struct tv_trace_ring *r)
@@ -72,6 +275,20 @@ int export_init(struct exporter *e, const struct export_config *cfg, uint32_t nc
 		e->cfg.heartbeat_ticks = ms_ticks(cfg->tsc_hz, EXPORT_HEARTBEAT_MS);
 	if (!e->cfg.ack_ticks)
 		e->cfg.ack_ticks = ms_ticks(cfg->tsc_hz, EXPORT_ACK_MS);
+	if (!e->cfg.rto_min_ticks)
+		e->cfg.rto_min_ticks = us_ticks(cfg->tsc_hz, EXPORT_RTO_MIN_US);
+	if (!e->cfg.rto_min_ticks)
+		e->cfg.rto_min_ticks = 1;
+	if (!e->cfg.rto_max_ticks)
+		e->cfg.rto_max_ticks = ms_ticks(cfg->tsc_hz, EXPORT_RTO_MAX_MS);
+	if (e->cfg.rto_max_ticks < e->cfg.rto_min_ticks)
+		e->cfg.rto_max_ticks = e->cfg.rto_min_ticks;
+	if (!e->cfg.coalesce_ticks)
+		e->cfg.coalesce_ticks = us_ticks(cfg->tsc_hz, EXPORT_COALESCE_US);
+	e->cc.rto = e->cfg.ack_ticks;
+	e->cc.cwnd = EXPORT_CWND_INIT;
+	e->cc.ssthresh = EXPORT_WINDOW_MAX;
+	e->cc.round_start = now_tsc;
 	e->cfg.hello.cpu_count = (uint16_t)ncpus;
 	if (cfg->keylen)
 		e->cfg.hello.caps |= TVP_CAP_CONTROL;
@@ -170,6 +387,7 @@ static int send_loss(struct exporter *e, uint32_t cpu, struct export_win *w, uin
 	uint16_t flags = w->first_seq == s->start_seq ? TVP_LOSS_F_FIRST : 0;
 
 	w->last_tx = now;
+	timer_arm(e, &s->rto_at, s->backoff, now);
 	return tx(e, proto_encode_loss(e->dgram, sizeof(e->dgram), e->cfg.session,
 				       (uint16_t)cpu, flags, &l));
 }
@@ -208,8 +426,11 @@ static int send_entry(struct exporter *e, uint32_t cpu, struct export_win *w,
 	if (again) {
 		flags |= TVP_DATA_F_RETRANSMIT;
 		s->c.retransmitted += w->count;
+		if (w->rtx < UINT8_MAX)
+			w->rtx++;
 	}
 	w->last_tx = now;
+	timer_arm(e, &s->rto_at, s->backoff, now);
 	return tx(e, proto_encode_data(e->dgram, sizeof(e->dgram), e->cfg.session,
 				       (uint16_t)cpu, flags, &d, e->recs, len));
 }
@@ -228,6 +449,7 @@ static void add_loss(struct export_win *tmp, uint32_t *n, uint64_t first, uint64
 	}
 	memset(&tmp[*n], 0, sizeof(tmp[*n]));
 	tmp[*n].is_loss = 1;
+	tmp[*n].rtx = 1;   /* no RTT sample from a notice */
 	tmp[*n].first_seq = first;
 	tmp[*n].count = count;
 	(*n)++;
@@ -295,6 +517,9 @@ static void detect_loss(struct exporter *e, uint32_t cpu, uint64_t now)
 		return;
 	memcpy(s->win, tmp, n * sizeof(tmp[0]));
 	s->nwin = n;
+	s->nsacked = 0;
+	for (uint32_t i = 0; i < n; i++)
+		s->nsacked += s->win[i].sacked;
 	for (uint32_t i = 0; i < s->nwin; i++)
 		if (s->win[i].last_tx == 0 && send_entry(e, cpu, &s->win[i], now, true) == 1)
 			s->win[i].last_tx = 0;   /* raced again: next poll */
@@ -311,8 +536,20 @@ static int send_new(struct exporter *e, uint32_t cpu, uint64_t now)
 	size_t len;
 	int err;
 
-	if (s->nwin >= EXPORT_WINDOW)
+	if (s->nwin >= win_cap(e))
 		return 0;   /* window full: the ring holds the rest */
+	if (!e->cfg.fixed_timers) {
+		/* Under OVERWRITE head - pos may exceed the ring: the peek finds out. */
+		uint64_t avail = __atomic_load_n(&s->ring->head, __ATOMIC_ACQUIRE) - s->cur.pos;
+
+		if (!avail) {
+			s->pend = false;
+			return 0;
+		}
+		if (avail < TVP_DATA_MAX_RECORDS &&
+		    !partial_ok(e, s->nwin, &s->pend, &s->pend_since, now))
+			return 0;
+	}
 	err = trace_ring_peek(s->ring, &c, e->recs, sizeof(e->recs), &len);
 	if (err == TRACE_ERR_OVERWRITTEN) {
 		detect_loss(e, cpu, now);
@@ -320,6 +557,9 @@ static int send_new(struct exporter *e, uint32_t cpu, uint64_t now)
 	}
 	if (err || len == 0)
 		return err ? err : 0;
+	s->pend = false;
+	if (c.seq == ring_next_seq(s->ring))
+		e->st.partial++;   /* all there was */
 	w = &s->win[s->nwin++];
 	memset(w, 0, sizeof(*w));
 	w->first_seq = s->cur.seq;
@@ -342,6 +582,7 @@ static int send_new(struct exporter *e, uint32_t cpu, uint64_t now)
 				 (w->first_seq == s->start_seq ? TVP_DATA_F_FIRST : 0);
 
 		w->last_tx = now;
+		timer_arm(e, &s->rto_at, s->backoff, now);
 		tx(e, proto_encode_data(e->dgram, sizeof(e->dgram), e->cfg.session,
 					(uint16_t)cpu, flags, &d, e->recs, len));
 	}
@@ -379,7 +620,10 @@ static int send_pt_entry(struct exporter *e, uint32_t cpu, struct export_pt_win 
 	if (again) {
 		flags |= TVP_PT_F_RETRANSMIT;
 		p->c.retransmitted += w->len;
+		if (w->rtx < UINT16_MAX)
+			w->rtx++;
 	}
+	timer_arm(e, &p->rto_at, p->backoff, now);
 	return tx(e, proto_encode_pt_flags(e->dgram, sizeof(e->dgram), e->cfg.session,
 					   (uint16_t)cpu, flags, w->off, e->ptbuf, n));
 }
@@ -392,16 +636,32 @@ static int send_new_pt(struct exporter *e, uint32_t cpu, uint64_t now)
 	uint16_t flags;
 	size_t n;
 
-	if (p->nwin >= EXPORT_WINDOW)
+	if (p->nwin >= win_cap(e))
 		return 0;   /* window full: the ring holds the rest, then refuses */
+	if (!e->cfg.fixed_timers) {
+		uint64_t avail = byte_ring_head(p->ring) - p->next;
+
+		if (!avail) {
+			p->pend = false;
+			return 0;
+		}
+		if (avail < TVP_PT_MAX_PAYLOAD &&
+		    !partial_ok(e, p->nwin, &p->pend, &p->pend_since, now))
+			return 0;
+	}
 	n = byte_ring_peek(p->ring, p->next, e->ptbuf, sizeof(e->ptbuf));
 	if (!n)
 		return 0;
+	p->pend = false;
+	if (n < TVP_PT_MAX_PAYLOAD)
+		e->st.partial++;
 	w = &p->win[p->nwin++];
 	w->off = p->next;
 	w->len = (uint32_t)n;
+	w->rtx = 0;
 	w->pad = 0;
 	w->last_tx = now;
+	timer_arm(e, &p->rto_at, p->backoff, now);
 	p->next += n;
 	p->c.sent += n;
 	flags = w->off == p->start ? TVP_PT_F_FIRST : 0;
@@ -441,7 +701,10 @@ static void on_ack_pt(struct exporter *e, uint32_t cpu, const struct proto_msg *
 {
 	struct export_pt_stream *p = &e->pt[cpu];
 	const struct tvp_ack *a = &m->u.ack.a;
-	uint32_t pop = 0;
+	uint32_t pop = 0, lost = 0;
+	uint16_t k = 0;
+	uint64_t sample = 0;
+	bool have = false;
 
 	/* Beyond what was ever sent, or before the stream: not our receiver's state. */
 	if (seq_before(p->next, a->cum) || seq_before(a->cum, p->start)) {
@@ -456,8 +719,22 @@ static void on_ack_pt(struct exporter *e, uint32_t cpu, const struct proto_msg *
 		/* The only consumer: the tail is at or before acked; never fails. */
 		(void)byte_ring_consume(p->ring, a->cum);
 	}
-	while (pop < p->nwin && !seq_before(p->acked, pt_win_end(&p->win[pop])))
+	while (pop < p->nwin && !seq_before(p->acked, pt_win_end(&p->win[pop]))) {
+		const struct export_pt_win *w = &p->win[pop];
+
+		/*
+		 * Karn: only from datagrams sent once; and not from one an
+		 * earlier ACK already reported held (its time since then is
+		 * the hole's, not the path's).
+		 */
+		if (!w->rtx && !w->sacked) {
+			sample = now - w->last_tx;
+			have = true;
+		}
+		if (!w->rtx && seq_before(p->rack_xmit, w->last_tx))
+			p->rack_xmit = w->last_tx;
 		pop++;
+	}
 	if (pop) {
 		memmove(p->win, p->win + pop, (p->nwin - pop) * sizeof(p->win[0]));
 		p->nwin -= pop;
@@ -467,22 +744,52 @@ static void on_ack_pt(struct exporter *e, uint32_t cpu, const struct proto_msg *
 		p->win[0].len -= (uint32_t)(p->acked - p->win[0].off);
 		p->win[0].off = p->acked;
 	}
+	p->nsacked = 0;
+	for (uint32_t i = 0; i < p->nwin; i++) {
+		struct export_pt_win *w = &p->win[i];
+		uint8_t held = ack_holds(m, &k, w->off, pt_win_end(w));
+
+		if (held && !w->sacked && !w->rtx) {   /* first reported now: a sample */
+			sample = now - w->last_tx;
+			have = true;
+		}
+		if (held && !w->rtx && seq_before(p->rack_xmit, w->last_tx))
+			p->rack_xmit = w->last_tx;
+		w->sacked = held;
+		p->nsacked += held;
+	}
+	if (!e->cfg.fixed_timers) {
+		if (have)
+			rtt_sample(e, sample);
+		if (pop) {
+			timer_progress(e, &p->rto_at, &p->backoff, p->nwin, now);
+			cc_acked(e, pop);
+		}
+	}
 	if (!a->nranges)
 		return;
 	e->st.nack_ranges += a->nranges;
+	k = 0;
 	for (uint32_t i = 0; i < p->nwin; i++) {
 		struct export_pt_win *w = &p->win[i];
-		bool named = false;
 
-		for (uint16_t k = 0; k < a->nranges && !named; k++) {
-			const struct tvp_range *r = &m->u.ack.ranges[k];
-
-			named = seq_before(w->off, r->end) && seq_before(r->first, pt_win_end(w));
+		if (!ack_named(m, &k, w->off, pt_win_end(w)))
+			continue;
+		if (e->cfg.fixed_timers) {
+			/* At most once per quarter ack timeout: every ACK repeats its ranges. */
+			if (now - w->last_tx >= e->cfg.ack_ticks / 4)
+				send_pt_entry(e, cpu, w, now, true);
+			continue;
 		}
-		/* At most once per quarter ack timeout: every ACK repeats its ranges. */
-		if (named && now - w->last_tx >= e->cfg.ack_ticks / 4)
-			send_pt_entry(e, cpu, w, now, true);
+		/* First NACK: at once; a resend lost too is repair()'s. */
+		if (w->rtx)
+			continue;
+		lost++;
+		send_pt_entry(e, cpu, w, now, true);
 	}
+	e->cc.round_lost += lost;
+	e->cc.round_sent += lost;
+	cc_round(e, now);
 }
 
 /* --- HELLO, heartbeat ------------------------------------------------------------------ */
@@ -557,15 +864,109 @@ static void resend_overdue(struct exporter *e, uint32_t cpu, uint64_t now)
 	}
 }
 
+/*
+ * Stream cpu's retransmission timer (RFC 6298 5.4-5.6): on expiry the
+ * oldest datagram (records, LOSS notice or PT) goes again, the timer
+ * backs off and the congestion window drops to the minimum.
+ */
+static void expire(struct exporter *e, uint32_t cpu, uint64_t now)
+{
+	struct export_stream *s = &e->s[cpu];
+	struct export_pt_stream *p = &e->pt[cpu];
+
+	if (s->ring && s->rto_at && !seq_before(now, s->rto_at)) {
+		s->rto_at = 0;
+		if (s->nwin) {
+			if (s->backoff < 16)
+				s->backoff++;
+			cc_timeout(e, now);
+			if (send_entry(e, cpu, &s->win[0], now, true) == 1)
+				detect_loss(e, cpu, now);
+			s->rto_at = 0;
+			timer_arm(e, &s->rto_at, s->backoff, now);
+		}
+	}
+	if (p->ring && p->rto_at && !seq_before(now, p->rto_at)) {
+		p->rto_at = 0;
+		if (p->nwin) {
+			if (p->backoff < 16)
+				p->backoff++;
+			cc_timeout(e, now);
+			send_pt_entry(e, cpu, &p->win[0], now, true);
+			p->rto_at = 0;
+			timer_arm(e, &p->rto_at, p->backoff, now);
+		}
+	}
+}
+
+/*
+ * Time-based loss detection (RACK, RFC 8985): a datagram not reported
+ * held, sent before one that was (rack_xmit) and at least a round trip
+ * plus a quarter (the reordering allowance) ago, is lost; one whose
+ * resend has gone unanswered for two round trips and their variation is
+ * lost again (a probe, as RFC 8985's TLP, for a window that is full of
+ * datagrams held beyond the hole, so that no later send brings news).
+ * Each goes again, up to EXPORT_RTX_BURST per stream and poll.  The
+ * first NACK of a datagram resends it at once (on_ack).
+ */
+static bool rack_lost(const struct exporter *e, uint64_t rack_xmit, uint64_t last_tx,
+		      uint16_t rtx, uint64_t now)
+{
+	uint64_t srtt = e->cc.srtt8 >> 3;
+
+	if (!e->cc.samples)
+		return false;
+	if (seq_before(last_tx, rack_xmit) && now - last_tx >= srtt + srtt / 4 + 1)
+		return true;
+	return rtx && now - last_tx >= 2 * srtt + e->cc.rttvar4 + 1;
+}
+
+static void repair(struct exporter *e, uint32_t cpu, uint64_t now)
+{
+	struct export_stream *s = &e->s[cpu];
+	struct export_pt_stream *p = &e->pt[cpu];
+	uint32_t lost = 0, sent = 0;
+
+	for (uint32_t i = 0; p->ring && p->nsacked && i < p->nwin && sent < EXPORT_RTX_BURST; i++) {
+		struct export_pt_win *w = &p->win[i];
+
+		if (w->sacked || !rack_lost(e, p->rack_xmit, w->last_tx, w->rtx, now))
+			continue;
+		sent++;
+		send_pt_entry(e, cpu, w, now, true);
+	}
+	lost += sent;
+	sent = 0;
+	for (uint32_t i = 0; s->ring && s->nsacked && i < s->nwin && sent < EXPORT_RTX_BURST; i++) {
+		struct export_win *w = &s->win[i];
+
+		if (w->sacked || !rack_lost(e, s->rack_xmit, w->last_tx, w->rtx, now))
+			continue;
+		sent++;
+		if (send_entry(e, cpu, w, now, true) == 1) {
+			detect_loss(e, cpu, now);
+			break;
+		}
+	}
+	lost += sent;
+	e->cc.round_lost += lost;
+	e->cc.round_sent += lost;
+}
+
 int export_poll(struct exporter *e, uint64_t now_tsc)
 {
 	uint64_t before;
-	uint32_t budget = EXPORT_TX_BUDGET;
-	bool progress = true;
+	uint32_t budget = EXPORT_TX_BUDGET, flight = 0;
+	bool progress = true, at_cwnd = false, repair_now;
 
 	if (!e)
 		return PROTO_ERR_INVAL;
 	before = e->st.datagrams;
+	/* Loss detection by time needs no finer grain than an eighth of a round trip. */
+	repair_now = !e->cfg.fixed_timers && e->cc.samples &&
+		     !seq_before(now_tsc, e->cc.next_repair);
+	if (repair_now)
+		e->cc.next_repair = now_tsc + (e->cc.srtt8 >> 6) + 1;
 	if (!e->hello_acked && !seq_before(now_tsc, e->next_hello))
 		send_hello(e, now_tsc);
 	if (!seq_before(now_tsc, e->next_heartbeat))
@@ -573,33 +974,60 @@ int export_poll(struct exporter *e, uint64_t now_tsc)
 	for (uint32_t cpu = 0; cpu < e->ncpus; cpu++) {
 		if (e->pt[cpu].ring) {
 			fill_pt_counters(&e->pt[cpu]);
-			resend_overdue_pt(e, cpu, now_tsc);
+			if (e->cfg.fixed_timers)
+				resend_overdue_pt(e, cpu, now_tsc);
 		}
-		if (!e->s[cpu].ring)
-			continue;
-		detect_loss(e, cpu, now_tsc);
-		resend_overdue(e, cpu, now_tsc);
+		if (e->s[cpu].ring) {
+			detect_loss(e, cpu, now_tsc);
+			if (e->cfg.fixed_timers)
+				resend_overdue(e, cpu, now_tsc);
+		}
+		if (repair_now)
+			repair(e, cpu, now_tsc);
+		if (!e->cfg.fixed_timers)
+			expire(e, cpu, now_tsc);
 	}
+	cc_round(e, now_tsc);
+	if (!e->cfg.fixed_timers)
+		flight = inflight(e);
 	/*
 	 * New data, round robin so one busy CPU cannot starve the others; a
-	 * CPU's record stream, then its PT stream, from one budget.
+	 * CPU's record stream, then its PT stream, from one budget and, but
+	 * under fixed_timers, the one congestion window.
 	 */
-	while (budget && progress) {
+	while (budget && progress && !at_cwnd) {
 		progress = false;
 		for (uint32_t k = 0; k < e->ncpus && budget; k++) {
 			uint32_t cpu = (e->rr + k) % e->ncpus;
 
+			if (!e->cfg.fixed_timers && flight >= e->cc.cwnd) {
+				at_cwnd = true;
+				break;
+			}
 			if (e->s[cpu].ring && send_new(e, cpu, now_tsc) > 0) {
 				budget--;
+				flight++;
+				e->cc.round_sent++;
 				progress = true;
+			}
+			if (!e->cfg.fixed_timers && flight >= e->cc.cwnd) {
+				at_cwnd = true;
+				break;
 			}
 			if (budget && e->pt[cpu].ring && send_new_pt(e, cpu, now_tsc) > 0) {
 				budget--;
+				flight++;
+				e->cc.round_sent++;
 				progress = true;
 			}
 		}
 		e->rr = (e->rr + 1) % e->ncpus;
 	}
+	/* Whether acks may grow the window: only while it limits (RFC 7661). */
+	if (at_cwnd)
+		e->cc.cwnd_full = true;
+	else if (!progress && flight < e->cc.cwnd / 2)
+		e->cc.cwnd_full = false;
 	return (int)(e->st.datagrams - before);
 }
 
@@ -609,7 +1037,10 @@ static void on_ack(struct exporter *e, uint32_t cpu, const struct proto_msg *m, 
 {
 	struct export_stream *s = &e->s[cpu];
 	const struct tvp_ack *a = &m->u.ack.a;
-	uint32_t pop = 0;
+	uint32_t pop = 0, lost = 0;
+	uint16_t k = 0;
+	uint64_t sample = 0;
+	bool have = false;
 
 	/* An ack beyond what was ever sent is not from our receiver's state. */
 	if (seq_before(s->cur.seq, a->cum) || seq_before(a->cum, s->start_seq)) {
@@ -629,32 +1060,68 @@ static void on_ack(struct exporter *e, uint32_t cpu, const struct proto_msg *m, 
 			/* STOP: room for the producer; OVERWRITE: nothing to do. */
 			(void)trace_ring_consume(s->ring, &upto);
 		}
+		/* Karn: sent once (never LOSS), and not reported held before (see on_ack_pt). */
+		if (!w->rtx && !w->sacked) {
+			sample = now - w->last_tx;
+			have = true;
+		}
+		if (!w->rtx && seq_before(s->rack_xmit, w->last_tx))
+			s->rack_xmit = w->last_tx;
 		pop++;
 	}
 	if (pop) {
 		memmove(s->win, s->win + pop, (s->nwin - pop) * sizeof(s->win[0]));
 		s->nwin -= pop;
 	}
+	s->nsacked = 0;
+	for (uint32_t i = 0; i < s->nwin; i++) {
+		struct export_win *w = &s->win[i];
+		uint8_t held = ack_holds(m, &k, w->first_seq, win_end(w));
+
+		if (held && !w->sacked && !w->rtx) {
+			sample = now - w->last_tx;
+			have = true;
+		}
+		if (held && !w->rtx && seq_before(s->rack_xmit, w->last_tx))
+			s->rack_xmit = w->last_tx;
+		w->sacked = held;
+		s->nsacked += held;
+	}
+	if (!e->cfg.fixed_timers) {
+		if (have)
+			rtt_sample(e, sample);
+		if (pop) {
+			timer_progress(e, &s->rto_at, &s->backoff, s->nwin, now);
+			cc_acked(e, pop);
+		}
+	}
 	if (!m->u.ack.a.nranges)
 		return;
 	e->st.nack_ranges += a->nranges;
 	detect_loss(e, cpu, now);
+	k = 0;
 	for (uint32_t i = 0; i < s->nwin; i++) {
 		struct export_win *w = &s->win[i];
-		bool named = false;
 
-		for (uint16_t k = 0; k < a->nranges && !named; k++) {
-			const struct tvp_range *r = &m->u.ack.ranges[k];
-
-			named = seq_before(w->first_seq, r->end) && seq_before(r->first, win_end(w));
-		}
-		/* At most once per quarter ack timeout: every ACK repeats its ranges. */
-		if (!named || now - w->last_tx < e->cfg.ack_ticks / 4)
+		if (!ack_named(m, &k, w->first_seq, win_end(w)))
 			continue;
+		if (e->cfg.fixed_timers) {
+			/* At most once per quarter ack timeout: every ACK repeats its ranges. */
+			if (now - w->last_tx < e->cfg.ack_ticks / 4)
+				continue;
+		} else if (w->rtx) {
+			continue;   /* resent already: if lost too, repair() finds out */
+		}
+		lost++;
 		if (send_entry(e, cpu, w, now, true) == 1) {
 			detect_loss(e, cpu, now);
-			return;
+			break;
 		}
+	}
+	if (!e->cfg.fixed_timers) {
+		e->cc.round_lost += lost;
+		e->cc.round_sent += lost;
+		cc_round(e, now);
 	}
 }
 

@@ -34,7 +34,36 @@
  * and a producer that runs out of room refuses bytes and counts them (a
  * gap its PT_SYNC records name).  Nothing is ever overwritten, so a PT
  * stream has no LOSS notices.  New PT datagrams share EXPORT_TX_BUDGET
- * with the record streams; each PT stream has its own EXPORT_WINDOW.
+ * with the record streams.
+ *
+ * Transport (docs/PROTOCOL.md, "Reliability", "Timers"), after TCP:
+ *  - full datagrams: a stream sends a datagram shorter than the largest
+ *    only when nothing of it is in flight (Nagle) or its unsent data has
+ *    waited coalesce_ticks (EXPORT_COALESCE_US), so a byte or record waits
+ *    at most that long for company;
+ *  - one retransmission timer per stream from the measured round-trip
+ *    time (RFC 6298: SRTT, RTTVAR, RTO = SRTT + 4 RTTVAR clamped to
+ *    [rto_min, rto_max], Karn's rule: no sample from a resent datagram,
+ *    exponential back-off); on expiry only the oldest datagram goes again;
+ *  - resends otherwise only on NACK: at once for a datagram never resent,
+ *    again only when a round trip has passed since the last resend;
+ *  - one congestion window for all streams together (they share the
+ *    link; RFC 5681): slow start from EXPORT_CWND_INIT, then +1 datagram
+ *    per window acknowledged, halved when more than 1/EXPORT_LOSS_FRAC of
+ *    the datagrams sent over a round trip (and at least EXPORT_LOSS_SAMPLE
+ *    of them) were lost: random loss below that rate does not shrink it,
+ *    so a lossy link converges instead of collapsing; back to
+ *    EXPORT_CWND_MIN on a timeout; at most EXPORT_WINDOW_MAX datagrams.
+ *    Datagrams the receiver reported holding (beyond a hole) do not
+ *    count as in flight (RFC 6675's pipe).
+ * cfg.fixed_timers selects the first version's transport instead (a fixed
+ * window of EXPORT_WINDOW per stream, every entry resent after
+ * ack_ticks, partial datagrams at once): the tests written against it
+ * keep it.
+ *
+ * Size: struct exporter is about 2.4 MiB (EXPORT_MAX_CPUS record and PT
+ * streams of EXPORT_WINDOW_MAX entries each, 48 and 24 bytes); it lives
+ * in the hypervisor's reservation (vmm/layout.c, exporter_bytes).
  *
  * Errors (negative; PROTO_ERR_* from net/proto.h, text from
  * proto_strerror):
@@ -58,7 +87,14 @@
 #include "vmm/trace/ring.h"
 
 #define EXPORT_MAX_CPUS   128u
-#define EXPORT_WINDOW     64u    /* unacknowledged datagrams per stream */
+#define EXPORT_WINDOW     64u    /* fixed_timers: unacknowledged datagrams per stream */
+#define EXPORT_WINDOW_MAX 256u   /* capacity of each stream's window; the congestion
+				  * window's bound (<= RECV_POOL: a receiver holds a
+				  * whole window out of order) */
+#define EXPORT_CWND_INIT  16u    /* congestion window at the start, datagrams */
+#define EXPORT_CWND_MIN   2u     /* after a timeout; never below */
+#define EXPORT_LOSS_FRAC  8u     /* halve when lost * 8 > sent in a round trip */
+#define EXPORT_LOSS_SAMPLE 256u  /* ... counted over at least this many datagrams */
 #define EXPORT_KEY_MAX    64u    /* bytes of control key */
 #define EXPORT_RTX_BURST  8u     /* resends per stream per export_poll on timeout */
 #define EXPORT_TX_BUDGET  64u    /* new DATA and PT datagrams per export_poll, all streams */
@@ -66,7 +102,10 @@
 /* Default timers in milliseconds (docs/PROTOCOL.md, "Timers"). */
 #define EXPORT_HELLO_MS     1000u
 #define EXPORT_HEARTBEAT_MS 1000u
-#define EXPORT_ACK_MS       200u
+#define EXPORT_ACK_MS       200u   /* the first RTO, before any sample (fixed_timers: every one) */
+#define EXPORT_RTO_MIN_US   50000u /* RTO floor: a receiver descheduled for a while is no loss */
+#define EXPORT_RTO_MAX_MS   1000u  /* RTO ceiling, back-off included */
+#define EXPORT_COALESCE_US  1000u  /* longest wait of a partial datagram */
 
 /*
  * The hypervisor's handlers for CONTROL ops; NULL: not supported (the
@@ -86,8 +125,13 @@ typedef int (*export_send_fn)(void *ctx, const void *buf, size_t len);
 struct export_config {
 	uint64_t session;            /* random per boot, never 0 */
 	uint64_t tsc_hz;             /* for the default timers; non-zero */
-	/* Timer lengths in TSC ticks; 0: the EXPORT_*_MS defaults. */
+	/*
+	 * Timer lengths in TSC ticks; 0: the EXPORT_*_MS / _US defaults.
+	 * ack_ticks: the first RTO (fixed_timers: the ack timeout).
+	 */
 	uint64_t hello_ticks, heartbeat_ticks, ack_ticks;
+	uint64_t rto_min_ticks, rto_max_ticks, coalesce_ticks;
+	bool fixed_timers;           /* the first version's transport (see above) */
 	const void *key;             /* control key (copied); keylen 0: no control */
 	size_t keylen;
 	struct tvp_hello hello;      /* machine metadata; hello_seq is ignored */
@@ -107,7 +151,8 @@ struct export_win {
 	uint32_t bytes;              /* DATA: record bytes */
 	uint8_t is_loss;             /* a LOSS entry (no bytes in the ring) */
 	uint8_t has_base;
-	uint16_t pad;
+	uint8_t rtx;                 /* resends (saturating; LOSS: 1): Karn's rule */
+	uint8_t sacked;              /* the last ACK said the receiver holds it */
 };
 
 struct export_stream {
@@ -116,10 +161,17 @@ struct export_stream {
 	uint64_t start_seq;          /* where the stream began (FIRST) */
 	uint64_t base_to;            /* compact base at cur, if has_base */
 	bool has_base;
-	uint32_t nwin;
-	struct export_win win[EXPORT_WINDOW + 4];  /* oldest first; room for a split */
+	bool pend;                   /* a partial datagram is held (since pend_since) */
+	uint32_t nwin, nsacked;      /* entries; of them held by the receiver */
+	struct export_win win[EXPORT_WINDOW_MAX + 4];  /* oldest first; room for a split */
 	uint64_t acked;              /* the receiver's cumulative ack */
 	uint64_t last_ack_tsc;
+	uint64_t rto_at;             /* retransmission timer (TSC), 0: not running */
+	uint64_t pend_since;         /* TSC since a partial datagram is held (pend) */
+	uint64_t rack_xmit;          /* latest send (TSC) of a datagram sent once and since
+				      * acknowledged or held: what was sent before and is
+				      * neither is lost (RACK) */
+	uint32_t backoff;            /* RTO doublings since the last progress */
 	struct tvp_hb_cpu c;         /* counters for the heartbeat */
 };
 
@@ -128,7 +180,9 @@ struct export_pt_win {
 	uint64_t off;
 	uint64_t last_tx;            /* TSC of the last (re)send */
 	uint32_t len;                /* 1..TVP_PT_MAX_PAYLOAD */
-	uint32_t pad;
+	uint16_t rtx;                /* resends (saturating): Karn's rule */
+	uint8_t sacked;              /* the last ACK said the receiver holds it */
+	uint8_t pad;
 };
 
 /*
@@ -150,9 +204,32 @@ struct export_pt_stream {
 	uint64_t acked;              /* the receiver's cumulative ack (atomic:
 				      * other CPUs read it, net_link's waits) */
 	uint64_t last_ack_tsc;
-	uint32_t nwin;
-	struct export_pt_win win[EXPORT_WINDOW];  /* oldest first, contiguous */
+	uint64_t rto_at;             /* retransmission timer (TSC), 0: not running */
+	uint64_t pend_since;         /* TSC since a partial datagram is held */
+	uint64_t rack_xmit;          /* as export_stream's */
+	bool pend;                   /* a partial datagram is held */
+	uint32_t backoff;            /* RTO doublings since the last progress */
+	uint32_t nwin, nsacked;      /* entries; of them held by the receiver */
+	struct export_pt_win win[EXPORT_WINDOW_MAX];  /* oldest first, contiguous */
 	struct export_pt_counters c;
+};
+
+/*
+ * Round-trip time and congestion state, one for the link (all streams).
+ * Times in TSC ticks; srtt8 and rttvar4 are SRTT * 8 and RTTVAR * 4
+ * (RFC 6298's alpha 1/8 and beta 1/4 in integers).
+ */
+struct export_cc {
+	uint64_t srtt8, rttvar4;
+	uint64_t rto;                /* SRTT + max(G, 4 RTTVAR), clamped; no back-off */
+	uint64_t samples;            /* RTT samples taken */
+	uint32_t cwnd, ssthresh;     /* datagrams */
+	uint32_t ca_acc;             /* datagrams acked towards the next +1 */
+	bool cwnd_full;              /* the last poll stopped at cwnd: growth is tested */
+	uint64_t round_start;        /* loss accounting per round trip */
+	uint32_t round_sent, round_lost;
+	uint64_t next_repair;        /* TSC of the next loss detection by time */
+	uint64_t timeouts, decreases;  /* counters, for the logs */
 };
 
 struct export_stats {
@@ -163,6 +240,7 @@ struct export_stats {
 	uint64_t ignored;            /* well-formed but for another session or stream */
 	uint64_t pt_gone;            /* PT resends whose bytes the ring no longer held
 				      * (another consumer took them; never expected) */
+	uint64_t partial;            /* new datagrams sent shorter than the largest */
 };
 
 struct exporter {
@@ -178,12 +256,13 @@ struct exporter {
 	uint8_t ctl_last_tag[TVP_TAG_LEN];
 	struct tvp_control_reply ctl_reply;  /* answer to ctl_last */
 	struct export_stats st;
+	struct export_cc cc;
 	struct export_stream s[EXPORT_MAX_CPUS];
 	struct export_pt_stream pt[EXPORT_MAX_CPUS];
 	uint8_t dgram[TVP_MAX_DATAGRAM];
 	uint8_t recs[TVP_DATA_MAX_RECORDS];
 	uint8_t ptbuf[TVP_PT_MAX_PAYLOAD];
-	struct export_win tmp[EXPORT_WINDOW + 4];  /* loss detection scratch */
+	struct export_win tmp[EXPORT_WINDOW_MAX + 4];  /* loss detection scratch */
 };
 
 /*
@@ -218,9 +297,10 @@ int export_attach_pt(struct exporter *e, uint32_t cpu, struct byte_ring *ring);
 /*
  * export_poll - everything that depends on time and on the rings: HELLO
  * while unacknowledged, heartbeats, overwritten records turned into LOSS
- * notices, resends of entries (records and PT) not acked within the ack
- * timeout, then new records and PT bytes while windows have room (at
- * most EXPORT_TX_BUDGET datagrams, round robin over the CPUs).
+ * notices, the oldest datagram of each stream whose retransmission timer
+ * expired, then new records and PT bytes while the congestion window has
+ * room, full datagrams only unless the coalescing rule lets a partial one
+ * go (at most EXPORT_TX_BUDGET datagrams, round robin over the CPUs).
  * Returns the number of datagrams handed to send, or PROTO_ERR_INVAL.
  */
 int export_poll(struct exporter *e, uint64_t now_tsc);

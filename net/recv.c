@@ -57,6 +57,15 @@ void recv_init(struct receiver *r, const struct recv_ops *ops, void *ctx, uint64
 		r->ops = *ops;
 	r->ctx = ctx;
 	r->ctl_base = ctl_base;
+	r->ack_every = 1;
+}
+
+int recv_set_ack_every(struct receiver *r, uint32_t n)
+{
+	if (!r || n == 0 || n > RECV_ACK_EVERY_MAX)
+		return PROTO_ERR_INVAL;
+	r->ack_every = n;
+	return 0;
 }
 
 static struct recv_session *find(struct receiver *r, uint64_t id)
@@ -95,6 +104,9 @@ static struct recv_session *find_or_create(struct receiver *r, uint64_t id)
 	s->used = true;
 	s->id = id;
 	s->ctl_counter = r->ctl_base;
+	for (unsigned i = 0; i < RECV_POOL; i++)
+		s->pool[i].next = (uint16_t)(i + 2 <= RECV_POOL ? i + 2 : 0);
+	s->free_head = 1;
 	return s;
 }
 
@@ -154,69 +166,90 @@ static void deliver(struct receiver *r, struct recv_session *s, uint16_t stream,
 	st->next = end;
 }
 
-/* Deliver held items that are now in turn; drop those already covered. */
+/* Take the first slot off stream's list and put it on the free list. */
+static struct recv_slot *unlink_first(struct recv_session *s, struct recv_stream *st)
+{
+	unsigned i = st->head - 1u;
+	struct recv_slot *sl = &s->pool[i];
+
+	st->head = sl->next;
+	sl->next = s->free_head;
+	s->free_head = (uint16_t)(i + 1);
+	sl->used = false;
+	st->held--;
+	s->held--;
+	return sl;
+}
+
+/*
+ * Deliver held items that are now in turn; drop those already covered.
+ * The list is in order of first_seq: only its head can be in turn.
+ */
 static void drain(struct receiver *r, struct recv_session *s, uint16_t stream)
 {
 	struct recv_stream *st = stream_of(s, stream);
-	bool found = true;
 
-	while (found) {
-		found = false;
-		for (unsigned i = 0; i < RECV_POOL; i++) {
-			struct recv_slot *sl = &s->pool[i];
-			struct item it;
+	while (st->head && !before(st->next, s->pool[st->head - 1].first_seq)) {
+		unsigned i = st->head - 1u;
+		struct recv_slot *sl = unlink_first(s, st);
+		struct item it;
 
-			if (!sl->used || sl->stream != stream || before(st->next, sl->first_seq))
-				continue;
-			found = true;
-			sl->used = false;
-			if (!before(st->next, sl->first_seq + sl->count)) {
-				st->dups++;
-				s->dups++;
-				continue;
-			}
-			it = (struct item){ .is_loss = sl->is_loss, .has_base = sl->has_base,
-					    .first_seq = sl->first_seq, .count = sl->count,
-					    .base_to = sl->base_to, .data = sl->data, .len = sl->len };
-			deliver(r, s, stream, &it);
+		if (!before(st->next, sl->first_seq + sl->count)) {
+			st->dups++;
+			s->dups++;
+			continue;
 		}
+		/* The slot is free now but nothing reuses it before deliver returns. */
+		it = (struct item){ .is_loss = sl->is_loss, .has_base = sl->has_base,
+				    .first_seq = sl->first_seq, .count = sl->count,
+				    .base_to = sl->base_to, .data = s->slot_data[i], .len = sl->len };
+		deliver(r, s, stream, &it);
 	}
 }
 
 static void hold(struct recv_session *s, uint16_t stream, const struct item *it)
 {
-	struct recv_slot *free_slot = NULL;
+	struct recv_stream *st = stream_of(s, stream);
+	struct recv_slot *sl;
+	uint16_t *link = &st->head;
+	unsigned fi;
 
-	for (unsigned i = 0; i < RECV_POOL; i++) {
-		struct recv_slot *sl = &s->pool[i];
+	/* Walk to the insertion point (ordered by first_seq), checking for a duplicate. */
+	while (*link) {
+		const struct recv_slot *o = &s->pool[*link - 1];
 
-		if (!sl->used) {
-			if (!free_slot)
-				free_slot = sl;
-			continue;
-		}
-		if (sl->stream == stream && sl->first_seq == it->first_seq &&
-		    sl->is_loss == it->is_loss && sl->count >= it->count) {
+		if (o->first_seq == it->first_seq && o->is_loss == it->is_loss &&
+		    o->count >= it->count) {
 			s->dups++;
-			stream_of(s, stream)->dups++;
+			st->dups++;
 			return;
 		}
+		if (before(it->first_seq, o->first_seq))
+			break;
+		link = &s->pool[*link - 1].next;
 	}
-	if (!free_slot) {
+	if (!s->free_head) {
 		s->pool_full++;   /* the sender resends it after our NACK */
 		return;
 	}
-	free_slot->used = true;
-	free_slot->is_loss = it->is_loss;
-	free_slot->first = it->first;
-	free_slot->has_base = it->has_base;
-	free_slot->stream = stream;
-	free_slot->first_seq = it->first_seq;
-	free_slot->count = it->count;
-	free_slot->base_to = it->base_to;
-	free_slot->len = (uint32_t)it->len;
+	fi = s->free_head - 1u;
+	sl = &s->pool[fi];
+	s->free_head = sl->next;
+	sl->used = true;
+	sl->is_loss = it->is_loss;
+	sl->first = it->first;
+	sl->has_base = it->has_base;
+	sl->stream = stream;
+	sl->first_seq = it->first_seq;
+	sl->count = it->count;
+	sl->base_to = it->base_to;
+	sl->len = (uint32_t)it->len;
 	if (it->len)
-		memcpy(free_slot->data, it->data, it->len);
+		memcpy(s->slot_data[fi], it->data, it->len);
+	sl->next = *link;
+	*link = (uint16_t)(fi + 1);
+	st->held++;
+	s->held++;
 }
 
 /* --- acknowledgements --------------------------------------------------------------------- */
@@ -224,29 +257,24 @@ static void hold(struct recv_session *s, uint16_t stream, const struct item *it)
 static void send_ack(struct receiver *r, struct recv_session *s, uint16_t stream)
 {
 	struct recv_stream *st = stream_of(s, stream);
-	struct tvp_range held[RECV_POOL], ranges[TVP_ACK_MAX_RANGES];
+	struct tvp_range ranges[TVP_ACK_MAX_RANGES];
 	struct tvp_ack a = { .cum = st->next };
-	unsigned n = 0;
 	uint64_t at = st->next;
 	int len;
 
-	for (unsigned i = 0; i < RECV_POOL; i++) {
-		const struct recv_slot *sl = &s->pool[i];
-		unsigned k;
-
-		if (!sl->used || sl->stream != stream)
-			continue;
-		/* insertion sort by first sequence number */
-		for (k = n; k > 0 && before(sl->first_seq, held[k - 1].first); k--)
-			held[k] = held[k - 1];
-		held[k] = (struct tvp_range){ sl->first_seq, sl->first_seq + sl->count };
-		n++;
+	if (st->unacked) {
+		st->unacked = 0;
+		s->unacked--;
 	}
-	for (unsigned i = 0; i < n; i++) {
-		if (before(at, held[i].first) && a.nranges < TVP_ACK_MAX_RANGES)
-			ranges[a.nranges++] = (struct tvp_range){ at, held[i].first };
-		if (before(at, held[i].end))
-			at = held[i].end;
+	/* The stream's held slots are in order of first sequence number. */
+	for (uint16_t i = st->head; i; i = s->pool[i - 1].next) {
+		const struct recv_slot *sl = &s->pool[i - 1];
+		uint64_t end = sl->first_seq + sl->count;
+
+		if (before(at, sl->first_seq) && a.nranges < TVP_ACK_MAX_RANGES)
+			ranges[a.nranges++] = (struct tvp_range){ at, sl->first_seq };
+		if (before(at, end))
+			at = end;
 	}
 	a.highest = at;
 	len = proto_encode_ack(r->out, sizeof(r->out), s->id, stream, &a, ranges);
@@ -256,12 +284,34 @@ static void send_ack(struct receiver *r, struct recv_session *s, uint16_t stream
 	}
 }
 
+/*
+ * A DATA datagram with at least this many record bytes counts as full:
+ * the sender stopped because the next record did not fit (most records
+ * are far below 64 bytes); a shorter one was all the sender had.
+ */
+#define RECV_DATA_FULL (TVP_DATA_MAX_RECORDS - 64u)
+
+/*
+ * May the ACK for this in-order datagram wait (recv_set_ack_every)?
+ * Not for FIRST or LOSS, not when held data was involved (the sender is
+ * recovering: it needs every ACK), not for a datagram shorter than the
+ * largest (the sender had no more: it waits for this ACK).
+ */
+static bool ack_may_wait(const struct receiver *r, uint16_t stream, const struct item *it,
+			 bool held_before)
+{
+	if (r->ack_every <= 1 || it->first || it->is_loss || held_before)
+		return false;
+	return is_pt(stream) ? it->len >= TVP_PT_MAX_PAYLOAD : it->len >= RECV_DATA_FULL;
+}
+
 /* A DATA or LOSS for a record stream, or a PT datagram for a PT stream. */
 static void take(struct receiver *r, struct recv_session *s, uint16_t stream,
 		 const struct item *it)
 {
 	struct recv_stream *st = stream_of(s, stream);
 	uint64_t end = it->first_seq + it->count;
+	bool held_before = st->held != 0;
 
 	if (!st->known) {
 		if (!it->first) {
@@ -277,11 +327,44 @@ static void take(struct receiver *r, struct recv_session *s, uint16_t stream,
 	} else if (!before(st->next, it->first_seq)) {
 		deliver(r, s, stream, it);
 		drain(r, s, stream);
+		if (ack_may_wait(r, stream, it, held_before)) {
+			if (st->unacked++ == 0)
+				s->unacked++;
+			if (st->unacked < r->ack_every)
+				return;   /* recv_flush or a later datagram answers it */
+		}
 	} else {
 		hold(s, stream, it);
 	}
-	/* Every datagram of a stream is answered, duplicates too (lost ACK). */
+	/*
+	 * Every other datagram of a stream is answered, duplicates too (the
+	 * sender did not hear the last ACK), out-of-order ones at once (the
+	 * ranges are the sender's NACK).
+	 */
 	send_ack(r, s, stream);
+}
+
+unsigned recv_flush(struct receiver *r)
+{
+	unsigned n = 0;
+
+	if (!r)
+		return 0;
+	for (unsigned i = 0; i < RECV_MAX_SESSIONS; i++) {
+		struct recv_session *s = &r->sess[i];
+
+		for (uint32_t cpu = 0; s->used && s->unacked && cpu < RECV_MAX_CPUS; cpu++) {
+			if (s->s[cpu].unacked) {
+				send_ack(r, s, (uint16_t)cpu);
+				n++;
+			}
+			if (s->pt[cpu].unacked) {
+				send_ack(r, s, (uint16_t)(cpu | TVP_STREAM_PT));
+				n++;
+			}
+		}
+	}
+	return n;
 }
 
 /* --- feed ----------------------------------------------------------------------------------- */
@@ -379,18 +462,9 @@ static void close_stream(struct receiver *r, struct recv_session *s, uint16_t st
 	struct recv_stream *st = stream_of(s, stream);
 	uint32_t cpu = cpu_of(stream);
 
-	for (;;) {
-		struct recv_slot *lo = NULL;
+	while (st->head) {
+		struct recv_slot *lo = &s->pool[st->head - 1];
 
-		for (unsigned i = 0; i < RECV_POOL; i++) {
-			struct recv_slot *sl = &s->pool[i];
-
-			if (sl->used && sl->stream == stream &&
-			    (!lo || before(sl->first_seq, lo->first_seq)))
-				lo = sl;
-		}
-		if (!lo)
-			break;
 		if (!st->known) {
 			/* The FIRST datagram never came: where it began is unknown. */
 			st->known = true;

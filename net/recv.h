@@ -19,6 +19,14 @@
  *  - the ACK datagrams to send back, through ops.send.
  * It also builds authenticated CONTROL messages (recv_control).
  *
+ * ACK policy (docs/PROTOCOL.md, "ACK"): by default every datagram of a
+ * stream is answered with an ACK.  recv_set_ack_every(r, n) lets in-order
+ * datagrams wait: a stream is acknowledged at its n-th unanswered one,
+ * and at once for anything else (a gap or held data, a duplicate, FIRST,
+ * LOSS, a datagram shorter than the largest: the sender had no more);
+ * the caller then calls recv_flush whenever no datagram is waiting
+ * (after each batch it read), which answers what is left.
+ *
  * Loss accounting is exact: lost counts only sequence numbers the sender
  * declared overwritten (LOSS) and that never arrived; missing_at_close
  * counts the gaps still open at recv_close, separately.  PT streams have
@@ -44,7 +52,9 @@
 
 #define RECV_MAX_SESSIONS 8u
 #define RECV_MAX_CPUS     256u
-#define RECV_POOL         256u   /* out-of-order datagrams held per session */
+#define RECV_POOL         512u   /* out-of-order datagrams held per session (at
+				  * least net/export.h's EXPORT_WINDOW_MAX) */
+#define RECV_ACK_EVERY_MAX 64u   /* recv_set_ack_every's bound */
 /* A pool slot holds a DATA's records or a PT datagram's bytes. */
 #define RECV_SLOT_BYTES \
 	(TVP_DATA_MAX_RECORDS > TVP_PT_MAX_PAYLOAD ? TVP_DATA_MAX_RECORDS : TVP_PT_MAX_PAYLOAD)
@@ -83,18 +93,27 @@ struct recv_stream {
 	uint64_t lost;               /* declared lost by LOSS (records only) */
 	uint64_t dups;               /* datagrams dropped as duplicates */
 	uint64_t missing_at_close;   /* records or PT bytes */
+	uint32_t held;               /* its datagrams in the pool */
+	uint32_t unacked;            /* in-order datagrams not acknowledged yet */
+	uint16_t head;               /* its pool slots in order of first_seq: index + 1 of
+				      * the first, 0: none */
 };
 
-/* A datagram that arrived ahead of its turn. */
+/*
+ * A datagram that arrived ahead of its turn; its bytes are in the
+ * session's slot_data at the same index (apart, so that scanning the
+ * slots reads 40 bytes each, not 1.4 KiB).
+ */
 struct recv_slot {
 	bool used;
 	bool is_loss;
 	bool first;                  /* carried FIRST */
 	bool has_base;
 	uint16_t stream;             /* its header's stream: cpu, or cpu | TVP_STREAM_PT */
+	uint16_t next;               /* index + 1 of the next slot in its stream's list, or
+				      * in the free list; 0: the last */
 	uint64_t first_seq, count, base_to;   /* PT: offset, bytes, 0 */
 	uint32_t len;
-	uint8_t data[RECV_SLOT_BYTES];
 };
 
 struct recv_session {
@@ -107,9 +126,13 @@ struct recv_session {
 	struct tvp_hello hello;
 	uint64_t datagrams, dups, pool_full, acks_sent;
 	uint64_t pt_bytes;           /* PT bytes delivered, all CPUs */
+	uint32_t held;               /* used pool slots */
+	uint16_t free_head;          /* free pool slots: index + 1 of the first, 0: none */
+	uint32_t unacked;            /* streams with unacked in-order datagrams */
 	struct recv_stream s[RECV_MAX_CPUS];    /* record streams */
 	struct recv_stream pt[RECV_MAX_CPUS];   /* PT streams */
 	struct recv_slot pool[RECV_POOL];
+	uint8_t slot_data[RECV_POOL][RECV_SLOT_BYTES];
 };
 
 struct recv_stats {
@@ -122,6 +145,7 @@ struct receiver {
 	void *ctx;
 	uint64_t clock;              /* recv_feed calls */
 	uint64_t ctl_base;           /* first CONTROL counter - 1 for new sessions */
+	uint32_t ack_every;          /* recv_set_ack_every; 1: every datagram */
 	struct recv_stats st;
 	struct recv_session sess[RECV_MAX_SESSIONS];
 	uint8_t out[TVP_MAX_DATAGRAM];
@@ -141,6 +165,19 @@ void recv_init(struct receiver *r, const struct recv_ops *ops, void *ctx,
  * (duplicates included: they are counted), or a negative error.
  */
 int recv_feed(struct receiver *r, const void *dgram, size_t len, uint64_t addr);
+
+/*
+ * recv_set_ack_every - acknowledge in-order datagrams of a stream every n
+ * (1..RECV_ACK_EVERY_MAX; 1, the default, answers each one), and the rest
+ * at recv_flush.  Errors: PROTO_ERR_INVAL (NULL, n out of range).
+ */
+int recv_set_ack_every(struct receiver *r, uint32_t n);
+
+/*
+ * recv_flush - send the ACKs that recv_set_ack_every let wait.  Call it
+ * when no datagram is waiting to be fed.  Returns the ACKs sent.
+ */
+unsigned recv_flush(struct receiver *r);
 
 /* The session with this id, or NULL. */
 const struct recv_session *recv_session_get(const struct receiver *r, uint64_t session);

@@ -46,6 +46,15 @@
  * their offsets ("pt cpu 0 bytes B dup D bad X missing M"): exit 0 only
  * when every byte 0..N-1 came once, right, and nothing beyond.
  *
+ * Transport figures (tests/bench/export_bench.sh): --drop P drops P% of
+ * the datagrams in each direction (seeded by --seed, before the socket:
+ * an impairment with no relay in the way), --fixed-timers runs the
+ * exporter's first-version transport (fixed window and ack timeout,
+ * partial datagrams at once) instead of the congestion-controlled one,
+ * and the line "transport: goodput ..." gives payload bytes acknowledged
+ * per second (start to the last ack), bytes of DATA and PT payload sent
+ * and re-sent, and the exporter's RTT and window state.
+ *
  * pt-pattern: the N bytes of the PT pattern (what cpu0.pt must hold).
  *
  * garbage: datagrams a receiver must refuse, of every kind (random bytes,
@@ -105,6 +114,8 @@ static struct {
 	uint64_t pt_bytes;        /* send, verify: PT bytes of CPU 0 (its PT stream) */
 	uint64_t pt_ring_bytes;   /* send: CPU 0's PT byte ring */
 	double linger;            /* send: seconds to go on after the last ack */
+	unsigned drop;            /* send: percent of datagrams dropped each way */
+	bool fixed_timers;        /* send: the exporter's first-version transport */
 } opt = {
 	.cpus = 2, .records = 10000, .ring_bytes = 1u << 20, .overflow = TV_OVERFLOW_STOP,
 	.seed = 1, .session = 0x5eed000000000001ull, .machine = "fake", .burst = 64,
@@ -261,13 +272,49 @@ static uint64_t unsent(unsigned cpu)
 	return n;
 }
 
+/* --drop: a seeded coin, separate from the pattern's generator. */
+static uint64_t drop_rng;
+
+static bool drop_now(void)
+{
+	if (!opt.drop)
+		return false;
+	drop_rng ^= drop_rng << 13;
+	drop_rng ^= drop_rng >> 7;
+	drop_rng ^= drop_rng << 17;
+	return drop_rng % 100 < opt.drop;
+}
+
+/* Payload bytes of DATA and PT datagrams handed over, and of those flagged RETRANSMIT. */
+static uint64_t tx_payload, tx_resent, tx_dropped, rx_dropped;
+
 static int net_send(void *ctx, const void *buf, size_t len)
 {
 	int fd = *(const int *)ctx;
+	const uint8_t *p = buf;
 
 	note_tx(buf, len);
-	return sendto(fd, buf, len, 0, (const struct sockaddr *)&opt.to, sizeof(opt.to)) ==
-	       (ssize_t)len ? 0 : -1;
+	if (len >= 48 && (p[5] == TVP_DATA || p[5] == TVP_PT)) {
+		/* DATA: 24 bytes of its own header; PT: 16 (docs/PROTOCOL.md). */
+		uint64_t pay = len - 24 - (p[5] == TVP_DATA ? 24 : 16);
+
+		tx_payload += pay;
+		if (tvh_le16(p + 18) & TVP_DATA_F_RETRANSMIT)
+			tx_resent += pay;
+	}
+	if (drop_now()) {
+		tx_dropped++;
+		return 0;   /* lost on the way: the exporter does not know */
+	}
+	/* Loopback only refuses when its buffer is full: wait for room, as a NIC ring does. */
+	while (sendto(fd, buf, len, 0, (const struct sockaddr *)&opt.to, sizeof(opt.to)) != (ssize_t)len) {
+		if (errno != EAGAIN && errno != ENOBUFS)
+			return -1;
+		struct pollfd pf = { .fd = fd, .events = POLLOUT };
+
+		poll(&pf, 1, 10);
+	}
+	return 0;
 }
 
 static int op_startstop(void *ctx, const struct tvp_ctl_cpus *cpus)
@@ -318,8 +365,16 @@ static uint64_t pt_produce(struct byte_ring *r, uint64_t upto)
 	uint64_t room = r->size - (head - byte_ring_tail(r));
 	uint64_t n = upto - head < room ? upto - head : room;
 
-	for (uint64_t i = 0; i < n; i++)
-		r->data[(head + i) & (r->size - 1)] = pt_pattern(head + i);
+	/* pt_pattern(o) = o * 7 + o / 251, with the quotient carried (no division per byte). */
+	uint64_t q = head / 251, rem = head % 251;
+
+	for (uint64_t i = 0; i < n; i++) {
+		r->data[(head + i) & (r->size - 1)] = (uint8_t)(((head + i) * 7 + q) & 0xff);
+		if (++rem == 251) {
+			rem = 0;
+			q++;
+		}
+	}
 	__atomic_store_n(&r->head, head + n, __ATOMIC_RELEASE);
 	return head + n;
 }
@@ -374,6 +429,8 @@ static int cmd_send(void)
 	cfg.send = net_send;
 	cfg.send_ctx = &fd;
 	cfg.ops = &ops;
+	cfg.fixed_timers = opt.fixed_timers;
+	drop_rng = opt.seed * 0x9e3779b97f4a7c15ull | 1;
 	err = export_init(&ex, &cfg, opt.cpus, t0);
 	if (err) {
 		fprintf(stderr, "fake_sender: export_init: %s\n", proto_strerror(err));
@@ -443,8 +500,13 @@ static int cmd_send(void)
 				if (opt.pt_bytes)
 					pt_head = pt_produce(&pt_ring, pt_due(produced[0]));
 				export_poll(&ex, now_ns());
-				while ((n = recv(fd, buf, sizeof(buf), 0)) >= 0)
+				while ((n = recv(fd, buf, sizeof(buf), 0)) >= 0) {
+					if (drop_now()) {
+						rx_dropped++;
+						continue;
+					}
 					export_input(&ex, buf, (size_t)n, now_ns());
+				}
 				pf.revents = 0;
 				poll(&pf, 1, opt.pause_ms > 0 || done_at ? 1 : 0);
 			} while (now_ns() < until && !stop);
@@ -493,6 +555,24 @@ static int cmd_send(void)
 	printf("datagrams %" PRIu64 " acks %" PRIu64 " nack_ranges %" PRIu64
 	       " control_applied %" PRIu64 " ctl_bad_auth %u\n", ex.st.datagrams, ex.st.acks,
 	       ex.st.nack_ranges, ctl_applied, ex.st.ctl_bad_auth);
+	{
+		/* Payload delivered: every record byte and PT byte produced (all acked when done). */
+		uint64_t bytes = opt.pt_bytes ? pt_head : 0;
+		double secs = (double)((done_at ? done_at : now_ns()) - t0) / 1e9;
+
+		for (unsigned c = 0; c < opt.cpus; c++)
+			bytes += rings[c]->head;
+		printf("transport: %s goodput %.1f MB/s payload %" PRIu64 " bytes in %.3f s; sent %"
+		       PRIu64 " resent %" PRIu64 " bytes (%.2f%%); dropped %" PRIu64 " out %" PRIu64
+		       " in; partial %" PRIu64 "; cwnd %u srtt %.1f us rto %.1f us samples %" PRIu64
+		       " timeouts %" PRIu64 " decreases %" PRIu64 "\n",
+		       opt.fixed_timers ? "fixed" : "cc", secs > 0 ? (double)bytes / secs / 1e6 : 0.0,
+		       bytes, secs, tx_payload, tx_resent,
+		       tx_payload ? 100.0 * (double)tx_resent / (double)tx_payload : 0.0, tx_dropped,
+		       rx_dropped, ex.st.partial, ex.cc.cwnd, (double)(ex.cc.srtt8 >> 3) / 1e3,
+		       (double)ex.cc.rto / 1e3, ex.cc.samples, ex.cc.timeouts,
+		       ex.cc.decreases);
+	}
 	printf("%s after %.2f s\n", done ? "done" : stop ? "stopped" : "timeout",
 	       (double)(now_ns() - t0) / 1e9);
 	close(fd);
@@ -964,7 +1044,7 @@ static void usage(void)
 	      "         [--cpus N] [--records N] [--ring-bytes B] [--overflow stop|overwrite]\n"
 	      "         [--seed S] [--session HEX] [--machine NAME] [--burst N] [--rate R]\n"
 	      "         [--timeout S] [--pause-ms MS] [--key-hex HEX] [--pt N]\n"
-	      "         [--pt-ring-bytes B] [--linger S]\n"
+	      "         [--pt-ring-bytes B] [--linger S] [--drop PCT] [--fixed-timers]\n"
 	      "         [--tvt FILE] [--losses FILE] [--count N] [--datagrams N]\n", stderr);
 	exit(2);
 }
@@ -992,6 +1072,8 @@ int main(int argc, char **argv)
 		{ "pt", required_argument, NULL, 'p' },
 		{ "pt-ring-bytes", required_argument, NULL, 'B' },
 		{ "linger", required_argument, NULL, 'l' },
+		{ "drop", required_argument, NULL, 'X' },
+		{ "fixed-timers", no_argument, NULL, 'F' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *cmd;
@@ -1030,6 +1112,8 @@ int main(int argc, char **argv)
 		case 'p': opt.pt_bytes = strtoull(optarg, NULL, 0); break;
 		case 'B': opt.pt_ring_bytes = strtoull(optarg, NULL, 0); break;
 		case 'l': opt.linger = strtod(optarg, NULL); break;
+		case 'X': opt.drop = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'F': opt.fixed_timers = true; break;
 		case 'K':
 			for (opt.keylen = 0; optarg[2 * opt.keylen] && optarg[2 * opt.keylen + 1] &&
 			     opt.keylen < sizeof(opt.key); opt.keylen++) {
