@@ -217,14 +217,16 @@ static void timer_progress(const struct exporter *e, uint64_t *rto_at, uint32_t 
 			   uint32_t nwin, uint64_t now)
 {
 	*backoff = 0;
-	*rto_at = nwin ? (now + stream_rto(e, 0)) | 1 : 0;
+	*rto_at = 0;
+	if (nwin)
+		*rto_at = now + stream_rto(e, 0) ?: 1;   /* never 0: 0 is "not running" */
 }
 
 /* A datagram went out: the stream's timer runs if it did not (RFC 6298 5.1). */
 static void timer_arm(const struct exporter *e, uint64_t *rto_at, uint32_t backoff, uint64_t now)
 {
 	if (!*rto_at)
-		*rto_at = (now + stream_rto(e, backoff)) | 1;   /* never 0: 0 is "not running" */
+		*rto_at = now + stream_rto(e, backoff) ?: 1;   /* never 0: 0 is "not running" */
 }
 
 /*
