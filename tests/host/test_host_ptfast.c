@@ -1,0 +1,670 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_host_ptfast.c - the fast PT decoder (host-tools/lib/ptfast.c)
+ * against libipt: a plain pt_insn_sync_forward / pt_insn_next /
+ * pt_insn_event loop over the same code gives the reference taken-branch
+ * sequence (each transfer with the next IP libipt reports, or the IP its
+ * FUP / TIP.PGD names; FUP+TIP interrupts as TV_BR_INTERRUPT), the
+ * straight runs and the instruction count (ptfast.h defines them); the
+ * fast decoder must give exactly the same, in flow mode, in coverage
+ * mode and split over 1..4 threads.  Streams: pt_fixture's (assembled
+ * program), ptgen's (random code and executions with RET compression on
+ * and off, PSB every N bytes, interrupts, TIP.PGD/PGE, OVF, MODE.Exec to
+ * 16/32/64-bit code, PIP, timing packets, long TNT), and garbage (no
+ * crash; equal wherever both decode without error).
+ */
+#define _GNU_SOURCE
+#include <intel-pt.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "host-tools/lib/error.h"
+#include "host-tools/lib/pt.h"
+#include "host-tools/lib/ptbranch.h"
+#include "host-tools/lib/ptfast.h"
+#include "host-tools/lib/sym.h"
+#include "tests/host/pt_fixture.h"
+#include "tests/host/ptgen.h"
+#include "vmm/trace/format.h"
+
+/* ---- a flow: branches, runs, instructions ---------------------------------- */
+
+struct br {
+	uint64_t from, to;
+	uint8_t kind;
+};
+
+struct flow {
+	struct br *b;
+	size_t n, cap;
+	struct tvh_ptf_bb *runs;
+	size_t nruns, runs_cap;
+	uint64_t insns;
+	unsigned errors, syncs;
+	int first_err;
+};
+
+static void add_br(struct flow *f, uint64_t from, uint64_t to, uint8_t kind)
+{
+	if (f->n == f->cap) {
+		f->cap = f->cap ? f->cap * 2 : 1024;
+		f->b = realloc(f->b, f->cap * sizeof(*f->b));
+		assert_non_null(f->b);
+	}
+	f->b[f->n++] = (struct br){ from, to, kind };
+}
+
+static void add_run(struct flow *f, uint64_t start, uint64_t end, uint32_t n)
+{
+	if (f->nruns == f->runs_cap) {
+		f->runs_cap = f->runs_cap ? f->runs_cap * 2 : 1024;
+		f->runs = realloc(f->runs, f->runs_cap * sizeof(*f->runs));
+		assert_non_null(f->runs);
+	}
+	f->runs[f->nruns++] = (struct tvh_ptf_bb){ .start = start, .end = end,
+						   .count = 1, .ninsns = n };
+}
+
+static void flow_free(struct flow *f)
+{
+	free(f->b);
+	free(f->runs);
+	memset(f, 0, sizeof(*f));
+}
+
+/* ---- the reference: libipt ------------------------------------------------- */
+
+struct ref {
+	struct flow *f;
+	bool pending, in_run;
+	struct pt_insn last;
+	uint64_t run_start;
+	uint32_t run_n;
+};
+
+static void ref_end_run(struct ref *r, uint64_t end)
+{
+	if (r->in_run && r->run_n)
+		add_run(r->f, r->run_start, end, r->run_n);
+	r->in_run = false;
+	r->run_n = 0;
+}
+
+static uint8_t ref_kind(const struct pt_insn *in)
+{
+	return tvh_ptbr_kind(in->iclass, in->raw, in->size);
+}
+
+static void ref_resolve(struct ref *r, uint64_t dest)
+{
+	if (!r->pending)
+		return;
+	if (!(r->last.iclass == ptic_cond_jump && dest == r->last.ip + r->last.size))
+		add_br(r->f, r->last.ip, dest, ref_kind(&r->last));
+	r->pending = false;
+}
+
+static void ref_insn(struct ref *r, const struct pt_insn *in)
+{
+	ref_resolve(r, in->ip);
+	if (!r->in_run) {
+		r->in_run = true;
+		r->run_start = in->ip;
+		r->run_n = 0;
+	}
+	r->run_n++;
+	r->f->insns++;
+	r->last = *in;
+	if (in->iclass != ptic_other && in->iclass != ptic_ptwrite) {
+		ref_end_run(r, in->ip + in->size);
+		r->pending = true;
+	} else if (r->run_n == TVH_PTF_MAX_RUN) {
+		ref_end_run(r, in->ip + in->size);
+	}
+}
+
+static void ref_event(struct ref *r, const struct pt_event *ev)
+{
+	uint64_t here = r->last.ip + r->last.size;
+
+	switch (ev->type) {
+	case ptev_enabled:
+		r->pending = false;
+		ref_end_run(r, here);
+		break;
+	case ptev_disabled:
+		if (!ev->ip_suppressed)
+			ref_resolve(r, ev->variant.disabled.ip);
+		r->pending = false;
+		ref_end_run(r, here);
+		break;
+	case ptev_async_disabled:
+		ref_resolve(r, ev->variant.async_disabled.at);
+		ref_end_run(r, here);
+		break;
+	case ptev_async_branch:
+		ref_resolve(r, ev->variant.async_branch.from);
+		ref_end_run(r, here);
+		add_br(r->f, ev->variant.async_branch.from, ev->variant.async_branch.to,
+		       TV_BR_INTERRUPT);
+		break;
+	case ptev_overflow:
+		r->pending = false;
+		ref_end_run(r, here);
+		break;
+	default:
+		if (ev->status_update)
+			ref_end_run(r, here);
+		break;
+	}
+}
+
+static void ref_decode(const uint8_t *buf, size_t len, struct pt_image *img,
+		       struct flow *f)
+{
+	struct pt_config cfg;
+	struct pt_insn_decoder *d;
+	struct ref r = { .f = f };
+
+	memset(f, 0, sizeof(*f));
+	pt_config_init(&cfg);
+	cfg.begin = (uint8_t *)buf;
+	cfg.end = (uint8_t *)buf + len;
+	d = pt_insn_alloc_decoder(&cfg);
+	assert_non_null(d);
+	assert_int_equal(pt_insn_set_image(d, img), 0);
+	for (;;) {
+		int st = pt_insn_sync_forward(d);
+
+		if (st < 0)
+			break;
+		f->syncs++;
+		for (;;) {
+			struct pt_insn in;
+			struct pt_event ev;
+
+			while (st >= 0 && (st & pts_event_pending)) {
+				st = pt_insn_event(d, &ev, sizeof(ev));
+				if (st >= 0)
+					ref_event(&r, &ev);
+			}
+			if (st >= 0 && (st & pts_eos) && r.pending) {
+				/* The last transfer's destination: where libipt stands. */
+				memset(&in, 0, sizeof(in));
+				pt_insn_next(d, &in, sizeof(in));
+				ref_resolve(&r, in.ip);
+			}
+			if (st < 0 || (st & pts_eos))
+				break;
+			memset(&in, 0, sizeof(in));
+			st = pt_insn_next(d, &in, sizeof(in));
+			if (st < 0) {
+				if (in.iclass != ptic_error)
+					ref_insn(&r, &in);
+				break;
+			}
+			ref_insn(&r, &in);
+		}
+		ref_end_run(&r, r.last.ip + r.last.size);
+		r.pending = false;
+		if (st < 0 && st != -pte_eos) {
+			if (!f->errors++)
+				f->first_err = st;
+		}
+	}
+	pt_insn_free_decoder(d);
+}
+
+/* ---- the fast decoder --------------------------------------------------------- */
+
+static int fast_item(void *ctx, const struct tvh_ptf_item *it)
+{
+	struct flow *f = ctx;
+
+	switch (it->kind) {
+	case TVH_PTF_BRANCH:
+		add_br(f, it->from, it->to, it->br);
+		break;
+	case TVH_PTF_ERROR:
+		if (!f->errors++)
+			f->first_err = it->err;
+		break;
+	case TVH_PTF_SYNC:
+		f->syncs++;
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+static int cmp_run(const void *a, const void *b)
+{
+	const struct tvh_ptf_bb *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	if (x->end != y->end)
+		return x->end < y->end ? -1 : 1;
+	return 0;
+}
+
+static int cmp_br(const void *a, const void *b)
+{
+	const struct br *x = a, *y = b;
+
+	if (x->from != y->from)
+		return x->from < y->from ? -1 : 1;
+	if (x->to != y->to)
+		return x->to < y->to ? -1 : 1;
+	return 0;
+}
+
+/* Sorted runs with counts summed, like tvh_ptf_cov's. */
+static size_t fold_runs(struct tvh_ptf_bb *v, size_t n)
+{
+	size_t k = 0;
+
+	qsort(v, n, sizeof(*v), cmp_run);
+	for (size_t i = 0; i < n; i++) {
+		if (k && !cmp_run(&v[k - 1], &v[i])) {
+			assert_int_equal(v[k - 1].ninsns, v[i].ninsns);
+			v[k - 1].count += v[i].count;
+		} else {
+			v[k++] = v[i];
+		}
+	}
+	return k;
+}
+
+static void dump(const struct flow *a, const struct flow *b, size_t at)
+{
+	if (!getenv("PTF_DEBUG"))
+		return;
+	for (size_t i = at > 4 ? at - 4 : 0; i < at + 4; i++)
+		print_message("%zu: %llx->%llx (%u) | %llx->%llx (%u)\n", i,
+			      i < a->n ? (unsigned long long)a->b[i].from : 0ull,
+			      i < a->n ? (unsigned long long)a->b[i].to : 0ull,
+			      i < a->n ? a->b[i].kind : 0,
+			      i < b->n ? (unsigned long long)b->b[i].from : 0ull,
+			      i < b->n ? (unsigned long long)b->b[i].to : 0ull,
+			      i < b->n ? b->b[i].kind : 0);
+}
+
+static void expect_same_branches(const struct flow *a, const struct flow *b, const char *what)
+{
+	size_t n = a->n < b->n ? a->n : b->n;
+
+	for (size_t i = 0; i < n; i++)
+		if (a->b[i].from != b->b[i].from || a->b[i].to != b->b[i].to ||
+		    a->b[i].kind != b->b[i].kind) {
+			dump(a, b, i);
+			break;
+		}
+	if (a->n != b->n)
+		dump(a, b, n);
+
+	for (size_t i = 0; i < n; i++)
+		if (a->b[i].from != b->b[i].from || a->b[i].to != b->b[i].to ||
+		    a->b[i].kind != b->b[i].kind)
+			fail_msg("%s: branch %zu of %zu/%zu: 0x%llx->0x%llx (%u) vs 0x%llx->0x%llx (%u)",
+				 what, i, a->n, b->n,
+				 (unsigned long long)a->b[i].from, (unsigned long long)a->b[i].to,
+				 a->b[i].kind, (unsigned long long)b->b[i].from,
+				 (unsigned long long)b->b[i].to, b->b[i].kind);
+	if (a->n != b->n)
+		fail_msg("%s: %zu branches vs %zu", what, a->n, b->n);
+}
+
+/* The coverage against the reference's branches and runs. */
+static void expect_coverage(const struct tvh_ptf_cov *c, struct flow *ref)
+{
+	struct br *b = malloc((ref->n + 1) * sizeof(*b));
+	size_t k = 0, nr;
+
+	assert_non_null(b);
+	memcpy(b, ref->b, ref->n * sizeof(*b));
+	qsort(b, ref->n, sizeof(*b), cmp_br);
+	for (size_t i = 0; i < ref->n; k++) {
+		uint64_t count = 0;
+		size_t j = i;
+
+		while (j < ref->n && !cmp_br(&b[i], &b[j]))
+			j++, count++;
+		if (k >= c->nedges || c->edges[k].from != b[i].from ||
+		    c->edges[k].to != b[i].to || c->edges[k].count != count)
+			fail_msg("edge %zu: 0x%llx->0x%llx x%llu, coverage has %zu edges", k,
+				 (unsigned long long)b[i].from, (unsigned long long)b[i].to,
+				 (unsigned long long)count, c->nedges);
+		i = j;
+	}
+	assert_int_equal(k, c->nedges);
+	free(b);
+	nr = fold_runs(ref->runs, ref->nruns);
+	ref->nruns = nr;
+	for (size_t i = 0; i < nr; i++)
+		if (i >= c->nblocks || c->blocks[i].start != ref->runs[i].start ||
+		    c->blocks[i].end != ref->runs[i].end ||
+		    c->blocks[i].count != ref->runs[i].count ||
+		    c->blocks[i].ninsns != ref->runs[i].ninsns)
+			fail_msg("run %zu: 0x%llx..0x%llx x%llu (%u insns); coverage: 0x%llx..0x%llx x%llu (%u)",
+				 i, (unsigned long long)ref->runs[i].start,
+				 (unsigned long long)ref->runs[i].end,
+				 (unsigned long long)ref->runs[i].count, ref->runs[i].ninsns,
+				 i < c->nblocks ? (unsigned long long)c->blocks[i].start : 0ull,
+				 i < c->nblocks ? (unsigned long long)c->blocks[i].end : 0ull,
+				 i < c->nblocks ? (unsigned long long)c->blocks[i].count : 0ull,
+				 i < c->nblocks ? c->blocks[i].ninsns : 0u);
+	assert_int_equal(nr, c->nblocks);
+	assert_int_equal(ref->insns, c->insns);
+}
+
+/*
+ * Both decoders on buf; strict: neither may report an error and all must
+ * agree, else compare only when both decode without error.  Returns
+ * whether the comparison happened.
+ */
+static bool differential(const uint8_t *buf, size_t len, tvh_ptf_read_fn read,
+			 void *read_ctx, bool strict, unsigned max_threads)
+{
+	struct pt_image *img = pt_image_alloc("ptfast-test");
+	struct tvh_ptf_opts o = { .read = read, .read_ctx = read_ctx, .coverage = true };
+	struct tvh_ptf_decoder *d = tvh_ptf_alloc(&o);
+	struct flow ref, fast = { 0 };
+	struct tvh_ptf_cov cov;
+	struct tvh_ptf_stats st;
+	bool compared = false;
+
+	assert_non_null(img);
+	assert_non_null(d);
+	assert_int_equal(pt_image_set_callback(img, read, read_ctx), 0);
+	ref_decode(buf, len, img, &ref);
+	assert_int_equal(tvh_ptf_decode(d, buf, len, 0, fast_item, &fast, &st), 0);
+	assert_int_equal(tvh_ptf_coverage(d, &cov), 0);
+	assert_int_equal(st.errors, fast.errors);
+	if (strict) {
+		if (ref.errors)
+			fail_msg("libipt: %u errors, first %s", ref.errors,
+				 pt_errstr(pt_errcode(ref.first_err)));
+		if (fast.errors)
+			fail_msg("ptfast: %u errors, first %s", fast.errors,
+				 pt_errstr(pt_errcode(fast.first_err)));
+	}
+	if (!ref.errors && !fast.errors) {
+		expect_same_branches(&ref, &fast, "libipt vs ptfast");
+		assert_int_equal(ref.insns, st.insns);
+		expect_coverage(&cov, &ref);
+		compared = true;
+	}
+	/* Pieces: the same items, the same coverage, whatever the input. */
+	for (unsigned t = 2; t <= max_threads; t++) {
+		struct flow parts[4];
+		void *ctxs[4];
+		struct flow all = { 0 };
+		struct tvh_ptf_cov pc;
+		struct tvh_ptf_stats pst;
+
+		memset(parts, 0, sizeof(parts));
+		for (unsigned i = 0; i < t; i++)
+			ctxs[i] = &parts[i];
+		assert_int_equal(tvh_ptf_decode_parallel(buf, len, 0, &o, t, fast_item, ctxs,
+							 &pc, &pst), 0);
+		for (unsigned i = 0; i < t; i++) {
+			for (size_t k = 0; k < parts[i].n; k++)
+				add_br(&all, parts[i].b[k].from, parts[i].b[k].to, parts[i].b[k].kind);
+			all.errors += parts[i].errors;
+			flow_free(&parts[i]);
+		}
+		expect_same_branches(&fast, &all, "1 thread vs pieces");
+		assert_int_equal(all.errors, fast.errors);
+		assert_int_equal(pst.insns, st.insns);
+		assert_int_equal(pc.nedges, cov.nedges);
+		assert_int_equal(pc.nblocks, cov.nblocks);
+		assert_memory_equal(pc.edges, cov.edges, cov.nedges * sizeof(*cov.edges));
+		assert_memory_equal(pc.blocks, cov.blocks, cov.nblocks * sizeof(*cov.blocks));
+		tvh_ptf_cov_free(&pc);
+		flow_free(&all);
+	}
+	tvh_ptf_cov_free(&cov);
+	flow_free(&ref);
+	flow_free(&fast);
+	tvh_ptf_free(d);
+	pt_image_free(img);
+	return compared;
+}
+
+/* ---- the fixture -------------------------------------------------------------- */
+
+static struct pt_fixture fx;
+static struct tvh_symtab st;
+static struct tvh_ptf_image fimg;
+
+static int setup(void **state)
+{
+	(void)state;
+	if (ptf_build(&fx))
+		return -1;
+	tvh_symtab_init(&st);
+	if (tvh_symtab_add(&st, fx.elf) || tvh_ptf_image_from_symtab(&fimg, &st))
+		return -1;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	tvh_ptf_image_free(&fimg);
+	tvh_symtab_free(&st);
+	ptf_free(&fx);
+	return 0;
+}
+
+static void test_fixture(void **state)
+{
+	uint8_t buf[1024];
+	size_t len = 0;
+	struct tvh_ptf_opts o = { .read = tvh_ptf_image_read, .read_ctx = &fimg };
+	struct tvh_ptf_decoder *d = tvh_ptf_alloc(&o);
+	struct flow f = { 0 };
+
+	(void)state;
+	ptf_encode(&fx, buf, sizeof(buf), &len, 1);
+	assert_true(differential(buf, len, tvh_ptf_image_read, &fimg, true, 4));
+	/* And against the fixture's own truth. */
+	assert_int_equal(tvh_ptf_decode(d, buf, len, 0, fast_item, &f, NULL), 0);
+	assert_int_equal(f.n, fx.ntaken);
+	for (unsigned i = 0; i < fx.ntaken; i++) {
+		assert_int_equal(f.b[i].from, fx.taken[i].from);
+		assert_int_equal(f.b[i].to, fx.taken[i].to);
+	}
+	flow_free(&f);
+	/* Two runs back to back, a broken compressed return, a cut stream. */
+	len = 0;
+	ptf_encode(&fx, buf, sizeof(buf), &len, 1);
+	ptf_encode(&fx, buf, sizeof(buf), &len, 1);
+	assert_true(differential(buf, len, tvh_ptf_image_read, &fimg, true, 4));
+	len = 0;
+	ptf_encode(&fx, buf, sizeof(buf), &len, 0);
+	ptf_encode(&fx, buf, sizeof(buf), &len, 1);
+	differential(buf, len, tvh_ptf_image_read, &fimg, false, 4);
+	assert_int_equal(tvh_ptf_decode(d, buf, len, 0, fast_item, &f, NULL), 0);
+	assert_int_equal(f.errors, 1);
+	assert_int_equal(f.first_err, -pte_bad_retcomp);
+	flow_free(&f);
+	{
+		size_t cut, resume;
+
+		ptf_encode_cut(&fx, buf, sizeof(buf), &len, &cut, &resume);
+		differential(buf, len, tvh_ptf_image_read, &fimg, false, 4);
+		differential(buf, cut, tvh_ptf_image_read, &fimg, true, 4);
+		differential(buf + cut, len - cut, tvh_ptf_image_read, &fimg, false, 4);
+	}
+	tvh_ptf_free(d);
+}
+
+/* ---- generated streams -------------------------------------------------------- */
+
+static void gen_case(const struct ptgen_opts *o, unsigned threads)
+{
+	struct ptgen g;
+
+	assert_int_equal(ptgen_make(&g, o), 0);
+	if (getenv("PTF_DEBUG")) {
+		FILE *f = fopen("/tmp/h6/case.pt", "wb");
+
+		fwrite(g.buf, 1, g.len, f);
+		fclose(f);
+		print_message("seed %llu len %zu\n", (unsigned long long)o->seed, g.len);
+	}
+	if (!differential(g.buf, g.len, tvh_ptf_image_read, &g.image, true, threads))
+		fail_msg("seed %llu: not compared", (unsigned long long)o->seed);
+	ptgen_free(&g);
+}
+
+static void test_generated_plain(void **state)
+{
+	(void)state;
+	unsigned only = getenv("PTF_SEED") ? (unsigned)atoi(getenv("PTF_SEED")) : 0;
+
+	for (unsigned s = only ? only : 1; s <= (only ? only : 40); s++) {
+		struct ptgen_opts o = { .seed = s, .bytes = 2048 + s * 97, .retcomp = s & 1,
+					.psb_every = s % 3 ? 512 : 0, .nblocks = 60 };
+
+		gen_case(&o, s % 5 ? 1 : 3);
+	}
+}
+
+static void test_generated_events(void **state)
+{
+	unsigned only = getenv("PTF_SEED") ? (unsigned)atoi(getenv("PTF_SEED")) : 0;
+
+	(void)state;
+	for (unsigned s = only ? only : 100; s < (only ? only + 1 : 260); s++) {
+		struct ptgen_opts o = { .seed = s, .bytes = 4096, .retcomp = (s >> 1) & 1,
+					.psb_every = 256 + (s % 7) * 300,
+					.p_async = 40, .p_disable = 60, .p_ovf = 10,
+					.p_mode = 80, .p_timing = 150, .p_pip = 100,
+					.nblocks = 40 + s % 100, .long_tnt = s & 1 };
+
+		gen_case(&o, s % 8 ? 1 : 4);
+	}
+}
+
+static void test_generated_big(void **state)
+{
+	struct ptgen_opts o = { .seed = 7, .bytes = 1 << 20, .retcomp = 1,
+				.psb_every = 4096, .p_async = 2, .p_disable = 5,
+				.p_ovf = 1, .p_mode = 5, .p_timing = 20, .p_pip = 20,
+				.nblocks = 3000, .long_tnt = 1 };
+
+	(void)state;
+	gen_case(&o, 4);
+}
+
+/* A tiny cache: blocks are rebuilt after flushes, nothing changes. */
+static void test_small_cache(void **state)
+{
+	struct ptgen_opts o = { .seed = 11, .bytes = 65536, .retcomp = 1, .psb_every = 2048,
+				.p_async = 10, .p_disable = 20, .nblocks = 400 };
+	struct ptgen g;
+	struct tvh_ptf_opts big = { .read = tvh_ptf_image_read, .coverage = true };
+	struct tvh_ptf_opts small = big;
+	struct tvh_ptf_decoder *a, *b;
+	struct flow fa = { 0 }, fb = { 0 };
+	struct tvh_ptf_cov ca, cb;
+	struct tvh_ptf_stats sb;
+
+	(void)state;
+	assert_int_equal(ptgen_make(&g, &o), 0);
+	big.read_ctx = small.read_ctx = &g.image;
+	small.max_blocks = 16;
+	a = tvh_ptf_alloc(&big);
+	b = tvh_ptf_alloc(&small);
+	assert_int_equal(tvh_ptf_decode(a, g.buf, g.len, 0, fast_item, &fa, NULL), 0);
+	assert_int_equal(tvh_ptf_decode(b, g.buf, g.len, 0, fast_item, &fb, &sb), 0);
+	assert_true(sb.cache_flushes > 0);
+	expect_same_branches(&fa, &fb, "big vs small cache");
+	assert_int_equal(tvh_ptf_coverage(a, &ca), 0);
+	assert_int_equal(tvh_ptf_coverage(b, &cb), 0);
+	assert_int_equal(ca.nedges, cb.nedges);
+	assert_int_equal(ca.nblocks, cb.nblocks);
+	assert_memory_equal(ca.edges, cb.edges, ca.nedges * sizeof(*ca.edges));
+	assert_memory_equal(ca.blocks, cb.blocks, ca.nblocks * sizeof(*ca.blocks));
+	tvh_ptf_cov_free(&ca);
+	tvh_ptf_cov_free(&cb);
+	flow_free(&fa);
+	flow_free(&fb);
+	tvh_ptf_free(a);
+	tvh_ptf_free(b);
+	ptgen_free(&g);
+}
+
+/* ---- garbage: mutated streams, random bytes ------------------------------------ */
+
+static void test_garbage(void **state)
+{
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	unsigned compared = 0;
+
+	(void)state;
+	for (unsigned s = 0; s < 300; s++) {
+		struct ptgen_opts o = { .seed = 1000 + s, .bytes = 1024, .retcomp = 1,
+					.psb_every = 200, .p_async = 20, .p_disable = 30,
+					.p_ovf = 10, .p_mode = 30, .p_timing = 100, .nblocks = 30 };
+		struct ptgen g;
+
+		assert_int_equal(ptgen_make(&g, &o), 0);
+		for (unsigned k = 0; k < 1 + s % 4; k++) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			if (g.len)
+				g.buf[x % g.len] ^= (uint8_t)(1u << (x >> 32) % 8);
+		}
+		compared += differential(g.buf, g.len, tvh_ptf_image_read, &g.image, false,
+					 s % 10 ? 2 : 4);
+		ptgen_free(&g);
+	}
+	assert_true(compared > 0);
+	print_message("garbage: %u of 300 mutated streams decoded by both without error\n",
+		      compared);
+}
+
+static void test_no_code(void **state)
+{
+	uint8_t buf[1024];
+	size_t len = 0;
+	struct tvh_ptf_decoder *d = tvh_ptf_alloc(NULL);
+	struct flow f = { 0 };
+
+	(void)state;
+	ptf_encode(&fx, buf, sizeof(buf), &len, 1);
+	assert_int_equal(tvh_ptf_decode(d, buf, len, 0, fast_item, &f, NULL), 0);
+	assert_int_equal(f.errors, 1);
+	assert_int_equal(f.first_err, -pte_nomap);
+	assert_int_equal(tvh_ptf_decode(d, buf, 0, 0, fast_item, &f, NULL), 0);
+	flow_free(&f);
+	tvh_ptf_free(d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fixture),
+		cmocka_unit_test(test_no_code),
+		cmocka_unit_test(test_generated_plain),
+		cmocka_unit_test(test_generated_events),
+		cmocka_unit_test(test_generated_big),
+		cmocka_unit_test(test_small_cache),
+		cmocka_unit_test(test_garbage),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
