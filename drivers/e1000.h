@@ -93,7 +93,7 @@ _Static_assert(sizeof(struct e1000_tx_desc) == 16, "legacy TX descriptor is 16 b
 
 /* Ring sizes: lengths must be multiples of 128 bytes (8 descriptors). */
 #define E1000_NRX 64
-#define E1000_NTX 64
+#define E1000_NTX 256   /* a poll's burst (EXPORT_TX_BUDGET and resends) with room: 4 KiB */
 #define E1000_BUF 2048
 
 /* How the station address is found (e1000_nvm_kind). */

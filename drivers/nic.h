@@ -47,7 +47,7 @@
 #define NIC_FRAME_MAX 1514
 #define NIC_FRAME_MIN 14
 /* One block for any driver's state, rings and buffers. */
-#define NIC_DMA_BYTES (512u * 1024)
+#define NIC_DMA_BYTES (1024u * 1024)   /* e1000: 64 RX + 256 TX buffers of 2 KiB */
 
 struct nic_stats {
 	uint64_t tx_frames, tx_bytes;

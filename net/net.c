@@ -336,6 +336,17 @@ static void log_status(const char *why)
 		 (unsigned long long)res.nic.stats.rx_frames,
 		 (unsigned long long)res.nic.stats.tx_drops,
 		 (unsigned long long)res.nic.stats.rx_drops);
+	{
+		/* The transport (net/export.h): round trip, timer, congestion window. */
+		const struct export_cc *k = &res.link.ex->cc;
+		uint64_t per_us = res.tsc_per_ms / 1000 ? res.tsc_per_ms / 1000 : 1;
+
+		log_info("net: export %s: transport: srtt %llu us, rto %llu us (%llu samples), cwnd %u ssthresh %u, %llu timeouts, %llu decreases, %llu partial datagrams",
+			 why, (unsigned long long)((k->srtt8 >> 3) / per_us),
+			 (unsigned long long)(k->rto / per_us), (unsigned long long)k->samples,
+			 k->cwnd, k->ssthresh, (unsigned long long)k->timeouts,
+			 (unsigned long long)k->decreases, (unsigned long long)st->partial);
+	}
 	for (uint32_t i = 0; i < res.link.nrings; i++) {
 		const struct export_stream *s = &res.link.ex->s[i];
 		struct tv_trace_ring *r = s->ring;

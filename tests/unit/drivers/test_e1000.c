@@ -25,7 +25,7 @@
 /* --- the device model --------------------------------------------------------- */
 
 #define NREGS (0x6000 / 4)
-#define MAX_FRAMES 256
+#define MAX_FRAMES 1024  /* a full ring and two more rounds of E1000_NTX */
 
 struct model {
 	uint32_t regs[NREGS];
