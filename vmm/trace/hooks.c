@@ -14,11 +14,6 @@
 #include "vmm/trace/engine.h"
 #include "vmm/trace/msr_policy.h"
 
-static void hook_before_entry(struct per_cpu *cpu, uint32_t exit_reason)
-{
-	trace_before_entry(cpu, exit_reason);
-}
-
 /* The guest resets the machine: close the window, which exports it. */
 static void hook_guest_reset(struct per_cpu *cpu)
 {
@@ -61,7 +56,7 @@ static int hook_msr_write(struct exit_ctx *ctx, uint32_t msr, uint64_t value)
 }
 
 static const struct exit_hooks trace_exit_hooks = {
-	.before_entry = hook_before_entry,
+	.before_entry = trace_before_entry,   /* same signature: no adapter hop */
 	.nmi_exit = trace_nmi_exit,
 	.owns_db = trace_owns_db,
 	.db_exit = exit_debug_exception,
