@@ -17,8 +17,11 @@ run_unit() {
 		name=$(basename "$t")
 		out=$logs/unit-$name.log
 		echo "== unit: $name"
-		"$t" >"$out" 2>&1
+		# A unit test binary that hangs must not hold up the suite:
+		# TV_UNIT_TIMEOUT seconds each (default 600), then it counts as failed.
+		timeout "${TV_UNIT_TIMEOUT:-600}" "$t" >"$out" 2>&1
 		local rc=$?
+		[ "$rc" = 124 ] && echo "   $name: killed after ${TV_UNIT_TIMEOUT:-600} s" >>"$out"
 		p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$out" | tail -1)
 		f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$out" | tail -1)
 		k=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' "$out" | tail -1)
@@ -28,7 +31,7 @@ run_unit() {
 		fi
 		pass=$((pass + p)); fail=$((fail + f)); skip=$((skip + k))
 		if [ "$f" != 0 ]; then
-			grep -E '^\[  (FAILED|ERROR)|ERROR|runtime error|Sanitizer' "$out" | head -20
+			grep -E '^\[  (FAILED|ERROR)|ERROR|runtime error|Sanitizer|killed after' "$out" | head -20
 			echo "   $name: $p passed, $f failed (log: $out)"
 		else
 			if [ "$k" != 0 ]; then echo "   $name: $p passed, $k skipped"; else echo "   $name: $p passed"; fi
