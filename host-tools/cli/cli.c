@@ -18,6 +18,7 @@
 #include "host-tools/cli/cli.h"
 #include "host-tools/lib/error.h"
 #include "host-tools/lib/images.h"
+#include "host-tools/lib/ksyms.h"
 #include "host-tools/lib/ptbranch.h"
 #include "host-tools/lib/pwalk.h"
 #include "host-tools/lib/sym.h"
@@ -77,6 +78,29 @@ static int add_elf(struct common *c, const char *spec)
 	return 0;
 }
 
+static int load_ksyms(struct common *c)
+{
+	const char *opt = c->ksyms_map ? "--system-map" : "--kallsyms";
+	int ret;
+
+	if (!c->ksyms_path)
+		return 0;
+	c->ksyms = calloc(1, sizeof(*c->ksyms));
+	if (!c->ksyms) {
+		msg("out of memory");
+		return EXIT_ERR;
+	}
+	tvh_ksyms_init(c->ksyms);
+	ret = tvh_ksyms_load(c->ksyms, c->ksyms_path, c->ksyms_map ?
+			     TVH_KSYMS_SYSTEM_MAP : TVH_KSYMS_KALLSYMS);
+	if (ret < 0) {
+		msg("%s %s", opt, c->ksyms->error[0] ? c->ksyms->error : tvh_errstr(ret));
+		return EXIT_ERR;
+	}
+	c->st.ksyms = c->ksyms;
+	return 0;
+}
+
 int load_elfs(struct common *c)
 {
 	tvh_symtab_init(&c->st);
@@ -89,7 +113,7 @@ int load_elfs(struct common *c)
 			return ret == -TVH_ERR_INVALID ? EXIT_USAGE : EXIT_ERR;
 		}
 	}
-	return 0;
+	return load_ksyms(c);
 }
 
 int load_images(struct common *c, struct tvt_reader *r, const char *path)
@@ -98,14 +122,30 @@ int load_images(struct common *c, struct tvt_reader *r, const char *path)
 	struct tvh_images_load_stats ls;
 	int err;
 
-	if (!c->image_dir)
+	if (!c->image_dir && !c->ksyms && !c->name_images)
 		return 0;
 	err = tvh_images_collect(r, &im);
+	if (!err && c->name_images)
+		err = tvh_images_regions(&im, &c->regions);
+	if (!err && c->regions.n)
+		c->st.regions = &c->regions;
+	if (!err && c->ksyms) {
+		char how[320];
+
+		tvh_images_relocate_ksyms(&im, c->ksyms, how, sizeof(how));
+		if (!c->quiet)
+			msg("%s %s: %zu symbols, %s", c->ksyms_map ? "--system-map" :
+			    "--kallsyms", c->ksyms_path, c->ksyms->n, how);
+	}
+	if (!err && !c->image_dir) {
+		tvh_images_free(&im);
+		return 0;
+	}
 	if (!err)
 		err = tvh_images_load(&im, c->image_dir, &c->st,
 				      c->quiet ? NULL : stderr, &ls);
 	if (err) {
-		if (err == -TVH_ERR_IO)
+		if (err == -TVH_ERR_IO && c->image_dir)
 			msg("--image-dir %s: %s", c->image_dir, strerror(errno));
 		else
 			msg("%s: %s", path, tvh_errstr(err));
@@ -123,6 +163,11 @@ int load_images(struct common *c, struct tvt_reader *r, const char *path)
 void common_free(struct common *c)
 {
 	tvh_symtab_free(&c->st);
+	if (c->ksyms) {
+		tvh_ksyms_free(c->ksyms);
+		free(c->ksyms);
+	}
+	tvh_regions_free(&c->regions);
 	free(c->elfs);
 }
 
@@ -268,6 +313,14 @@ int parse_opts(int argc, char **argv, const char *shortopts,
 		case OPT_IMAGE_DIR:
 			c->image_dir = optarg;
 			break;
+		case OPT_KALLSYMS:
+		case OPT_SYSTEM_MAP:
+			if (c->ksyms_path)
+				return usage_error("one kernel symbol file: --kallsyms or "
+						   "--system-map, once");
+			c->ksyms_path = optarg;
+			c->ksyms_map = opt == OPT_SYSTEM_MAP;
+			break;
 		case '?':
 			/* optopt: the short option or long option's value; 0: unknown long */
 			if (optopt > 0 && optopt < 0x100 && !strchr(shortopts, optopt))
@@ -373,6 +426,7 @@ int setup_modules(struct common *c, struct tvt_reader *r, const char *path)
 {
 	int ret = load_elfs(c);
 
+	c->name_images = true;
 	if (!ret)
 		ret = load_images(c, r, path);
 	return ret;

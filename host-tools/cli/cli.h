@@ -34,6 +34,11 @@ struct common {
 	const char **elfs;       /* --elf / --image specs */
 	int nelfs;
 	const char *image_dir;   /* --image-dir */
+	const char *ksyms_path;  /* --kallsyms or --system-map FILE */
+	bool ksyms_map;          /* it was --system-map */
+	struct tvh_ksyms *ksyms; /* loaded by load_elfs; st.ksyms */
+	struct tvh_regions regions;   /* IMAGE records' names; st.regions */
+	bool name_images;        /* load_images makes regions (setup_modules) */
 	const char *out;
 	bool quiet;
 	bool progress;
@@ -50,7 +55,7 @@ enum {
 	OPT_CPU = 0x100, OPT_ELF, OPT_PROGRESS, OPT_NO_SUMMARY, OPT_FLAVOR,
 	OPT_SEQ_TIME, OPT_BRANCHES, OPT_PT_CPU, OPT_RAW, OPT_NO_SYMBOLS,
 	OPT_MACHINE, OPT_IMAGE_DIR, OPT_THREADS, OPT_SORT, OPT_TOP, OPT_PER_CPU,
-	OPT_FORMAT, OPT_ALL,
+	OPT_FORMAT, OPT_ALL, OPT_KALLSYMS, OPT_SYSTEM_MAP, OPT_PHASES,
 };
 
 typedef int (*opt_fn)(int opt, const char *arg, void *ctx);
@@ -64,7 +69,9 @@ typedef int (*opt_fn)(int opt, const char *arg, void *ctx);
 #define IMAGE_LONGOPTS \
 	{ "elf", required_argument, NULL, OPT_ELF }, \
 	{ "image", required_argument, NULL, OPT_ELF }, \
-	{ "image-dir", required_argument, NULL, OPT_IMAGE_DIR }
+	{ "image-dir", required_argument, NULL, OPT_IMAGE_DIR }, \
+	{ "kallsyms", required_argument, NULL, OPT_KALLSYMS }, \
+	{ "system-map", required_argument, NULL, OPT_SYSTEM_MAP }
 
 void msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -76,12 +83,19 @@ int parse_file_cmd(int argc, char **argv, const char *shortopts,
 		   const struct option *longopts, struct common *c, opt_fn own,
 		   void *ctx, void (*usage)(FILE *));
 
-/* --elf/--image modules into c->st (EXIT_USAGE/EXIT_ERR with a message). */
+/*
+ * --elf/--image modules into c->st, and --kallsyms/--system-map into
+ * c->st.ksyms (EXIT_USAGE/EXIT_ERR with a message).
+ */
 int load_elfs(struct common *c);
 /*
  * load_images - with --image-dir, the trace's IMAGE records as modules
  * (files found in the directory, loaded at the recorded base), after
- * those given by hand; a summary on stderr unless -q.  0 or EXIT_ERR.
+ * those given by hand; a summary on stderr unless -q.  Always: the IMAGE
+ * records as named regions (st.regions: firmware drivers as NAME+0xoff
+ * with no file) and, with --kallsyms/--system-map, the kernel symbols
+ * relocated from what the capture holds (said once on stderr unless -q).
+ * 0 or EXIT_ERR.
  */
 int load_images(struct common *c, struct tvt_reader *r, const char *path);
 void common_free(struct common *c);
@@ -111,7 +125,14 @@ void print_sym(struct tvh_symtab *st, uint64_t a);
 	"  --image-dir DIR     for each IMAGE record of the trace, load the file\n" \
 	"                      DIR holds for its name (debug path, FvFile GUID,\n" \
 	"                      file name) at the recorded base; KASLR kernels\n" \
-	"                      come out right from the kernel's IMAGE record\n"
+	"                      come out right from the kernel's IMAGE record\n" \
+	"  --kallsyms FILE     kernel symbols from a /proc/kallsyms of the traced\n" \
+	"                      machine (read as root: unprivileged, every address\n" \
+	"                      is 0)\n" \
+	"  --system-map FILE   kernel symbols from a System.map (Debian:\n" \
+	"                      /boot/System.map-VERSION); both are relocated by\n" \
+	"                      the capture's kernel IMAGE record or kernel_entry\n" \
+	"                      window when it has one (KASLR)\n"
 /* script, report, coverage: PT captures (pt_walk). */
 #define PT_HELP \
 	"\nIntel PT (source pt): with modules (--image, --image-dir) each CPU's PT\n" \

@@ -24,6 +24,7 @@ void dump_usage(FILE *f)
 	      "                      with this ELF or PE/COFF image loaded at BASE\n"
 	      "                      (repeatable; --elf is the same option)\n"
 	      "  --image-dir DIR     also load the trace's IMAGE records' files from DIR\n"
+	      "  --kallsyms FILE, --system-map FILE  kernel symbols (as for script)\n"
 	      "  -s, --summary-only  no record lines\n"
 	      "      --no-summary    no summary\n"
 	      "  -q, --quiet         no progress on stderr\n"

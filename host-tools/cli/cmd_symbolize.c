@@ -12,7 +12,8 @@
 
 void symbolize_usage(FILE *f)
 {
-	fputs("Usage: tracevisor symbolize --image PATH[@BASE]... [ADDR...]\n"
+	fputs("Usage: tracevisor symbolize --image PATH[@BASE]... [--kallsyms FILE |\n"
+	      "       --system-map FILE] [ADDR...]\n"
 	      "Print 'ADDR func+off (file:line)' for each address given as an\n"
 	      "argument, or for each line of stdin when none is (addr2line style;\n"
 	      "'?" "?' when no module holds the address).  Symbols and lines come from\n"
@@ -24,6 +25,9 @@ void symbolize_usage(FILE *f)
 	      "\n"
 	      "  --image PATH[@BASE] a module, ELF or PE (repeatable, at least one;\n"
 	      "                      --elf is the same option)\n"
+	      "  --kallsyms FILE     kernel symbols from a /proc/kallsyms (as root)\n"
+	      "  --system-map FILE   kernel symbols from a System.map (addresses as in\n"
+	      "                      the file: no capture to relocate them by)\n"
 	      "  -h, --help          this text\n"
 	      "\n"
 	      "Use 'tracevisor dump --elf ...' to symbolize a whole trace.\n", f);
@@ -53,6 +57,8 @@ int cmd_symbolize(int argc, char **argv)
 		COMMON_LONGOPTS,
 		{ "elf", required_argument, NULL, OPT_ELF },
 		{ "image", required_argument, NULL, OPT_ELF },
+		{ "kallsyms", required_argument, NULL, OPT_KALLSYMS },
+		{ "system-map", required_argument, NULL, OPT_SYSTEM_MAP },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct common c = { .cpu = -1 };
@@ -66,7 +72,7 @@ int cmd_symbolize(int argc, char **argv)
 	}
 	if (ret)
 		goto out;
-	if (!c.nelfs) {
+	if (!c.nelfs && !c.ksyms_path) {
 		ret = usage_error("at least one --elf/--image PATH[@BASE] is needed");
 		goto out;
 	}

@@ -110,9 +110,21 @@ static int add_bb(struct tvh_drcov *d, const struct tvh_drcov_bb *bb, bool appro
 	return 1;
 }
 
+uint64_t tvh_drcov_base(const struct tvh_module *m, uint64_t *end)
+{
+	uint64_t lo, hi;
+
+	*end = m->end;
+	if (m->end - m->base <= UINT32_MAX || !tvh_module_exec_span(m, &lo, &hi))
+		return m->base;
+	*end = hi;
+	return lo;
+}
+
 int tvh_drcov_add(struct tvh_drcov *d, uint64_t start, uint64_t end, bool approx)
 {
-	int ms = tvh_symtab_find(d->st, start), me;
+	int ms = tvh_symtab_find_exec(d->st, start), me;
+	uint64_t base, mend;
 	const struct tvh_module *m;
 	struct tvh_drcov_bb bb;
 
@@ -129,18 +141,19 @@ int tvh_drcov_add(struct tvh_drcov *d, uint64_t start, uint64_t end, bool approx
 		d->stats.outside++;
 		return 0;
 	}
-	me = tvh_symtab_find(d->st, end - 1);
+	me = tvh_symtab_find_exec(d->st, end - 1);
 	if (me != ms) {
 		d->stats.cross_module++;
 		return 0;
 	}
 	m = &d->st->mods[ms];
-	if (end - start > TVH_DRCOV_MAX_BB || start - m->base > UINT32_MAX ||
+	base = tvh_drcov_base(m, &mend);
+	if (end - start > TVH_DRCOV_MAX_BB || start - base > UINT32_MAX ||
 	    ms > UINT16_MAX) {
 		d->stats.too_big++;
 		return 0;
 	}
-	bb.start = (uint32_t)(start - m->base);
+	bb.start = (uint32_t)(start - base);
 	bb.size = (uint16_t)(end - start);
 	bb.mod_id = (uint16_t)ms;
 	return add_bb(d, &bb, approx);
@@ -256,9 +269,10 @@ int tvh_drcov_write(const struct tvh_drcov *d, FILE *out, const char *flavor)
 	for (unsigned i = 0; i < st->nmods; i++) {
 		const struct tvh_module *m = &st->mods[i];
 		char *abs = realpath(m->path, NULL);
+		uint64_t end, base = tvh_drcov_base(m, &end);
 
 		fprintf(out, "%u, 0x%016" PRIx64 ", 0x%016" PRIx64 ", 0x%016" PRIx64
-			", 0x%08x, 0x%08x, %s\n", i, m->base, m->end, m->entry,
+			", 0x%08x, 0x%08x, %s\n", i, base, end, m->entry,
 			0u, 0u, abs ? abs : m->path);
 		free(abs);
 	}

@@ -24,6 +24,14 @@
  * listed once (first-seen order), in the module holding their start;
  * blocks that span modules, leave every module, run backwards or exceed
  * 65535 bytes are dropped and counted.
+ *
+ * Module extents are the executable segments (sym.h,
+ * tvh_symtab_find_exec): a block belongs to the module whose code holds
+ * it.  A module whose whole extent is over 4 GiB (a vmlinux: its per-CPU
+ * segment is at 0, its text at 0xffffffff81000000) cannot give drcov's
+ * 32-bit offsets from its lowest segment: its table row and offsets then
+ * start at its lowest executable segment (_text) and end at its highest
+ * one's end (tvh_drcov_base).
  */
 #ifndef TVH_DRCOV_H
 #define TVH_DRCOV_H
@@ -66,6 +74,13 @@ struct tvh_drcov {
 	struct tvh_cputab chain; /* per CPU: struct drcov_chain (drcov.c) */
 	struct tvh_drcov_stats stats;
 };
+
+/*
+ * tvh_drcov_base - the run-time base drcov offsets of m count from, and
+ * in *end the end of its row: m's base and end, or its executable span
+ * when m spans more than 4 GiB.
+ */
+uint64_t tvh_drcov_base(const struct tvh_module *m, uint64_t *end);
 
 /* st must outlive d and hold at least one module. */
 void tvh_drcov_init(struct tvh_drcov *d, struct tvh_symtab *st);

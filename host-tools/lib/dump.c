@@ -33,7 +33,7 @@ static void addr(FILE *out, uint64_t a, struct tvh_symtab *st)
 	char buf[512];
 
 	fprintf(out, "0x%" PRIx64, a);
-	if (st && st->nmods && tvh_sym_format(st, a, buf, sizeof(buf)) > 0)
+	if (st && (st->nmods || st->ksyms) && tvh_sym_format(st, a, buf, sizeof(buf)) > 0)
 		fprintf(out, " %s", buf);
 }
 

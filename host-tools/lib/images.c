@@ -11,6 +11,7 @@
 
 #include "host-tools/lib/error.h"
 #include "host-tools/lib/images.h"
+#include "host-tools/lib/ksyms.h"
 #include "host-tools/lib/walk.h"
 #include "vmm/lib/pe_debug.h"
 
@@ -53,9 +54,20 @@ int tvh_images_add(struct tvh_images *im, uint32_t cpu, uint8_t kind,
 static int collect_event(void *ctx, const struct tvh_event *ev)
 {
 	const struct trace_event *r = ev->rec;
+	struct tvh_images *im = ctx;
 	int ret;
 
-	if (ev->kind != TVH_EV_RECORD || r->type != TV_REC_IMAGE)
+	if (ev->kind != TVH_EV_RECORD)
+		return 0;
+	if (r->type == TV_REC_START && r->u.startstop.trigger == TV_TRIG_KERNEL_ENTRY &&
+	    !im->have_kernel_entry) {
+		im->have_kernel_entry = true;
+		im->kernel_entry_cpu = ev->cpu;
+		im->kernel_entry = r->u.startstop.rip;
+		im->kernel_entry_tsc = r->tsc;
+		return 0;
+	}
+	if (r->type != TV_REC_IMAGE)
 		return 0;
 	ret = tvh_images_add(ctx, ev->cpu, r->u.image.kind, r->u.image.base,
 			     r->u.image.size, r->tsc, r->u.image.name,
@@ -170,5 +182,85 @@ int tvh_images_load(const struct tvh_images *im, const char *dir,
 		}
 		free(path);
 	}
+	return 0;
+}
+
+void tvh_image_short_name(const char *name, char *buf, size_t n)
+{
+	char base[256];
+
+	name_parts(name, base, sizeof(base), buf, n);
+}
+
+int tvh_images_regions(const struct tvh_images *im, struct tvh_regions *out)
+{
+	for (size_t i = 0; i < im->n; i++) {
+		const struct tvh_image *img = &im->v[i];
+		char name[256];
+		int err;
+
+		if (!img->size)
+			continue;
+		tvh_image_short_name(img->name, name, sizeof(name));
+		if (!name[0])
+			snprintf(name, sizeof(name), "image@0x%llx",
+				 (unsigned long long)img->base);
+		err = tvh_regions_add(out, img->base, img->size, name, strlen(name),
+				      img->kind);
+		if (err)
+			return err;
+	}
+	tvh_regions_sort(out);
+	return 0;
+}
+
+int tvh_images_relocate_ksyms(const struct tvh_images *im, struct tvh_ksyms *k,
+			      char *msg, size_t n)
+{
+	const struct tvh_image *kimg = NULL;
+	uint64_t start_off = k->startup_64 ? k->startup_64 - k->text : 0;
+
+	for (size_t i = 0; i < im->n && !kimg; i++)
+		if (im->v[i].kind == TV_IMG_KERNEL)
+			kimg = &im->v[i];
+	if (kimg && kimg->base >= TVH_KSYM_UPPER) {
+		tvh_ksyms_relocate(k, kimg->base - k->text);
+		snprintf(msg, n, "relocated by 0x%llx: the kernel's IMAGE record puts "
+			 "_text at 0x%llx (the file's at 0x%llx)",
+			 (unsigned long long)(kimg->base - k->text),
+			 (unsigned long long)kimg->base, (unsigned long long)k->text);
+		return 1;
+	}
+	if (kimg) {
+		tvh_ksyms_phys_alias(k, kimg->base);
+		snprintf(msg, n, "the kernel's IMAGE record puts _text at physical "
+			 "0x%llx: its code there is named too; virtual addresses as in "
+			 "the file", (unsigned long long)kimg->base);
+		return 1;
+	}
+	if (im->have_kernel_entry && im->kernel_entry >= TVH_KSYM_UPPER &&
+	    k->startup_64) {
+		tvh_ksyms_relocate(k, im->kernel_entry - k->startup_64);
+		snprintf(msg, n, "relocated by 0x%llx: the kernel_entry window starts "
+			 "at 0x%llx, the file's startup_64 is 0x%llx",
+			 (unsigned long long)(im->kernel_entry - k->startup_64),
+			 (unsigned long long)im->kernel_entry,
+			 (unsigned long long)k->startup_64);
+		return 1;
+	}
+	if (im->have_kernel_entry && im->kernel_entry < TVH_KSYM_UPPER &&
+	    im->kernel_entry >= start_off) {
+		tvh_ksyms_phys_alias(k, im->kernel_entry - start_off);
+		snprintf(msg, n, "the kernel_entry window starts at physical 0x%llx "
+			 "(startup_64): the kernel's text is named at its physical "
+			 "address 0x%llx too; virtual addresses as in the file (the "
+			 "capture holds no KASLR offset)",
+			 (unsigned long long)im->kernel_entry,
+			 (unsigned long long)(im->kernel_entry - start_off));
+		return 1;
+	}
+	snprintf(msg, n, "used as in the file: the capture holds no kernel IMAGE "
+		 "record and no kernel_entry window to relocate it by (right for "
+		 "a kernel without KASLR or a kallsyms of the traced boot)");
 	return 0;
 }

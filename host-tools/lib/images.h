@@ -40,10 +40,15 @@ struct tvh_image {
 struct tvh_images {
 	struct tvh_image *v;     /* first-seen order, (base, name) unique */
 	size_t n, cap;
+	/* The first START record of trigger kernel_entry: where the kernel began. */
+	bool have_kernel_entry;
+	uint32_t kernel_entry_cpu;
+	uint64_t kernel_entry, kernel_entry_tsc;
 };
 
 /*
- * tvh_images_collect - every IMAGE record of r (one pass).  Returns 0,
+ * tvh_images_collect - every IMAGE record of r, and the kernel_entry
+ * window's START (one pass).  Returns 0,
  * -TVH_ERR_NOMEM or a walk error.  Free with tvh_images_free.
  */
 int tvh_images_collect(struct tvt_reader *r, struct tvh_images *out);
@@ -80,5 +85,39 @@ struct tvh_images_load_stats {
 int tvh_images_load(const struct tvh_images *im, const char *dir,
 		    struct tvh_symtab *st, FILE *log,
 		    struct tvh_images_load_stats *ls);
+
+/*
+ * tvh_image_short_name - the name a module without a file goes by: the
+ * last path component without its extension ("DxeCore" for
+ * ".../X64/DxeCore.dll" or "...\\DxeCore.pdb", "BOOTX64" for
+ * "\\EFI\\BOOT\\BOOTX64.EFI"), the GUID of "FvFile(GUID)".
+ */
+void tvh_image_short_name(const char *name, char *buf, size_t n);
+
+/*
+ * tvh_images_regions - one region (sym.h) per image with a size, named
+ * by tvh_image_short_name: firmware drivers and the loader print as
+ * NAME+0xoff with no file.  Returns 0 or -TVH_ERR_NOMEM.
+ */
+int tvh_images_regions(const struct tvh_images *im, struct tvh_regions *out);
+
+struct tvh_ksyms;
+
+/*
+ * tvh_images_relocate_ksyms - move a kernel symbol file to where the
+ * traced kernel ran, from what the capture holds, and say how in msg:
+ *  1. an IMAGE record of kind kernel: its base is the run-time _text
+ *     (KASLR); in the upper half, bias = base - the file's _text; below,
+ *     the file's text also names that physical alias;
+ *  2. else the kernel_entry window's START: its rip is where startup_64
+ *     ran (the EFI stub jumps there); upper half: bias = rip - the
+ *     file's startup_64; physical: the text's physical alias starts at
+ *     rip - (startup_64 - _text), virtual addresses stay as in the file
+ *     (the capture does not say the virtual KASLR offset);
+ *  3. else nothing: the file is used as is.
+ * Returns 1 when the file was relocated or aliased, 0 when not.
+ */
+int tvh_images_relocate_ksyms(const struct tvh_images *im, struct tvh_ksyms *k,
+			      char *msg, size_t n);
 
 #endif /* TVH_IMAGES_H */

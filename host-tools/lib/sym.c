@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "host-tools/lib/error.h"
+#include "host-tools/lib/ksyms.h"
 #include "host-tools/lib/pe.h"
 #include "host-tools/lib/sym.h"
 
@@ -222,6 +223,8 @@ int tvh_symtab_add(struct tvh_symtab *st, const char *spec)
 
 int tvh_symtab_clone(struct tvh_symtab *dst, const struct tvh_symtab *src)
 {
+	dst->ksyms = src->ksyms;
+	dst->regions = src->regions;
 	for (unsigned i = 0; i < src->nmods; i++) {
 		int err = tvh_symtab_add_at(dst, src->mods[i].path, true,
 					    src->mods[i].base);
@@ -323,6 +326,138 @@ int tvh_symtab_find(const struct tvh_symtab *st, uint64_t addr)
 	return -1;
 }
 
+bool tvh_module_exec_span(const struct tvh_module *m, uint64_t *lo, uint64_t *hi)
+{
+	bool any = false;
+
+	*lo = UINT64_MAX;
+	*hi = 0;
+	for (unsigned i = 0; i < m->nsegs; i++) {
+		const struct tvh_segment *s = &m->segs[i];
+
+		if (!(s->flags & PF_X) || !s->memsz)
+			continue;
+		if (s->vaddr + m->bias < *lo)
+			*lo = s->vaddr + m->bias;
+		if (s->vaddr + s->memsz + m->bias > *hi)
+			*hi = s->vaddr + s->memsz + m->bias;
+		any = true;
+	}
+	return any;
+}
+
+int tvh_symtab_find_exec(const struct tvh_symtab *st, uint64_t addr)
+{
+	for (unsigned i = 0; i < st->nmods; i++) {
+		const struct tvh_module *m = &st->mods[i];
+		uint64_t link = addr - m->bias;
+
+		/* Segments, not [base, end): a module may wrap (sym.h). */
+		for (unsigned k = 0; k < m->nsegs; k++) {
+			const struct tvh_segment *s = &m->segs[k];
+
+			if ((s->flags & PF_X) && link >= s->vaddr &&
+			    link - s->vaddr < s->memsz)
+				return (int)i;
+		}
+	}
+	return -1;
+}
+
+bool tvh_symtab_usable(const struct tvh_symtab *st)
+{
+	return st->nmods || (st->ksyms && st->ksyms->n) ||
+	       (st->regions && st->regions->n);
+}
+
+int tvh_regions_add(struct tvh_regions *r, uint64_t base, uint64_t size,
+		    const char *name, size_t len, uint8_t kind)
+{
+	char *copy;
+
+	if (r->n == r->cap) {
+		size_t cap = r->cap ? r->cap * 2 : 64;
+		struct tvh_region *v = realloc(r->v, cap * sizeof(*v));
+
+		if (!v)
+			return -TVH_ERR_NOMEM;
+		r->v = v;
+		r->cap = cap;
+	}
+	copy = strndup(name, len);
+	if (!copy)
+		return -TVH_ERR_NOMEM;
+	r->v[r->n++] = (struct tvh_region){ .base = base,
+		.end = base + size < base ? UINT64_MAX : base + size,
+		.name = copy, .kind = kind };
+	return 0;
+}
+
+static int region_cmp(const void *a, const void *b)
+{
+	const struct tvh_region *x = a, *y = b;
+
+	return x->base < y->base ? -1 : x->base > y->base;
+}
+
+void tvh_regions_sort(struct tvh_regions *r)
+{
+	if (r->n)
+		qsort(r->v, r->n, sizeof(*r->v), region_cmp);
+}
+
+void tvh_regions_free(struct tvh_regions *r)
+{
+	for (size_t i = 0; i < r->n; i++)
+		free(r->v[i].name);
+	free(r->v);
+	memset(r, 0, sizeof(*r));
+}
+
+const struct tvh_region *tvh_regions_find(const struct tvh_regions *r,
+					  uint64_t addr)
+{
+	size_t lo = 0, hi = r->n;
+
+	/* The last region starting at or below addr, then backwards for nesting. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (r->v[mid].base <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	while (lo--)
+		if (addr < r->v[lo].end)
+			return &r->v[lo];
+	return NULL;
+}
+
+/* Kernel symbols, then regions, for an address no module names. */
+static int lookup_fallback(struct tvh_symtab *st, uint64_t addr,
+			   struct tvh_sym *out)
+{
+	const struct tvh_region *rg;
+	const char *name, *mod;
+	uint64_t off;
+
+	if (st->ksyms && !tvh_ksyms_lookup(st->ksyms, addr, &name, &off, &mod)) {
+		out->func = name;
+		out->func_offset = off;
+		out->ksym = true;
+		out->module_name = mod ? mod : "kernel";
+		out->module_offset = addr - (st->ksyms->text + st->ksyms->bias);
+		return 0;
+	}
+	if (st->regions && (rg = tvh_regions_find(st->regions, addr)) != NULL) {
+		out->module_name = rg->name;
+		out->module_offset = addr - rg->base;
+		return 0;
+	}
+	return -TVH_ERR_NOT_FOUND;
+}
+
 static uint64_t hash64(uint64_t x)
 {
 	x ^= x >> 33;
@@ -373,16 +508,30 @@ static struct tvh_sym_cache_entry *cache_slot(struct tvh_symtab *st, uint64_t ad
 	return &st->cache[i];
 }
 
+/*
+ * The module holding addr: the one whose code holds it, else by [base,
+ * end).  Code first: vmlinux@0's [base, end) runs from its per-CPU
+ * segment at 0 to the kernel's top and so holds every physical address
+ * too, where a copy placed at the physical text (vmlinux@BASE with the
+ * text landing there; its span then wraps past 2^64) has the code.
+ */
+static int find_module(const struct tvh_symtab *st, uint64_t addr)
+{
+	int idx = tvh_symtab_find_exec(st, addr);
+
+	return idx >= 0 ? idx : tvh_symtab_find(st, addr);
+}
+
 int tvh_sym_lookup(struct tvh_symtab *st, uint64_t addr, struct tvh_sym *out)
 {
 	struct tvh_sym_cache_entry *e;
-	int idx = tvh_symtab_find(st, addr);
+	int idx = find_module(st, addr);
 	struct tvh_module *m;
 
 	memset(out, 0, sizeof(*out));
 	out->module = -1;
 	if (idx < 0)
-		return -TVH_ERR_NOT_FOUND;
+		return lookup_fallback(st, addr, out);
 	m = &st->mods[idx];
 	out->module = idx;
 	out->module_name = m->name;
@@ -425,6 +574,17 @@ int tvh_sym_lookup(struct tvh_symtab *st, uint64_t addr, struct tvh_sym *out)
 	out->func_offset = e->func_offset;
 	out->file = e->file;
 	out->line = e->line;
+	if (!out->func && st->ksyms) {
+		const char *name, *mod;
+		uint64_t off;
+
+		/* A vmlinux without a symbol table: the map names its code. */
+		if (!tvh_ksyms_lookup(st->ksyms, addr, &name, &off, &mod)) {
+			out->func = name;
+			out->func_offset = off;
+			out->ksym = true;
+		}
+	}
 	return 0;
 }
 
@@ -452,7 +612,7 @@ int tvh_sym_format(struct tvh_symtab *st, uint64_t addr, char *buf, size_t n)
 size_t tvh_sym_read(const struct tvh_symtab *st, uint64_t addr, void *buf,
 		    size_t n)
 {
-	int idx = tvh_symtab_find(st, addr);
+	int idx = find_module(st, addr);
 	const struct tvh_module *m;
 
 	if (idx < 0)

@@ -59,6 +59,32 @@ struct tvh_module {
 	size_t map_len;
 };
 
+/*
+ * Named address ranges with no file behind them: the trace's IMAGE
+ * records (a firmware driver by its CodeView name or FvFile GUID, the OS
+ * loader), so that addresses in them print as NAME+0xoff when nothing
+ * better names them.  Sorted by base after tvh_regions_sort.
+ */
+struct tvh_region {
+	uint64_t base, end;
+	char *name;
+	uint8_t kind;            /* enum tv_image_kind */
+};
+
+struct tvh_regions {
+	struct tvh_region *v;
+	size_t n, cap;
+};
+
+/* Add [base, base + size) named name[0..len); -TVH_ERR_NOMEM or 0. */
+int tvh_regions_add(struct tvh_regions *r, uint64_t base, uint64_t size,
+		    const char *name, size_t len, uint8_t kind);
+void tvh_regions_sort(struct tvh_regions *r);
+void tvh_regions_free(struct tvh_regions *r);
+/* The region holding addr (the innermost: highest base), or NULL. */
+const struct tvh_region *tvh_regions_find(const struct tvh_regions *r,
+					  uint64_t addr);
+
 /* A symbolized address; strings are owned by the symtab. */
 struct tvh_sym {
 	int module;              /* index, or -1: in no module */
@@ -68,9 +94,11 @@ struct tvh_sym {
 	uint64_t func_offset;
 	const char *file;        /* NULL: no line information */
 	int line;
+	bool ksym;               /* func came from the kernel symbol file */
 };
 
 struct tvh_sym_cache_entry;
+struct tvh_ksyms;
 
 struct tvh_symtab {
 	struct tvh_module *mods;
@@ -79,6 +107,20 @@ struct tvh_symtab {
 	struct tvh_sym_cache_entry *cache;
 	size_t cache_cap, cache_used;
 	uint64_t lookups, cache_hits;
+	/*
+	 * Borrowed (the caller keeps them alive while st and its clones
+	 * live; set them before cloning), may be NULL:
+	 *  ksyms    kernel symbols (ksyms.h: --kallsyms, --system-map): name
+	 *           an address a module holds without a symbol for it (a
+	 *           vmlinux with no symbol table), or in no module at all
+	 *           (then module is -1, module_name "kernel" or the kallsyms
+	 *           module, module_offset from the kernel's run-time _text);
+	 *  regions  IMAGE records' names for addresses in no module and no
+	 *           kernel symbol (module -1, module_name the region's name,
+	 *           module_offset from its base).
+	 */
+	const struct tvh_ksyms *ksyms;
+	const struct tvh_regions *regions;
 };
 
 void tvh_symtab_init(struct tvh_symtab *st);
@@ -119,8 +161,23 @@ int tvh_symtab_clone(struct tvh_symtab *dst, const struct tvh_symtab *src);
 int tvh_symtab_find(const struct tvh_symtab *st, uint64_t addr);
 
 /*
+ * Executable extents (coverage): the module whose executable segment
+ * (PF_X PT_LOAD, PE code section) holds addr, or -1.  A vmlinux's lowest
+ * PT_LOAD is its per-CPU data at 0, so its [base, end) spans from 0 to
+ * the kernel's top; its code is only the text segments.
+ * tvh_module_exec_span - the run-time [lo, hi) from the lowest
+ * executable segment's start to the highest's end; false if none.
+ */
+int tvh_symtab_find_exec(const struct tvh_symtab *st, uint64_t addr);
+bool tvh_module_exec_span(const struct tvh_module *m, uint64_t *lo, uint64_t *hi);
+
+/* True when st can name anything: modules, kernel symbols or regions. */
+bool tvh_symtab_usable(const struct tvh_symtab *st);
+
+/*
  * tvh_sym_lookup - symbolize addr (results cached).  Returns 0 when a
- * module holds it (func/file may still be NULL), -TVH_ERR_NOT_FOUND.
+ * module, the kernel symbols or a region holds it (func/file may still be
+ * NULL; module is -1 for the last two), -TVH_ERR_NOT_FOUND.
  */
 int tvh_sym_lookup(struct tvh_symtab *st, uint64_t addr, struct tvh_sym *out);
 
