@@ -12,6 +12,7 @@
 #include "host-tools/lib/error.h"
 #include "host-tools/lib/pwalk.h"
 #include "host-tools/lib/chrome.h"
+#include "host-tools/lib/pt.h"
 
 void timeline_usage(FILE *f)
 {
@@ -23,9 +24,14 @@ void timeline_usage(FILE *f)
 	      "symbol, instant events for CR3 changes, start/stop, markers, log\n"
 	      "lines, images and lost records.  Time comes from the TSC and the\n"
 	      "TSC frequency in the trace; without them, from sequence numbers.\n"
-	      "'chrome' is the old name of this command (same options).  Intel PT is\n"
-	      "not decoded here yet (CPUs with PT are named on stderr; script, report\n"
-	      "and coverage decode it).\n"
+	      "'chrome' is the old name of this command (same options).\n"
+	      "\n"
+	      "Intel PT (source pt): with modules (--image, --image-dir) each CPU's PT\n"
+	      "stream is decoded with libipt as script, report and coverage do, and its\n"
+	      "calls and returns become the slices, timed by the PT stream's TSC\n"
+	      "packets; PT losses and decode errors close the open slices and show as\n"
+	      "instant events.  Without modules PT cannot be decoded: each CPU with PT\n"
+	      "bytes is named on stderr.\n"
 	      "\n"
 	      "Options:\n"
 	      "  -o, --output FILE   the JSON file ('-': stdout)\n"
@@ -61,6 +67,7 @@ int cmd_timeline(int argc, char **argv)
 	struct tvh_chrome_opts co;
 	struct tvh_chrome_stats cs;
 	struct tvt_reader r;
+	struct pt_image *img = NULL;
 	bool seq_time = false;
 	FILE *out;
 	int ret;
@@ -81,11 +88,21 @@ int cmd_timeline(int argc, char **argv)
 		ret = EXIT_ERR;
 		goto out;
 	}
+	/* PT needs the code bytes: the modules' executable segments. */
+	if (c.st.nmods && tvh_pt_image(&c.st, &img)) {
+		msg("cannot set up the PT decoder's image");
+		discard_out(out, c.out);
+		tvt_reader_close(&r);
+		ret = EXIT_ERR;
+		goto out;
+	}
 	progress_init(&c, &r, cmd_name);
 	co = (struct tvh_chrome_opts){ .st = &c.st, .cpu = c.cpu,
 				       .sequence_time = seq_time,
-				       .progress = &c.prog };
+				       .progress = &c.prog, .pt_image = img };
 	ret = tvh_chrome_write(&r, &co, out, &cs);
+	if (img)
+		pt_image_free(img);
 	tvh_progress_done(&c.prog);
 	if (ret) {
 		msg("%s: %s", ret == -TVH_ERR_IO ? c.out : argv[optind], tvh_errstr(ret));
@@ -102,9 +119,25 @@ int cmd_timeline(int argc, char **argv)
 				" slices closed by loss\n", cmd_name, c.out, cs.events,
 				cs.slices, cs.instants, cs.tsc_time ? "TSC" : "sequence numbers",
 				cs.unmatched_returns, cs.closed_by_loss);
-		warn_pt_undecoded(&cs.walk, "timeline does not decode PT yet (script, "
-				  "report and coverage do, with --image)");
+		if (cs.pt_decoded && cs.pt.cpus && !c.quiet)
+			fprintf(stderr, "tracevisor %s: Intel PT of %u CPU%s: %" PRIu64
+				" bytes decoded into %" PRIu64 " branches (%" PRIu64
+				" slices), %" PRIu64 " syncs, %" PRIu64 " decode errors; lost %"
+				PRIu64 " bytes in gaps, %" PRIu64 " at %" PRIu64
+				" cuts (counted by PT_SYNC)\n", cmd_name, cs.pt.cpus,
+				cs.pt.cpus == 1 ? "" : "s", cs.pt.bytes, cs.pt.branches,
+				cs.pt_slices, cs.pt.syncs, cs.pt.errors, cs.pt.gap_bytes,
+				cs.pt.cut_bytes, cs.pt.cuts);
+		if (cs.pt_decoded && cs.pt.errors)
+			msg("%" PRIu64 " PT decode errors (each closes the open slices; "
+			    "decoding resumed at the next PSB): wrong or missing --image "
+			    "code, or damaged PT", cs.pt.errors);
+		if (!cs.pt_decoded)
+			warn_pt_undecoded(&cs.walk, "PT needs the code to be decoded: give "
+					  "the modules with --image PATH[@BASE] (or --image-dir)");
 		ret = finish_walk(0, &cs.walk, argv[optind]);
+		if (ret == EXIT_OK && cs.pt.errors)
+			ret = EXIT_DAMAGED;
 	}
 	tvh_stats_free(&cs.walk);
 	tvt_reader_close(&r);

@@ -34,6 +34,12 @@ struct cpu_time {
 	uint8_t *stack;
 	uint32_t depth;
 	uint32_t phantom;        /* calls beyond TVH_CHROME_MAX_DEPTH */
+	/* PT branches: their own clock (they come after the CPU's records) */
+	bool have_pt_us;
+	double pt_last_us;
+	/* the PT decoding wrapper's context for this CPU (ptbranch.h) */
+	void *ptbr;
+	bool ptbr_begun;
 };
 
 struct chrome {
@@ -45,6 +51,8 @@ struct chrome {
 	uint64_t min_tsc;
 	uint64_t hz;
 	bool first_event;
+	struct tvh_ptbr *ptbr;   /* PT decoding; NULL: PT only counted */
+	int ptbr_err;            /* the wrapper's begin failed */
 };
 
 static void cpu_fini(void *p)
@@ -136,6 +144,33 @@ static double rec_time(struct chrome *ch, struct cpu_time *c,
 	c->last_us = us;
 	c->have_us = true;
 	return us;
+}
+
+/* A PT branch's time: the decoder's TSC, else the branch index. */
+static double pt_time(struct chrome *ch, struct cpu_time *c,
+		      const struct trace_event *r)
+{
+	double us;
+
+	if (ch->cs->tsc_time && r->has_tsc)
+		us = r->tsc >= ch->min_tsc ?
+		     (double)(r->tsc - ch->min_tsc) * 1e6 / (double)ch->hz : 0;
+	else if (ch->cs->tsc_time)
+		us = c->have_pt_us ? c->pt_last_us : 0;
+	else
+		us = (double)r->seq;
+	if (c->have_pt_us && us < c->pt_last_us)
+		us = c->pt_last_us;
+	c->pt_last_us = us;
+	c->have_pt_us = true;
+	return us;
+}
+
+static double last_time(const struct cpu_time *c)
+{
+	double us = c->have_us ? c->last_us : 0;
+
+	return c->have_pt_us && c->pt_last_us > us ? c->pt_last_us : us;
 }
 
 /* Starts an event object: {"ph":"X","pid":0,"tid":N,"ts":T */
@@ -248,7 +283,7 @@ static int branch(struct chrome *ch, uint32_t cpu, struct cpu_time *c,
 		}
 		c->stack[c->depth++] = call ? FRAME_CALL : FRAME_TRAP;
 		ch->cs->slices++;
-		return 0;
+		return 1;
 	}
 	case TV_BR_RET:
 		if (c->phantom) {
@@ -278,6 +313,27 @@ static int branch(struct chrome *ch, uint32_t cpu, struct cpu_time *c,
 	}
 }
 
+/* A loss in the decoded PT (ptbranch.h): the call stack is unknown after it. */
+static int pt_loss(struct chrome *ch, uint32_t cpu, struct cpu_time *c,
+		   const struct tvh_event *ev)
+{
+	double ts = c->have_pt_us ? c->pt_last_us : 0;
+	char name[160];
+
+	close_all(ch, cpu, c, ts, &ch->cs->closed_by_loss);
+	if (ev->gap == TVH_GAP_PT_ERROR)
+		snprintf(name, sizeof(name), "PT decode error at offset 0x%" PRIx64
+			 ": %s", ev->pt_offset, pt_errstr(pt_errcode(ev->err)));
+	else
+		snprintf(name, sizeof(name), "PT lost: %" PRIu64 " bytes at offset 0x%"
+			 PRIx64 "%s", ev->count, ev->pt_offset, ev->gap == TVH_GAP_PT_CUT ?
+			 " (counted by PT_SYNC)" : "");
+	instant(ch, cpu, ts, "lost", name, NULL, 0);
+	fputs("}", ch->out);
+	ch->cs->pt_losses++;
+	return 0;
+}
+
 static int pass2(void *ctx, const struct tvh_event *ev)
 {
 	struct chrome *ch = ctx;
@@ -287,13 +343,24 @@ static int pass2(void *ctx, const struct tvh_event *ev)
 	double ts;
 
 	if (ev->cpu == UINT32_MAX || ev->kind == TVH_EV_PT ||
-	    ev->kind == TVH_EV_PT_GAP || ev->kind == TVH_EV_RING ||
+	    (ev->kind == TVH_EV_PT_GAP && !ch->ptbr) || ev->kind == TVH_EV_RING ||
 	    ev->kind == TVH_EV_CHUNK_ERROR)
 		return 0;
 	c = tvh_cputab_get(&ch->cpus, ev->cpu);
 	if (!c)
 		return -TVH_ERR_NOMEM;
 	c->seen = true;
+	if (ev->kind == TVH_EV_PT_GAP)
+		return pt_loss(ch, ev->cpu, c, ev);
+	if (ev->kind == TVH_EV_RECORD && ev->pt) {
+		int ret;
+
+		ts = pt_time(ch, c, r);
+		ret = branch(ch, ev->cpu, c, r, ts);
+		if (ret > 0)
+			ch->cs->pt_slices++;
+		return ret < 0 ? ret : 0;
+	}
 	if (ev->kind == TVH_EV_GAP) {
 		ts = c->have_us ? c->last_us : 0;
 		close_all(ch, ev->cpu, c, ts, &ch->cs->closed_by_loss);
@@ -319,8 +386,11 @@ static int pass2(void *ctx, const struct tvh_event *ev)
 	switch (r->type) {
 	case TV_REC_BRANCH:
 	case TV_REC_BRANCH_COMPACT:
-	case TV_REC_LBR:
-		return branch(ch, ev->cpu, c, r, ts);
+	case TV_REC_LBR: {
+		int ret = branch(ch, ev->cpu, c, r, ts);
+
+		return ret < 0 ? ret : 0;
+	}
 	case TV_REC_CR3:
 		snprintf(name, sizeof(name), "cr3 0x%" PRIx64, r->u.cr3.cr3);
 		instant(ch, ev->cpu, ts, "cr3", name, NULL, 0);
@@ -377,9 +447,74 @@ static int pass2(void *ctx, const struct tvh_event *ev)
 	}
 }
 
+/*
+ * PT: pass 2 goes through ptbranch's wrapper (tvh_ptbr_ops) driven here
+ * on one thread, so that the JSON is written in one order: the wrapper
+ * hands each CPU's records on at once and its decoded PT branches at the
+ * end of the CPU's stream (ptbr_finish, ascending CPU order).
+ */
+static void *inner_begin(void *ctx, uint32_t cpu)
+{
+	(void)cpu;
+	return ctx;              /* pass2 takes the writer, the CPU is in ev */
+}
+
+static int inner_end(void *ctx, uint32_t cpu, void *cpu_ctx, bool aborted)
+{
+	(void)ctx;
+	(void)cpu;
+	(void)cpu_ctx;
+	(void)aborted;
+	return 0;
+}
+
+static const struct tvh_pwalk_ops inner_ops = {
+	.begin = inner_begin, .event = pass2, .end = inner_end,
+};
+
+static int pass2_pt(void *ctx, const struct tvh_event *ev)
+{
+	struct chrome *ch = ctx;
+	struct cpu_time *c;
+
+	if (ev->cpu == UINT32_MAX)
+		return 0;
+	c = tvh_cputab_get(&ch->cpus, ev->cpu);
+	if (!c)
+		return -TVH_ERR_NOMEM;
+	if (!c->ptbr_begun) {
+		c->ptbr = tvh_ptbr_ops.begin(ch->ptbr, ev->cpu);
+		if (!c->ptbr)
+			return -TVH_ERR_NOMEM;
+		c->ptbr_begun = true;
+	}
+	return tvh_ptbr_ops.event(c->ptbr, ev);
+}
+
+/* End every CPU's wrapper in ascending order (decodes its PT). */
+static int ptbr_finish(struct chrome *ch, bool aborted)
+{
+	int ret = 0;
+
+	for (uint32_t cpu = 0; cpu < ch->cpus.len; cpu++) {
+		struct cpu_time *c = tvh_cputab_peek(&ch->cpus, cpu);
+		int r;
+
+		if (!c || !c->ptbr_begun)
+			continue;
+		r = tvh_ptbr_ops.end(ch->ptbr, cpu, c->ptbr, aborted || ret);
+		c->ptbr_begun = false;
+		c->ptbr = NULL;
+		if (r && !ret)
+			ret = r;
+	}
+	return ret;
+}
+
 int tvh_chrome_write(struct tvt_reader *r, const struct tvh_chrome_opts *o,
 		     FILE *out, struct tvh_chrome_stats *cs)
 {
+	struct tvh_ptbr b;
 	struct tvh_walk_opts wo = { .cpu = o->cpu, .progress = o->progress };
 	struct chrome ch = { .o = o, .out = out, .cs = cs, .first_event = true };
 	struct tvh_stats st1;
@@ -404,7 +539,22 @@ int tvh_chrome_write(struct tvt_reader *r, const struct tvh_chrome_opts *o,
 
 	fputs("{\"traceEvents\":[", out);
 	tvh_progress_restart(o->progress, "chrome (2/2: events)");
-	ret = tvh_walk(r, &wo, pass2, &ch, &cs->walk);
+	if (o->pt_image) {
+		tvh_ptbr_init(&b, &inner_ops, &ch, o->pt_image, NULL);
+		ch.ptbr = &b;
+		wo.want_pt = true;
+		ret = tvh_walk(r, &wo, pass2_pt, &ch, &cs->walk);
+		{
+			int fret = ptbr_finish(&ch, ret != 0);
+
+			if (!ret)
+				ret = fret;
+		}
+		cs->pt_decoded = true;
+		cs->pt = b.stats;
+	} else {
+		ret = tvh_walk(r, &wo, pass2, &ch, &cs->walk);
+	}
 	if (ret)
 		goto out;
 	for (uint32_t cpu = 0; cpu < ch.cpus.len; cpu++) {
@@ -412,7 +562,7 @@ int tvh_chrome_write(struct tvt_reader *r, const struct tvh_chrome_opts *o,
 
 		if (!c || !c->seen)
 			continue;
-		close_all(&ch, cpu, c, c->have_us ? c->last_us : 0, &cs->closed_at_end);
+		close_all(&ch, cpu, c, last_time(c), &cs->closed_at_end);
 		fputs(ch.first_event ? "\n" : ",\n", out);
 		ch.first_event = false;
 		fprintf(out, "{\"ph\":\"M\",\"pid\":0,\"tid\":%u,\"name\":\"thread_name\","
@@ -444,6 +594,8 @@ int tvh_chrome_write(struct tvt_reader *r, const struct tvh_chrome_opts *o,
 	if (fflush(out) || ferror(out))
 		ret = -TVH_ERR_IO;
 out:
+	if (ch.ptbr)
+		ptbr_finish(&ch, true);
 	tvh_cputab_free(&ch.cpus, cpu_fini);
 	return ret;
 }

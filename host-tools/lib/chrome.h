@@ -23,6 +23,19 @@
  * records around them, and time never goes backwards on a CPU.  With no
  * frequency anywhere, or no TSC on a CPU, "ts" is the sequence number
  * (1 record = 1 us) and otherData.time_base says "sequence".
+ *
+ * Intel PT (opts.pt_image set): each CPU's PT stream is decoded over that
+ * image by the same wrapper script/report/coverage use (ptbranch.h:
+ * tvh_pt_decode, one CPU after the other at the end of its stream, so a
+ * faster decoder plugs in there for every command) and each taken
+ * transfer goes through the rules above.  Their time is the decoder's
+ * (libipt's time from TSC packets, refined by MTC/CYC when present):
+ * (tsc - first record TSC) / tsc_hz, never backwards on a CPU's PT
+ * branches (they are placed apart from the CPU's records, which come
+ * first in the file: viewers sort by "ts").  Without TSC packets (or
+ * with sequence time) "ts" is the PT branch's index.  PT losses (gaps,
+ * PT_SYNC cuts) and decode errors close every open slice and are
+ * instant events.
  */
 #ifndef TVH_CHROME_H
 #define TVH_CHROME_H
@@ -32,6 +45,7 @@
 #include <stdio.h>
 
 #include "host-tools/lib/progress.h"
+#include "host-tools/lib/ptbranch.h"
 #include "host-tools/lib/sym.h"
 #include "host-tools/lib/tvt.h"
 #include "host-tools/lib/walk.h"
@@ -43,6 +57,7 @@ struct tvh_chrome_opts {
 	int64_t cpu;                     /* -1: all */
 	bool sequence_time;              /* ignore the TSC */
 	struct tvh_progress *progress;   /* per pass; may be NULL */
+	struct pt_image *pt_image;       /* decode PT over it; NULL: PT only counted */
 };
 
 struct tvh_chrome_stats {
@@ -56,6 +71,10 @@ struct tvh_chrome_stats {
 	bool tsc_time;                   /* false: sequence-number time */
 	uint64_t tsc_hz;
 	struct tvh_stats walk;           /* of the second pass; caller frees */
+	bool pt_decoded;                 /* opts.pt_image was given */
+	struct tvh_ptbr_stats pt;        /* what PT decoding did */
+	uint64_t pt_slices;              /* of slices: from PT branches */
+	uint64_t pt_losses;              /* PT gaps, cuts, decode errors */
 };
 
 /*

@@ -156,3 +156,46 @@ void ptf_encode_cut(const struct pt_fixture *f, uint8_t *buf, size_t cap,
 	*len = *resume;
 	ptf_encode(f, buf, cap, len, 1);
 }
+
+unsigned ptf_encode_tsc(const struct pt_fixture *f, uint8_t *buf, size_t cap,
+			size_t *len, uint64_t tsc0, uint64_t step)
+{
+	struct pt_config cfg;
+	struct pt_encoder *e;
+	struct pt_packet p[32];
+	unsigned n = 0, ntsc = 0;
+	uint64_t off;
+
+	pt_config_init(&cfg);
+	cfg.begin = buf;
+	cfg.end = buf + cap;
+	e = pt_alloc_encoder(&cfg);
+	assert_non_null(e);
+	assert_int_equal(pt_enc_sync_set(e, *len), 0);
+	p[n++] = pkt(ppt_psb);
+	p[n] = pkt(ppt_tsc);
+	p[n++].payload.tsc.tsc = tsc0 + step * ntsc++;
+	p[n++] = pkt(ppt_psbend);
+	p[n] = pkt(ppt_mode);
+	p[n].payload.mode.leaf = pt_mol_exec;
+	p[n++].payload.mode.bits.exec = pt_set_exec_mode(ptem_64bit);
+	p[n++] = ip_pkt(ppt_tip_pge, ptf_sym(f, "_start"));
+	/* ret jnz ret jnz ret jnz: all taken but the last jnz. */
+	for (int i = 0; i < 6; i++) {
+		p[n] = pkt(ppt_tsc);
+		p[n++].payload.tsc.tsc = tsc0 + step * ntsc++;
+		p[n] = pkt(ppt_tnt_8);
+		p[n].payload.tnt.bit_size = 1;
+		p[n++].payload.tnt.payload = i == 5 ? 0 : 1;
+	}
+	p[n] = pkt(ppt_tsc);
+	p[n++].payload.tsc.tsc = tsc0 + step * ntsc++;
+	p[n++] = ip_pkt(ppt_tip, ptf_sym(f, "target"));
+	p[n++] = ip_pkt(ppt_tip_pgd, PTF_OUTSIDE);
+	for (unsigned i = 0; i < n; i++)
+		assert_true(pt_enc_next(e, &p[i]) > 0);
+	assert_int_equal(pt_enc_get_offset(e, &off), 0);
+	pt_free_encoder(e);
+	*len = (size_t)off;
+	return ntsc;
+}

@@ -65,4 +65,13 @@ void ptf_encode_at(const struct pt_fixture *f, uint8_t *buf, size_t cap,
 void ptf_encode_cut(const struct pt_fixture *f, uint8_t *buf, size_t cap,
 		    size_t *len, size_t *cut, size_t *resume);
 
+/*
+ * ptf_encode_tsc - ptf_encode's run (truth bits) with time: a TSC packet
+ * of tsc0 in the PSB+, then one before each of the six TNT bits (each in
+ * its own 1-bit TNT packet) and before the TIP, tsc0 + k * step for the
+ * k-th (k = 1..7).  Returns the number of TSC packets written (8).
+ */
+unsigned ptf_encode_tsc(const struct pt_fixture *f, uint8_t *buf, size_t cap,
+			size_t *len, uint64_t tsc0, uint64_t step);
+
 #endif /* TVH_TEST_PT_FIXTURE_H */

@@ -324,8 +324,9 @@ static void test_drcov_and_chrome(void **state)
 	assert_true(th_contains(data, "BB Table: 1 bbs\n"));
 	free(data);
 
-	assert_true(asprintf(&args, "chrome -q '%s' -o '%s' --elf '%s'", trace, json,
-			     sym_elf) > 0);
+	/* CPU 0 again: timeline decodes CPU 1's PT, which is not sym_elf's code. */
+	assert_true(asprintf(&args, "chrome -q '%s' --cpu 0 -o '%s' --elf '%s'", trace,
+			     json, sym_elf) > 0);
 	assert_int_equal(cli(args, &out, &err), 0);
 	free(out);
 	free(err);
@@ -336,6 +337,23 @@ static void test_drcov_and_chrome(void **state)
 		fail_msg("bad JSON: %s", jerr);
 	assert_true(th_contains(data, "\"name\":\"helper\""));
 	assert_true(th_contains(data, "\"time_base\":\"tsc\""));
+	json_free(v);
+	free(data);
+
+	/* CPU 1's PT decoded over its program: call slices, no errors. */
+	assert_true(asprintf(&args, "timeline '%s' --cpu 1 -o '%s' --elf '%s'", trace,
+			     json, fx.elf) > 0);
+	assert_int_equal(cli(args, &out, &err), 0);
+	assert_true(th_contains(err, "Intel PT of 1 CPU: "));
+	assert_true(th_contains(err, " 0 decode errors"));
+	free(out);
+	free(err);
+	free(args);
+	data = th_read_file(json, &len);
+	v = json_parse(data, len, jerr, sizeof(jerr));
+	if (!v)
+		fail_msg("bad JSON: %s", jerr);
+	assert_true(th_contains(data, "\"cat\":\"call\""));
 	json_free(v);
 	free(data);
 	free(cov);
