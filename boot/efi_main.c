@@ -232,6 +232,10 @@ static void trace_setup_from_config(struct vmx_boot_params *p, const struct tv_c
 		trace_msr_configure_pmc(true, tc.pmu_gp_counters - 1);
 	p->trace.overflow = cfg->trace_overflow;
 	p->trace.ring_kb = cfg->trace_buffer_kb;
+	/* every per-CPU buffer from the config, in bytes (docs/CONFIG.md) */
+	p->trace.pt_ring_bytes = (uint64_t)config_pt_buffer_kb(cfg) << 10;
+	p->trace.pt_topa_bytes = (uint64_t)config_pt_topa_kb(cfg) << 10;
+	p->trace.bts_buf_bytes = (uint64_t)cfg->bts_buffer_kb << 10;
 	p->trace.stop_after = cfg->trace_stop_after;
 	p->trace.filter = cfg->trace_filter;
 	p->trace.pt = cfg->trace_pt;
@@ -366,7 +370,7 @@ static void virtualize(const struct cpu_caps *caps, const struct tv_config *cfg,
 	p.tsc_hz = tsc_hz;
 	p.heartbeat_s = cfg->heartbeat_s;
 	p.poll_us = cfg->poll_us;
-	p.pt_drain_us = cfg->pt_drain_us;
+	p.pt_drain_us = config_pt_drain_us(cfg);   /* auto: from pt_topa_kb */
 	for (uint32_t i = 0; i < cfg->npci_hide; i++)
 		if (pci_hide_add(cfg->pci_hide[i].bus, cfg->pci_hide[i].dev, cfg->pci_hide[i].fn))
 			log_err("pci: cannot hide %02x:%02x.%x: list full", cfg->pci_hide[i].bus,

@@ -252,14 +252,19 @@ struct boot_region {
 	uint8_t *idt, *guest_tss, *io_bitmaps, *ff_page;
 };
 
+static bool cpu_traced(const struct vmx_boot_params *p, UINTN i);
+
 /*
  * What to reserve: the sizes only boot knows (the image, the structs of
- * this build, the CPU count, network export) and the tracer's needs.
+ * this build, the CPU count, network export) and the tracer's needs, for
+ * the CPUs trace_cpus selects.
  */
-static void layout_request(UINTN ncpu, const struct hv_net *net, const struct trace_needs *needs,
-			   struct hv_layout_req *req)
+static void layout_request(const struct vmx_boot_params *p, UINTN ncpu, const struct hv_net *net,
+			   const struct trace_needs *needs, struct hv_layout_req *req)
 {
 	memset(req, 0, sizeof(*req));
+	for (UINTN i = 0; i < ncpu; i++)
+		req->ntraced += cpu_traced(p, i) ? 1 : 0;
 	req->image_bytes = efi_self->ImageSize;
 	req->ncpus = (uint32_t)ncpu;
 	req->cpu_struct_bytes = sizeof(struct per_cpu);
@@ -275,22 +280,32 @@ static void layout_request(UINTN ncpu, const struct hv_net *net, const struct tr
 	req->guest_bytes = needs->guest_bytes;
 	req->hidden_bytes = needs->hidden_bytes;
 	req->hidden_align = needs->hidden_align;
+	if (!req->ntraced) {   /* nothing traces: no trace parts at all */
+		req->ntraced = 0;
+		req->ring_bytes = req->guest_bytes = req->hidden_bytes = req->hidden_align = 0;
+	}
 }
 
-/* Reserve req's total, zeroed, and point b's members at their parts. */
-static int reserve(const struct hv_layout_req *req, struct boot_region *b)
+/*
+ * Reserve req's total, zeroed, and point b's members at their parts.
+ * trace (trace_needs_describe) names the config keys behind the trace
+ * parts, for the error when the sizes cannot be reserved.
+ */
+static int reserve(const struct hv_layout_req *req, const char *trace, struct boot_region *b)
 {
 	EFI_STATUS st;
 	int rc;
 
 	rc = hv_layout_compute(req, 0, &b->l);
 	if (rc) {
-		log_err("vmx: memory layout: %s", hv_layout_strerror(rc));
+		log_err("vmx: memory layout for %u CPUs (%u traced, %s): %s", req->ncpus,
+			req->ntraced, trace, hv_layout_strerror(rc));
 		return -1;
 	}
 	st = efi_bs->AllocatePages(AllocateAnyPages, EfiReservedMemoryType, b->l.total / 4096, &b->pa);
 	if (EFI_ERROR(st)) {
-		log_err("vmx: cannot reserve %llu KiB: %s", (unsigned long long)(b->l.total >> 10),
+		log_err("vmx: cannot reserve %llu KiB for %u CPUs (%u traced, %s): %s; lower those keys in tracevisor.conf",
+			(unsigned long long)(b->l.total >> 10), req->ncpus, req->ntraced, trace,
 			efi_strerror(st));
 		return -1;
 	}
@@ -410,14 +425,17 @@ static int setup_trace(struct boot_region *b, const struct vmx_boot_params *p, U
 		       const struct trace_needs *needs)
 {
 	const struct hv_layout *l = &b->l;
+	uint64_t k = 0;    /* the traced CPUs' index into the trace parts */
+	char text[160];
 	int rc;
 
 	for (UINTN i = 0; l->ring_bytes && i < ncpu; i++) {
 		struct per_cpu *c = &b->cpus[i];
+		struct tv_trace_ring *ring;
 
 		if (!cpu_traced(p, i))
 			continue;   /* not selected by trace_cpus: no ring, never traced */
-		rc = trace_cpu_init(c, b->base + l->ring_off + i * l->ring_bytes, l->ring_bytes,
+		rc = trace_cpu_init(c, b->base + l->ring_off + k * l->ring_bytes, l->ring_bytes,
 				    (uint32_t)i, c->apic_id, (enum tv_source)p->trace.source,
 				    (enum tv_overflow)p->trace.overflow, p->tsc_hz, hw_rdtsc());
 		if (rc) {
@@ -433,7 +451,7 @@ static int setup_trace(struct boot_region *b, const struct vmx_boot_params *p, U
 		 * firmware's identity map those are the physical ones.
 		 */
 		if (l->guest_bytes) {
-			uint8_t *g = b->base + l->guest_off + i * l->guest_bytes;
+			uint8_t *g = b->base + l->guest_off + k * l->guest_bytes;
 
 			if (trace_cpu_bts_area(c, g, (uint64_t)(uintptr_t)g)) {
 				log_err("vmx: cpu %llu: BTS area setup failed", (unsigned long long)i);
@@ -442,18 +460,31 @@ static int setup_trace(struct boot_region *b, const struct vmx_boot_params *p, U
 		}
 		/* pt: written by host-physical address, not through EPT: hidden. */
 		if (l->hidden_bytes) {
-			uint8_t *h = b->base + l->hidden_off + i * l->hidden_bytes;
+			uint8_t *h = b->base + l->hidden_off + k * l->hidden_bytes;
 
 			if (trace_cpu_pt_area(c, h, (uint64_t)(uintptr_t)h)) {
 				log_err("vmx: cpu %llu: PT area setup failed", (unsigned long long)i);
 				return -1;
 			}
 		}
+		/* the sizes in force, for the capture (meta.json, tracevisor info) */
+		ring = trace_cpu_ring(c);
+		if (ring) {
+			size_t n = trace_buffers_text(needs, ring->data_size, p->pt_drain_us, text,
+						      sizeof(text));
+
+			trace_append_config(ring, hw_rdtsc(), text, n);
+		}
+		k++;
 	}
 	if (l->hidden_bytes)
-		log_info("vmx: PT area per CPU: %u KiB (%u x %u KiB ToPA regions, %u KiB stream ring) from %#llx, hidden from the guest",
-			 (unsigned)(l->hidden_bytes >> 10), TRACE_PT_REGIONS, TRACE_PT_REGION_BYTES >> 10,
-			 TRACE_PT_RING_BYTES >> 10, (unsigned long long)(b->pa + l->hidden_off));
+		log_info("vmx: PT area per CPU: %llu KiB (%u x %llu KiB ToPA regions, %llu KiB stream ring) from %#llx, hidden from the guest",
+			 (unsigned long long)(l->hidden_bytes >> 10), needs->out_regions,
+			 (unsigned long long)(needs->out_region_bytes >> 10),
+			 (unsigned long long)(needs->stream_bytes >> 10),
+			 (unsigned long long)(b->pa + l->hidden_off));
+	if (l->ring_bytes)
+		log_info("vmx: %s", trace_needs_describe(&p->trace, needs, text, sizeof(text)));
 	if (l->ring_bytes) {
 		struct tv_trace_ring *rings[MAX_CPUS];
 
@@ -698,6 +729,7 @@ int vmx_boot(const struct vmx_boot_params *p)
 	struct hv_net net = p->net;
 	struct trace_needs needs;
 	struct hv_layout_req req;
+	char trace_text[160];
 	struct boot_region b;
 	struct ept_range hidden[2];
 	struct pci_ecam ecam;
@@ -723,10 +755,19 @@ int vmx_boot(const struct vmx_boot_params *p)
 		net.enabled = false;   /* nothing to export */
 
 	/* --- one reservation for everything --------------------------------- */
-	trace_engine_needs(&p->trace, &needs);
-	layout_request(ncpu, &net, &needs, &req);
+	if (trace_engine_needs(&p->trace, &needs)) {
+		/* the config refuses these first (docs/CONFIG.md): a setup built otherwise */
+		log_err("vmx: trace buffers: pt_buffer_kb = %llu, pt_topa_kb = %llu, bts_buffer_kb = %llu cannot be laid out for source %u",
+			(unsigned long long)(p->trace.pt_ring_bytes >> 10),
+			(unsigned long long)(p->trace.pt_topa_bytes >> 10),
+			(unsigned long long)(p->trace.bts_buf_bytes >> 10), p->trace.source);
+		return -1;
+	}
+	trace_engine_configure(&p->trace);   /* the sizes setup_trace's areas are laid out with */
+	layout_request(p, ncpu, &net, &needs, &req);
+	trace_needs_describe(&p->trace, &needs, trace_text, sizeof(trace_text));
 	memset(&b, 0, sizeof(b));
-	if (reserve(&req, &b) || make_copy(&b))
+	if (reserve(&req, trace_text, &b) || make_copy(&b))
 		return -1;
 	copy = b.base + b.l.image_off;
 	if (net.enabled) {

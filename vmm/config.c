@@ -45,7 +45,8 @@ void config_defaults(struct tv_config *cfg)
 	cfg->control_key_len = 0;
 	strcpy(cfg->machine, "tracevisor");
 	cfg->poll_us = PREEMPT_POLL_US_DEFAULT;
-	cfg->pt_drain_us = CONFIG_PT_DRAIN_US_DEFAULT;
+	cfg->pt_drain_us = CONFIG_PT_DRAIN_US_AUTO;
+	cfg->bts_buffer_kb = CONFIG_BTS_BUFFER_KB_DEFAULT;
 	cfg->npci_hide = 0;
 }
 

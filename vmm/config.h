@@ -30,7 +30,31 @@
 #define CONFIG_PCI_HIDE_MAX 8                      /* functions pci_hide= lists */
 #define CONFIG_CONTROL_KEY_MAX 64                  /* bytes (EXPORT_KEY_MAX) */
 #define CONFIG_MACHINE_MAX 64                      /* with the NUL (TVP_MACHINE_LEN) */
-#define CONFIG_PT_DRAIN_US_DEFAULT 1000              /* pt_drain_us */
+#define CONFIG_PT_DRAIN_US_DEFAULT 1000              /* pt_drain_us at the default pt_topa_kb */
+#define CONFIG_PT_DRAIN_US_AUTO UINT32_MAX          /* pt_drain_us = auto: from pt_topa_kb */
+/*
+ * PT and BTS buffers per CPU, KiB, powers of two (docs/CONFIG.md).
+ * pt_buffer_kb: the PT stream ring, at least the ToPA output (a drain of
+ * all of it must fit an empty ring); unset: the larger of trace_buffer_kb
+ * and CONFIG_PT_BUFFER_KB_FLOOR.  pt_topa_kb: the ToPA output regions
+ * together (vmm/trace/backend/pt.h, PT_AREA_TOPA_MIN..MAX); unset:
+ * pt_buffer_kb / 4 within those bounds.  bts_buffer_kb: the BTS buffer.
+ */
+#define CONFIG_PT_BUFFER_KB_MIN 16
+#define CONFIG_PT_BUFFER_KB_MAX (4u * 1024 * 1024)     /* 4 GiB per CPU */
+#define CONFIG_PT_BUFFER_KB_FLOOR 1024                 /* unset: at least 1 MiB */
+#define CONFIG_PT_TOPA_KB_MIN 16                       /* 4 regions of 4 KiB */
+#define CONFIG_PT_TOPA_KB_MAX (256u * 1024)            /* 64 regions of 4 MiB */
+#define CONFIG_BTS_BUFFER_KB_MIN 8
+#define CONFIG_BTS_BUFFER_KB_MAX 4096                  /* TRACE_BTS_BUF_BYTES_MAX */
+#define CONFIG_BTS_BUFFER_KB_DEFAULT 64
+/*
+ * pt_drain_us = auto: the time a core writing CONFIG_PT_PEAK_KB_PER_MS
+ * (256 KiB per ms, ~268 MB/s) takes to fill the ToPA output:
+ * pt_topa_kb * 1000 / 256 us, within PREEMPT_POLL_US_MIN..MAX; 1000 at
+ * the default 256 KiB.
+ */
+#define CONFIG_PT_PEAK_KB_PER_MS 256
 #define CONFIG_PMI_EVERY_MAX 1000000u                /* pmi_every */
 
 struct tv_config {
@@ -49,6 +73,9 @@ struct tv_config {
 					* EXIT_BOOT_SERVICES or KERNEL_ENTRY */
 	uint64_t trace_start_address;  /* TV_TRIG_ADDRESS: guest-physical address */
 	uint32_t trace_buffer_kb;      /* per CPU, power of two */
+	uint32_t pt_buffer_kb;         /* PT stream ring per CPU; 0 = unset (config_pt_buffer_kb) */
+	uint32_t pt_topa_kb;           /* ToPA output per CPU; 0 = unset (config_pt_topa_kb) */
+	uint32_t bts_buffer_kb;        /* BTS buffer per CPU */
 	uint64_t trace_stop_after;     /* branch records per window, 0 = unlimited */
 	struct trace_filter trace_filter; /* cpl, cr3 (0 = any), IP ranges */
 	struct trace_pt_opts trace_pt;  /* pt_options: PT packet options */
@@ -74,7 +101,8 @@ struct tv_config {
 
 	/* VMX-root polling and hidden PCI functions (docs/PCI-HIDE.md) */
 	uint32_t poll_us;              /* poll hook period, microseconds */
-	uint32_t pt_drain_us;          /* source = pt: drain tick, microseconds, 0 = off */
+	uint32_t pt_drain_us;          /* source = pt: drain tick, microseconds, 0 = off,
+					* CONFIG_PT_DRAIN_US_AUTO (config_pt_drain_us) */
 	bool trace_pmi;                /* pmi = on: lbr/bts/pt drain on their PMI too */
 	uint32_t trace_pmi_every;      /* pmi_every: bts threshold / lbr counter period, 0 = default */
 	uint32_t npci_hide;
@@ -111,6 +139,16 @@ uint32_t config_parse(struct tv_config *cfg, const char *text, size_t len,
 
 /* config_trace_cpu - does cfg trace the CPU with this index? */
 bool config_trace_cpu(const struct tv_config *cfg, uint32_t index);
+
+/*
+ * The PT and BTS buffer sizes and the drain tick in force, in KiB and
+ * microseconds: the key's value, or what it is derived from when unset
+ * (docs/CONFIG.md).  config_pt_topa_kb is also the derived value when the
+ * key asked for more than the PT ring holds (a config error).
+ */
+uint32_t config_pt_buffer_kb(const struct tv_config *cfg);
+uint32_t config_pt_topa_kb(const struct tv_config *cfg);
+uint32_t config_pt_drain_us(const struct tv_config *cfg);
 
 /* config_log - write the effective configuration to the log at info. */
 void config_log(const struct tv_config *cfg);

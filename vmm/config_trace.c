@@ -330,13 +330,86 @@ int config_key_pt_drain_us(struct tv_config *cfg, const char *val, char *err, si
 {
 	uint64_t us;
 
+	if (!strcmp(val, "auto")) {
+		cfg->pt_drain_us = CONFIG_PT_DRAIN_US_AUTO;
+		return 0;
+	}
 	if (config_parse_u64(val, &us) || (us && (us < PREEMPT_POLL_US_MIN || us > PREEMPT_POLL_US_MAX))) {
-		snprintf(err, errlen, "pt_drain_us must be 0 (off) or %u..%u microseconds",
+		snprintf(err, errlen, "pt_drain_us must be auto, 0 (off) or %u..%u microseconds",
 			 PREEMPT_POLL_US_MIN, PREEMPT_POLL_US_MAX);
 		return -1;
 	}
 	cfg->pt_drain_us = (uint32_t)us;
 	return 0;
+}
+
+/* A power of two in lo..hi KiB into *out, or the error naming key. */
+static int parse_kb(const char *key, const char *val, uint32_t lo, uint32_t hi, uint32_t *out,
+		    char *err, size_t errlen)
+{
+	uint64_t kb;
+
+	if (config_parse_u64(val, &kb) || kb < lo || kb > hi || (kb & (kb - 1))) {
+		snprintf(err, errlen, "%s must be a power of two from %u to %u", key, lo, hi);
+		return -1;
+	}
+	*out = (uint32_t)kb;
+	return 0;
+}
+
+int config_key_pt_buffer_kb(struct tv_config *cfg, const char *val, char *err, size_t errlen)
+{
+	return parse_kb("pt_buffer_kb", val, CONFIG_PT_BUFFER_KB_MIN, CONFIG_PT_BUFFER_KB_MAX,
+			&cfg->pt_buffer_kb, err, errlen);
+}
+
+int config_key_pt_topa_kb(struct tv_config *cfg, const char *val, char *err, size_t errlen)
+{
+	return parse_kb("pt_topa_kb", val, CONFIG_PT_TOPA_KB_MIN, CONFIG_PT_TOPA_KB_MAX,
+			&cfg->pt_topa_kb, err, errlen);
+}
+
+int config_key_bts_buffer_kb(struct tv_config *cfg, const char *val, char *err, size_t errlen)
+{
+	return parse_kb("bts_buffer_kb", val, CONFIG_BTS_BUFFER_KB_MIN, CONFIG_BTS_BUFFER_KB_MAX,
+			&cfg->bts_buffer_kb, err, errlen);
+}
+
+uint32_t config_pt_buffer_kb(const struct tv_config *cfg)
+{
+	if (cfg->pt_buffer_kb)
+		return cfg->pt_buffer_kb;
+	/* unset: the user's trace_buffer_kb applies to PT too, never below today's 1 MiB */
+	return cfg->trace_buffer_kb > CONFIG_PT_BUFFER_KB_FLOOR ? cfg->trace_buffer_kb :
+								   CONFIG_PT_BUFFER_KB_FLOOR;
+}
+
+uint32_t config_pt_topa_kb(const struct tv_config *cfg)
+{
+	uint32_t ring = config_pt_buffer_kb(cfg), topa = ring / 4;
+
+	if (cfg->pt_topa_kb && cfg->pt_topa_kb <= ring)
+		return cfg->pt_topa_kb;
+	if (topa < CONFIG_PT_TOPA_KB_MIN)
+		topa = CONFIG_PT_TOPA_KB_MIN;   /* <= ring: pt_buffer_kb >= 16 */
+	if (topa > CONFIG_PT_TOPA_KB_MAX)
+		topa = CONFIG_PT_TOPA_KB_MAX;
+	return topa;
+}
+
+uint32_t config_pt_drain_us(const struct tv_config *cfg)
+{
+	uint64_t us;
+
+	if (cfg->pt_drain_us != CONFIG_PT_DRAIN_US_AUTO)
+		return cfg->pt_drain_us;
+	/* the time to fill the output at the assumed peak rate (config.h) */
+	us = (uint64_t)config_pt_topa_kb(cfg) * 1000 / CONFIG_PT_PEAK_KB_PER_MS;
+	if (us < PREEMPT_POLL_US_MIN)
+		us = PREEMPT_POLL_US_MIN;
+	if (us > PREEMPT_POLL_US_MAX)
+		us = PREEMPT_POLL_US_MAX;
+	return (uint32_t)us;
 }
 
 int config_key_pmi(struct tv_config *cfg, const char *val, char *err, size_t errlen)
@@ -374,6 +447,7 @@ void config_trace_check(const struct tv_config *cfg, const uint32_t line[CONFIG_
 			struct config_result *res)
 {
 	uint32_t pmi = line[CONFIG_KEY_INDEX_pmi], every = line[CONFIG_KEY_INDEX_pmi_every];
+	uint32_t topa = line[CONFIG_KEY_INDEX_pt_topa_kb];
 	uint8_t src = cfg->trace_source;
 	char names[64];
 
@@ -385,6 +459,12 @@ void config_trace_check(const struct tv_config *cfg, const uint32_t line[CONFIG_
 		config_add_error(res, every, "pmi_every needs pmi = on");
 	else if (every && src == TV_SOURCE_PT)
 		config_add_error(res, every, "pmi_every sets the bts threshold or the lbr counter period: pt's PMI comes at a ToPA region's end");
+	/* a drain empties the whole output into the ring: it must fit an empty one */
+	if (topa && cfg->pt_topa_kb > config_pt_buffer_kb(cfg))
+		config_add_error(res, topa, "pt_topa_kb %u > the PT ring's pt_buffer_kb %u%s: %u used",
+				 cfg->pt_topa_kb, config_pt_buffer_kb(cfg),
+				 line[CONFIG_KEY_INDEX_pt_buffer_kb] ? "" : " (from trace_buffer_kb)",
+				 config_pt_topa_kb(cfg));
 }
 
 static const char *config_source_name(uint8_t s)
@@ -433,6 +513,11 @@ void config_log_trace(const struct tv_config *cfg)
 		n += snprintf(pt + n, sizeof(pt) - (size_t)n, ",cyc=%u", o->cyc_thresh);
 	if (o->psb_freq && n > 0 && (size_t)n < sizeof(pt))
 		snprintf(pt + n, sizeof(pt) - (size_t)n, ",psb=%u", o->psb_freq);
-	log_info("config: pt_options=%s pt_drain_us=%u pmi=%s pmi_every=%u", pt,
-		 cfg->pt_drain_us, cfg->trace_pmi ? "on" : "off", cfg->trace_pmi_every);
+	log_info("config: pt_options=%s pt_drain_us=%u%s pmi=%s pmi_every=%u", pt,
+		 config_pt_drain_us(cfg), cfg->pt_drain_us == CONFIG_PT_DRAIN_US_AUTO ? " (auto)" : "",
+		 cfg->trace_pmi ? "on" : "off", cfg->trace_pmi_every);
+	log_info("config: pt_buffer_kb=%u%s pt_topa_kb=%u%s bts_buffer_kb=%u",
+		 config_pt_buffer_kb(cfg), cfg->pt_buffer_kb ? "" : " (from trace_buffer_kb)",
+		 config_pt_topa_kb(cfg), cfg->pt_topa_kb == config_pt_topa_kb(cfg) ? "" : " (derived)",
+		 cfg->bts_buffer_kb);
 }

@@ -38,7 +38,7 @@ static bool page_multiple(uint64_t n)
 
 static int check(const struct hv_layout_req *r, uint64_t base_pa)
 {
-	if (!r->ncpus || !page_multiple(base_pa) || !page_multiple(r->ring_bytes) ||
+	if (!r->ncpus || r->ntraced > r->ncpus || !page_multiple(base_pa) || !page_multiple(r->ring_bytes) ||
 	    !page_multiple(r->guest_bytes) || !page_multiple(r->hidden_bytes))
 		return HV_LAYOUT_EINVAL;
 	if (r->hidden_bytes &&
@@ -52,6 +52,7 @@ int hv_layout_compute(const struct hv_layout_req *r, uint64_t base_pa, struct hv
 {
 	struct cursor c = { 0, false };
 	uint64_t cpus_bytes;
+	uint32_t nt;
 	int rc;
 
 	memset(l, 0, sizeof(*l));
@@ -70,6 +71,7 @@ int hv_layout_compute(const struct hv_layout_req *r, uint64_t base_pa, struct hv
 	l->ring_bytes = r->ring_bytes;
 	l->guest_bytes = r->guest_bytes;
 	l->hidden_bytes = r->hidden_bytes;
+	l->ntraced = nt = r->ntraced ? r->ntraced : r->ncpus;
 
 	l->image_off = take(&c, 1, l->image_bytes);
 	l->cpus_off = take(&c, 1, l->cpus_bytes);
@@ -84,8 +86,8 @@ int hv_layout_compute(const struct hv_layout_req *r, uint64_t base_pa, struct hv
 	l->exporter_off = take(&c, 1, l->exporter_bytes);
 	l->percpu_off = take(&c, r->ncpus, l->percpu_bytes);
 	l->pool_off = take(&c, 1, l->pool_bytes);
-	l->ring_off = take(&c, r->ncpus, l->ring_bytes);
-	l->guest_off = take(&c, r->ncpus, l->guest_bytes);
+	l->ring_off = take(&c, nt, l->ring_bytes);
+	l->guest_off = take(&c, nt, l->guest_bytes);
 	if (l->hidden_bytes) {
 		uint64_t pa, mask = r->hidden_align - 1;
 
@@ -94,7 +96,7 @@ int hv_layout_compute(const struct hv_layout_req *r, uint64_t base_pa, struct hv
 			c.overflow = true;
 		else
 			l->hidden_off = ((pa + mask) & ~mask) - base_pa;
-		take(&c, r->ncpus, l->hidden_bytes);
+		take(&c, nt, l->hidden_bytes);
 		take(&c, 1, r->hidden_align);
 	} else {
 		l->hidden_off = c.off;
@@ -111,7 +113,7 @@ const char *hv_layout_strerror(int rc)
 {
 	switch (rc) {
 	case 0: return "ok";
-	case HV_LAYOUT_EINVAL: return "invalid request (no CPU, unaligned size or base, bad alignment)";
+	case HV_LAYOUT_EINVAL: return "invalid request (no CPU, more traced CPUs than CPUs, unaligned size or base, bad alignment)";
 	case HV_LAYOUT_EOVERFLOW: return "sizes overflow 64 bits";
 	default: return "unknown error";
 	}

@@ -49,7 +49,13 @@ struct hv_layout_req {
 	uint64_t info_bytes;        /* boot info + host envs + EPT/MTRR/pool/log state */
 	uint64_t nic_dma_bytes;     /* 0: no network export */
 	uint64_t exporter_bytes;    /* 0: no network export */
-	/* per CPU, from trace_engine_needs() (0: none) */
+	/*
+	 * per traced CPU, from trace_engine_needs() (0: none), for ntraced
+	 * CPUs (the ones trace_cpus selects; 0: all ncpus): the k-th traced
+	 * CPU's part is at off + k * bytes.  64-bit: hundreds of MiB per CPU
+	 * times 256 CPUs is fine; a sum past 2^64 is HV_LAYOUT_EOVERFLOW.
+	 */
+	uint32_t ntraced;
 	uint64_t ring_bytes;
 	uint64_t guest_bytes;
 	uint64_t hidden_bytes;
@@ -58,7 +64,9 @@ struct hv_layout_req {
 
 /*
  * Offsets from the start of the reservation.  Per-CPU parts: CPU i's is
- * at off + i * bytes (bytes is per CPU; 0 = the part is absent).
+ * at off + i * bytes (bytes is per CPU; 0 = the part is absent); the
+ * trace parts (ring, guest, hidden) are per traced CPU: the k-th traced
+ * CPU's at off + k * bytes, for ntraced CPUs.
  */
 struct hv_layout {
 	uint64_t total;             /* what to reserve: a page multiple */
@@ -73,9 +81,10 @@ struct hv_layout {
 	uint64_t ring_off, ring_bytes;
 	uint64_t guest_off, guest_bytes;
 	uint64_t hidden_off, hidden_bytes;
+	uint32_t ntraced;           /* CPUs with trace parts */
 };
 
-#define HV_LAYOUT_EINVAL    (-1)   /* no CPU, a size not page aligned, a bad alignment */
+#define HV_LAYOUT_EINVAL    (-1)   /* no CPU, ntraced > ncpus, a size not page aligned, a bad alignment */
 #define HV_LAYOUT_EOVERFLOW (-2)   /* the sizes do not fit in 64 bits */
 
 /*

@@ -77,6 +77,7 @@ void trace_view_set(struct trace_view *v, enum trace_view_field f, uint64_t valu
 
 struct trace_setup;
 struct trace_caps;
+struct trace_needs;
 struct byte_ring;
 
 struct trace_bcpu {
@@ -136,8 +137,14 @@ struct trace_backend {
 	uint32_t entry_ctls_traced, exit_ctls_traced; /* CPUs with a ring */
 	uint32_t pmi_entry_ctls, pmi_exit_ctls;       /* also, with pmi = on (TV_SOURCE_LIST's pmi column) */
 	bool drain_tick;                /* an exit every pt_drain_us while open */
-	uint64_t hidden_bytes, hidden_align; /* per CPU, never the guest's */
-	uint64_t guest_bytes;           /* per CPU, page aligned, guest RW at its address */
+	/*
+	 * Per-CPU memory for setup s, sized from its buffer sizes (struct
+	 * trace_setup): sets n->hidden_bytes (never the guest's) with
+	 * n->hidden_align, and n->guest_bytes (page aligned, guest RW at its
+	 * address); leaves them 0 for sizes it cannot lay out (then
+	 * trace_engine_needs fails).  NULL: the backend needs no memory.
+	 */
+	void (*mem)(const struct trace_setup *s, struct trace_needs *n);
 
 	/*
 	 * Boot, before any CPU is virtualized: can this machine (the boot

@@ -39,6 +39,12 @@ void trace_engine_init(const struct trace_setup *s, gmem_read_phys_fn read_phys,
 	trace_hooks_register();
 }
 
+void trace_engine_configure(const struct trace_setup *s)
+{
+	trace_cfg = *s;
+	trace_be = trace_backend_of(trace_cfg.source);
+}
+
 /* --- per-CPU state ------------------------------------------------------------ */
 
 int trace_cpu_init(struct per_cpu *cpu, void *mem, size_t bytes, uint32_t cpu_index,
@@ -66,6 +72,7 @@ int trace_cpu_init(struct per_cpu *cpu, void *mem, size_t bytes, uint32_t cpu_in
 	t->b.priv = (uint8_t *)mem + TRACE_CPU_PRIV_OFF;
 	t->b.ring = (struct tv_trace_ring *)(void *)ring;
 	t->b.index = cpu_index;
+	t->b.setup = &trace_cfg;   /* the buffer sizes trace_cpu_*_area lay out from */
 	trace_ring_cursor_tail(t->b.ring, &t->exported);
 	cpu->trace = t;
 	return 0;
@@ -88,10 +95,19 @@ int trace_cpu_pt_area(struct per_cpu *cpu, void *mem, uint64_t pa)
 {
 	struct trace_cpu *t = cpu ? cpu->trace : NULL;
 	const struct trace_backend *be = t ? trace_backend_of(t->source) : NULL;
-	uint64_t align = be && be->hidden_align ? be->hidden_align : 4096;
+	struct trace_setup s;
+	struct trace_needs n;
+	uint64_t align;
 
-	if (!t || !be || !be->hidden_bytes || !mem || ((uintptr_t)mem & (align - 1)) ||
-	    (pa & (align - 1)))
+	if (!t || !be)
+		return TRACE_ERR_INVAL;
+	/* the area's size and alignment: the setup's buffer sizes, this CPU's source (needs.c) */
+	s = *t->b.setup;
+	s.source = t->source;
+	if (trace_engine_needs(&s, &n) || !n.hidden_bytes)
+		return TRACE_ERR_INVAL;
+	align = n.hidden_align ? n.hidden_align : 4096;
+	if (!mem || ((uintptr_t)mem & (align - 1)) || (pa & (align - 1)))
 		return TRACE_ERR_INVAL;
 	t->b.hidden_mem = mem;
 	t->b.hidden_pa = pa;

@@ -130,6 +130,14 @@ typedef void (*trace_window_fn)(struct per_cpu *cpu);
 void trace_engine_init(const struct trace_setup *setup, gmem_read_phys_fn read_phys,
 		       void *read_ctx, trace_window_fn on_window);
 
+/*
+ * trace_engine_configure - adopt setup only, no hooks: the boot image
+ * calls it before trace_cpu_init so that trace_cpu_pt_area and
+ * trace_cpu_bts_area lay the areas out with the setup's buffer sizes
+ * (the resident copy's trace_engine_init adopts the same setup).
+ */
+void trace_engine_configure(const struct trace_setup *setup);
+
 /* The setup in effect (what trace_engine_init was given). */
 const struct trace_setup *trace_engine_setup(void);
 
@@ -144,44 +152,31 @@ int trace_cpu_init(struct per_cpu *cpu, void *mem, size_t bytes, uint32_t cpu_in
 		   uint64_t tsc_hz, uint64_t now_tsc);
 
 /*
- * bts: per CPU, one 4 KiB page for the DS save area followed by the BTS
- * buffer (64 KiB: 2730 records of 24 bytes, the last the drain's
- * sentinel).  TRACE_BTS_AREA_BYTES is what the boot code reserves per CPU.
+ * Per CPU memory beyond the ring, sized from the setup (struct
+ * trace_setup's pt_ring_bytes, pt_topa_bytes, bts_buf_bytes; docs/CONFIG.md)
+ * and counted by trace_engine_needs:
+ * bts: one 4 KiB page for the DS save area followed by the BTS buffer
+ * (bts_buf_bytes: 64 KiB by default, 2730 records of 24 bytes, the last
+ * the drain's sentinel).
+ * pt: the area of vmm/trace/backend/pt.h (struct pt_area_layout): the
+ * ToPA output regions, the table page and the stream ring, aligned to a
+ * region's size (SDM 3C 33.2.7.2).
  */
-#define TRACE_BTS_BUF_BYTES  (64u * 1024u)
-#define TRACE_BTS_AREA_BYTES (4096u + TRACE_BTS_BUF_BYTES)
-
 /*
  * trace_cpu_bts_area - give the CPU (after trace_cpu_init) its BTS memory
  * (the backend's guest_bytes, struct trace_needs):
- * mem[0..TRACE_BTS_AREA_BYTES), page aligned, which the guest's current
+ * mem[0..guest_bytes), page aligned, which the guest's current
  * paging maps at linear address lin (and its EPT read/write: the caller's
  * job).  Returns 0 or TRACE_ERR_INVAL (NULL, not page aligned).
  */
 int trace_cpu_bts_area(struct per_cpu *cpu, void *mem, uint64_t lin);
 
 /*
- * pt: per CPU, TRACE_PT_REGIONS output regions of TRACE_PT_REGION_BYTES
- * (one only where the CPU has no multiple-entry ToPA), the ToPA table
- * page, and the TRACE_PT_RING_BYTES byte ring the drains fill.  The area
- * must be TRACE_PT_REGION_BYTES aligned (a ToPA region is aligned to its
- * size, SDM 3C 33.2.7.2); TRACE_PT_AREA_BYTES is a multiple of it.
- */
-#define TRACE_PT_REGION_BYTES (64u * 1024u)
-#define TRACE_PT_REGIONS      4u
-#define TRACE_PT_OUT_BYTES    (TRACE_PT_REGIONS * TRACE_PT_REGION_BYTES)
-#define TRACE_PT_TABLE_OFF    TRACE_PT_OUT_BYTES
-#define TRACE_PT_RING_OFF     (TRACE_PT_OUT_BYTES + 4096u)
-#define TRACE_PT_RING_BYTES   (1024u * 1024u)
-#define TRACE_PT_AREA_BYTES   ((TRACE_PT_RING_OFF + TRACE_PT_RING_BYTES + TRACE_PT_REGION_BYTES - 1) & \
-			       ~(TRACE_PT_REGION_BYTES - 1))
-
-/*
  * trace_cpu_pt_area - give the CPU (after trace_cpu_init) its PT memory
  * (the backend's hidden_bytes, struct trace_needs):
- * mem[0..TRACE_PT_AREA_BYTES) at physical address pa, both
- * TRACE_PT_REGION_BYTES aligned, hidden from the guest.  Returns 0 or
- * TRACE_ERR_INVAL (NULL, misaligned).
+ * mem[0..hidden_bytes) at physical address pa, both hidden_align
+ * aligned, hidden from the guest.  Returns 0 or TRACE_ERR_INVAL (NULL,
+ * misaligned, sizes the backend cannot lay out).
  */
 int trace_cpu_pt_area(struct per_cpu *cpu, void *mem, uint64_t pa);
 

@@ -24,6 +24,7 @@
 #define TV_TRACE_NEEDS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct trace_setup;
@@ -39,8 +40,51 @@ struct trace_needs {
 	uint64_t hidden_bytes;      /* per traced CPU: backend memory the guest never sees */
 	uint64_t hidden_align;      /* ... aligned to this (a power of two; 0 if none) */
 	uint64_t guest_bytes;       /* per traced CPU: backend memory the guest's EPT maps RW */
+	/*
+	 * What that memory holds, for the log and the capture (the backend's
+	 * mem op; 0 / NULL: none): the byte stream ring the exporter takes
+	 * (pt: pt_buffer_kb) and the trace hardware's output buffer (pt: the
+	 * ToPA regions, pt_topa_kb; bts: the BTS buffer, bts_buffer_kb), in
+	 * out_regions regions of out_region_bytes.  *_key: their config keys.
+	 */
+	uint64_t stream_bytes;
+	uint64_t out_bytes;
+	uint64_t out_region_bytes;
+	uint32_t out_regions;
+	const char *stream_key, *out_key;
 };
 
-void trace_engine_needs(const struct trace_setup *s, struct trace_needs *n);
+/*
+ * trace_engine_needs - fill n for s.  Returns 0, or TRACE_EINVAL when
+ * the backend cannot lay out the buffer sizes s asks for (a size not a
+ * power of two or out of its bounds, a PT ring smaller than the ToPA
+ * output: the config refuses those first, docs/CONFIG.md); n is then
+ * zeroed.  The sizes are 64-bit: hundreds of MiB per CPU are fine; what
+ * the machine can reserve for all CPUs is the boot code's question.
+ */
+int trace_engine_needs(const struct trace_setup *s, struct trace_needs *n);
+
+/*
+ * trace_needs_describe - one line naming the config keys behind n's
+ * per-CPU sizes and their values in force, e.g.
+ * "per traced CPU 2369 KiB: trace_buffer_kb = 1024 (+ 12 KiB state),
+ *  pt_buffer_kb = 1024, pt_topa_kb = 256 (4 x 64 KiB regions, + table and
+ *  alignment)", for the boot's error when the reservation fails and its
+ * info line.  Writes at most len bytes (NUL included); returns buf.
+ */
+char *trace_needs_describe(const struct trace_setup *s, const struct trace_needs *n,
+			   char *buf, size_t len);
+
+/*
+ * trace_buffers_text - the TV_REC_CONFIG line that tells the capture the
+ * buffer sizes in force (docs/CAPTURE.md, "Buffer sizes"):
+ * "buffers ring_bytes=R stream_bytes=S output_bytes=O output_regions=N
+ * output_region_bytes=G drain_us=D", sizes in bytes, 0 for a buffer the
+ * source does not have; R is the record ring's data area
+ * (tv_trace_ring.data_size), D the drain tick (0: off or no tick).
+ * Returns the length (without the NUL; cut to len - 1).
+ */
+size_t trace_buffers_text(const struct trace_needs *n, uint64_t ring_data_bytes,
+			  uint32_t drain_us, char *buf, size_t len);
 
 #endif /* TV_TRACE_NEEDS_H */

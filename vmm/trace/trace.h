@@ -114,6 +114,22 @@ struct trace_setup {
 	struct trace_filter filter;
 	struct trace_pt_opts pt;  /* source = pt: packet options */
 	uint32_t pmi_every;       /* bts: threshold, lbr: counter period (records); 0 = default */
+	/*
+	 * Per-CPU buffer sizes in bytes, from the config (docs/CONFIG.md:
+	 * pt_buffer_kb, pt_topa_kb, bts_buffer_kb); 0 = the default below.
+	 * The record ring is ring_kb.  trace_engine_needs turns them into
+	 * memory to reserve; the backends lay their areas out from them.
+	 */
+	uint64_t pt_ring_bytes;   /* pt: the stream ring the drains fill (a power of two) */
+	uint64_t pt_topa_bytes;   /* pt: the ToPA output regions together (a power of two) */
+	uint64_t bts_buf_bytes;   /* bts: the BTS buffer (a power of two), after the DS page */
 };
+
+/* The sizes a 0 in struct trace_setup stands for (the config's defaults). */
+#define TRACE_PT_RING_BYTES_DEFAULT (1024ull * 1024)
+#define TRACE_PT_TOPA_BYTES_DEFAULT (256ull * 1024)
+#define TRACE_BTS_BUF_BYTES_DEFAULT (64ull * 1024)
+/* bts_buffer_kb's bound: the buffer is walked page by page at CR3 changes. */
+#define TRACE_BTS_BUF_BYTES_MAX     (4ull * 1024 * 1024)
 
 #endif /* TV_TRACE_H */

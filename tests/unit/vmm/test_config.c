@@ -407,16 +407,94 @@ static void test_pt_options(void **state)
 	}
 	assert_int_equal(parse("pt_options = fast\n"), 1);
 	assert_one_error(1, "'fast' is not");
-	/* pt_drain_us: the default, 0 = off, the poll_us bounds otherwise */
+	/* pt_drain_us: the default (auto: 1000 at the default pt_topa_kb), 0 = off, the poll_us bounds otherwise */
 	assert_int_equal(parse(""), 0);
-	assert_int_equal(cfg.pt_drain_us, 1000);
+	assert_int_equal(config_pt_drain_us(&cfg), 1000);
+	assert_int_equal(cfg.pt_drain_us, CONFIG_PT_DRAIN_US_AUTO);
 	assert_int_equal(parse("pt_drain_us = 0\n"), 0);
 	assert_int_equal(cfg.pt_drain_us, 0);
+	assert_int_equal(config_pt_drain_us(&cfg), 0);
 	assert_int_equal(parse("pt_drain_us = 250\n"), 0);
 	assert_int_equal(cfg.pt_drain_us, 250);
+	assert_int_equal(config_pt_drain_us(&cfg), 250);
 	assert_int_equal(parse("pt_drain_us = 5\n"), 1);
-	assert_one_error(1, "pt_drain_us must be 0 (off) or 10..");
+	assert_one_error(1, "pt_drain_us must be auto, 0 (off) or 10..");
 	assert_int_equal(parse("pt_drain_us = 2000000\n"), 1);
+}
+
+/*
+ * The buffers: pt_buffer_kb (unset: trace_buffer_kb, at least 1 MiB),
+ * pt_topa_kb (unset: a quarter of it, 16 KiB..256 MiB), bts_buffer_kb,
+ * and pt_drain_us = auto from the ToPA output (256 KiB per ms).
+ */
+static void test_buffer_keys(void **state)
+{
+	static const struct { const char *text; uint32_t ring, topa, drain, bts; } t[] = {
+		{ "", 1024, 256, 1000, 64 },                                   /* today's */
+		{ "trace_buffer_kb = 65536\n", 65536, 16384, 64000, 64 },      /* the user's 64 MiB applies */
+		{ "trace_buffer_kb = 64\n", 1024, 256, 1000, 64 },             /* never below 1 MiB */
+		{ "trace_buffer_kb = 8\npt_buffer_kb = 262144\n", 262144, 65536, 256000, 64 },
+		{ "pt_buffer_kb = 4194304\n", 4194304, 262144, 1000000, 64 },  /* capped: 64 x 4 MiB, 1 s */
+		{ "pt_buffer_kb = 16\n", 16, 16, 62, 64 },
+		{ "pt_buffer_kb = 64\npt_topa_kb = 64\n", 64, 64, 250, 64 },
+		{ "pt_topa_kb = 1024\n", 1024, 1024, 4000, 64 },
+		{ "pt_topa_kb = 16\n", 1024, 16, 62, 64 },
+		{ "pt_topa_kb = 16384\npt_buffer_kb = 16384\npt_drain_us = 500\n", 16384, 16384, 500, 64 },
+		{ "pt_drain_us = auto\npt_buffer_kb = 2048\n", 2048, 512, 2000, 64 },
+		{ "bts_buffer_kb = 1024\n", 1024, 256, 1000, 1024 },
+		{ "bts_buffer_kb = 8\n", 1024, 256, 1000, 8 },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		if (parse(t[i].text))
+			fail_msg("\"%s\": %s", t[i].text, res.errors[0].msg);
+		assert_int_equal(config_pt_buffer_kb(&cfg), t[i].ring);
+		assert_int_equal(config_pt_topa_kb(&cfg), t[i].topa);
+		assert_int_equal(config_pt_drain_us(&cfg), t[i].drain);
+		assert_int_equal(cfg.bts_buffer_kb, t[i].bts);
+	}
+}
+
+static void test_buffer_keys_errors(void **state)
+{
+	static const struct { const char *line, *msg; } t[] = {
+		{ "pt_buffer_kb = 8", "pt_buffer_kb must be a power of two from 16 to 4194304" },
+		{ "pt_buffer_kb = 3072", "pt_buffer_kb must be a power of two from 16 to 4194304" },
+		{ "pt_buffer_kb = 8388608", "pt_buffer_kb must be a power of two from 16 to 4194304" },
+		{ "pt_buffer_kb = 1m", "pt_buffer_kb must be a power of two" },
+		{ "pt_buffer_kb = 18446744073709551616", "pt_buffer_kb must be a power of two" },
+		{ "pt_topa_kb = 8", "pt_topa_kb must be a power of two from 16 to 262144" },
+		{ "pt_topa_kb = 100", "pt_topa_kb must be a power of two from 16 to 262144" },
+		{ "pt_topa_kb = 524288", "pt_topa_kb must be a power of two from 16 to 262144" },
+		{ "bts_buffer_kb = 4", "bts_buffer_kb must be a power of two from 8 to 4096" },
+		{ "bts_buffer_kb = 96", "bts_buffer_kb must be a power of two from 8 to 4096" },
+		{ "bts_buffer_kb = 8192", "bts_buffer_kb must be a power of two from 8 to 4096" },
+		{ "pt_drain_us = automatic", "pt_drain_us must be auto, 0 (off)" },
+	};
+	char text[128];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		snprintf(text, sizeof(text), "\n%s\n", t[i].line);
+		if (parse(text) != 1)
+			fail_msg("\"%s\" gave %u errors", t[i].line, res.nerrors);
+		assert_one_error(2, t[i].msg);
+		assert_defaults(&cfg);
+		assert_int_equal(cfg.pt_buffer_kb, 0);
+		assert_int_equal(cfg.pt_topa_kb, 0);
+		assert_int_equal(cfg.bts_buffer_kb, 64);
+		assert_int_equal(cfg.pt_drain_us, CONFIG_PT_DRAIN_US_AUTO);
+	}
+	/* more output than the ring holds: named with both keys, the derived size used */
+	assert_int_equal(parse("pt_topa_kb = 4096\n"), 1);
+	assert_one_error(1, "pt_topa_kb 4096 > the PT ring's pt_buffer_kb 1024 (from trace_buffer_kb): 256 used");
+	assert_int_equal(config_pt_topa_kb(&cfg), 256);
+	assert_int_equal(config_pt_drain_us(&cfg), 1000);
+	assert_int_equal(parse("pt_buffer_kb = 2048\n# x\npt_topa_kb = 4096\n"), 1);
+	assert_one_error(3, "pt_topa_kb 4096 > the PT ring's pt_buffer_kb 2048: 512 used");
+	assert_int_equal(parse("trace_buffer_kb = 4096\npt_topa_kb = 4096\n"), 0);   /* 4 MiB ring: fits */
+	assert_int_equal(config_pt_topa_kb(&cfg), 4096);
 }
 
 /* pmi and pmi_every, alone and against the source. */
@@ -1214,6 +1292,8 @@ int main(void)
 		cmocka_unit_test(test_trace_buffer_kb),
 		cmocka_unit_test(test_trace_start),
 		cmocka_unit_test(test_pmi_keys),
+		cmocka_unit_test(test_buffer_keys),
+		cmocka_unit_test(test_buffer_keys_errors),
 		cmocka_unit_test(test_trace_stop_after_cpl_cr3),
 		cmocka_unit_test(test_pt_options),
 		cmocka_unit_test(test_trace_ip_ranges),

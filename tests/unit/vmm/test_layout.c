@@ -53,8 +53,8 @@ struct part {
 	const char *name;
 };
 
-/* Every part page aligned, inside the total, and disjoint from the others. */
-static void assert_sane(const struct hv_layout *l, uint32_t n)
+/* Every part page aligned, inside the total, and disjoint from the others (nt traced CPUs). */
+static void assert_sane_nt(const struct hv_layout *l, uint32_t n, uint32_t nt)
 {
 	struct part p[] = {
 		{ l->image_off, l->image_bytes, "image" },
@@ -69,9 +69,9 @@ static void assert_sane(const struct hv_layout *l, uint32_t n)
 		{ l->exporter_off, l->exporter_bytes, "exporter" },
 		{ l->percpu_off, n * l->percpu_bytes, "per-cpu pages" },
 		{ l->pool_off, l->pool_bytes, "pool" },
-		{ l->ring_off, n * l->ring_bytes, "rings" },
-		{ l->guest_off, n * l->guest_bytes, "guest areas" },
-		{ l->hidden_off, n * l->hidden_bytes, "hidden areas" },
+		{ l->ring_off, nt * l->ring_bytes, "rings" },
+		{ l->guest_off, nt * l->guest_bytes, "guest areas" },
+		{ l->hidden_off, nt * l->hidden_bytes, "hidden areas" },
 	};
 	size_t np = sizeof(p) / sizeof(p[0]);
 
@@ -88,6 +88,11 @@ static void assert_sane(const struct hv_layout *l, uint32_t n)
 				fail_msg("%s overlaps %s", p[i].name, p[j].name);
 		}
 	}
+}
+
+static void assert_sane(const struct hv_layout *l, uint32_t n)
+{
+	assert_sane_nt(l, n, n);
 }
 
 static void test_no_trace_no_trace_bytes(void **state)
@@ -237,9 +242,92 @@ static void test_errors(void **state)
 	assert_string_equal(hv_layout_strerror(-99), "unknown error");
 }
 
+/*
+ * Buffers of hundreds of MiB per CPU (trace_buffer_kb = pt_buffer_kb =
+ * 1 GiB, pt_topa_kb = 256 MiB: 64 regions of 4 MiB, vmm/trace/needs.c)
+ * on 2..256 CPUs: exact totals in 64 bits, every CPU's PT area aligned to
+ * its region size by physical address, nothing overlapping.
+ */
+static void test_big_buffers_many_cpus(void **state)
+{
+	static const uint32_t counts[] = { 2, 3, 16, 64, 255, 256 };
+	static const uint64_t bases[] = { 0x1000, 0x7ee01000, 0x100000000ull - 0x3000, 0x4000000000ull };
+	const uint64_t ring = 8 * KiB + 4 * KiB + 1024 * MiB;            /* state, header, 1 GiB */
+	const uint64_t region = 4 * MiB, area = 1024 * MiB + 256 * MiB + 4 * MiB;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+		struct hv_layout_req r = base_req(counts[i]);
+
+		r.ring_bytes = ring;
+		r.hidden_bytes = area;
+		r.hidden_align = region;
+		for (size_t j = 0; j < sizeof(bases) / sizeof(bases[0]); j++) {
+			struct hv_layout l;
+
+			assert_int_equal(hv_layout_compute(&r, bases[j], &l), 0);
+			assert_int_equal(l.total, old_total(&r));
+			assert_true(l.total > (uint64_t)counts[i] * (ring + area));  /* past 2^32 at once */
+			assert_int_equal(l.ntraced, counts[i]);
+			for (uint32_t c = 0; c < counts[i]; c++)
+				assert_int_equal((bases[j] + l.hidden_off + c * l.hidden_bytes) % region, 0);
+			assert_true(l.hidden_off + counts[i] * area <= l.total);
+			assert_sane(&l, counts[i]);
+		}
+	}
+}
+
+/* Only the CPUs trace_cpus selects get the trace parts. */
+static void test_trace_parts_for_traced_cpus(void **state)
+{
+	struct hv_layout_req r = base_req(8);
+	struct hv_layout all, two;
+
+	(void)state;
+	r.ring_bytes = 64 * MiB;
+	r.hidden_bytes = PT_AREA;
+	r.hidden_align = REGION;
+	assert_int_equal(hv_layout_compute(&r, 0x80000000ull, &all), 0);
+	assert_int_equal(all.ntraced, 8);                                  /* 0: all of them */
+	r.ntraced = 2;
+	assert_int_equal(hv_layout_compute(&r, 0x80000000ull, &two), 0);
+	assert_int_equal(two.ntraced, 2);
+	assert_int_equal(all.total - two.total, 6 * (64 * MiB + PT_AREA));
+	assert_int_equal((0x80000000ull + two.hidden_off + PT_AREA) % REGION, 0);
+	assert_sane_nt(&two, 8, 2);
+	r.ntraced = 9;
+	assert_int_equal(hv_layout_compute(&r, 0, &two), HV_LAYOUT_EINVAL);
+	assert_int_equal(two.total, 0);
+}
+
+/* Sizes whose sum passes 2^64 are an error, never a wrapped small total. */
+static void test_huge_sizes_overflow(void **state)
+{
+	struct hv_layout_req r = base_req(256);
+	struct hv_layout l;
+
+	(void)state;
+	r.ring_bytes = 1ull << 56;                       /* 256 x 2^56 = 2^64 */
+	assert_int_equal(hv_layout_compute(&r, 0, &l), HV_LAYOUT_EOVERFLOW);
+	assert_int_equal(l.total, 0);
+	r.ring_bytes = 0;
+	r.hidden_bytes = 1ull << 57;                     /* 256 x 2^57 = 2^65 */
+	r.hidden_align = 1ull << 22;
+	assert_int_equal(hv_layout_compute(&r, 0, &l), HV_LAYOUT_EOVERFLOW);
+	r.ntraced = 1;                                   /* one CPU's 2^57 fits */
+	assert_int_equal(hv_layout_compute(&r, 0, &l), 0);
+	assert_int_equal(l.hidden_off % (1ull << 22), 0);
+	r.hidden_bytes = 1ull << 20;
+	r.hidden_align = 1ull << 20;
+	assert_int_equal(hv_layout_compute(&r, UINT64_MAX - 0xfff, &l), HV_LAYOUT_EOVERFLOW);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_big_buffers_many_cpus),
+		cmocka_unit_test(test_trace_parts_for_traced_cpus),
+		cmocka_unit_test(test_huge_sizes_overflow),
 		cmocka_unit_test(test_no_trace_no_trace_bytes),
 		cmocka_unit_test(test_order_as_before),
 		cmocka_unit_test(test_bts_visible_range),

@@ -498,6 +498,26 @@ struct bts_unit *bts_unit(struct trace_bcpu *b)
 	return b->priv;
 }
 
+/* The BTS buffer of setup s (bts_buffer_kb; 0: the default, 64 KiB). */
+static uint64_t bts_buf_bytes(const struct trace_setup *s)
+{
+	return s && s->bts_buf_bytes ? s->bts_buf_bytes : TRACE_BTS_BUF_BYTES_DEFAULT;
+}
+
+/* Per CPU: the DS save area page, then the buffer (guest RW at its address). */
+static void bts_mem(const struct trace_setup *s, struct trace_needs *n)
+{
+	uint64_t buf = bts_buf_bytes(s);
+
+	if ((buf & 4095) || buf > TRACE_BTS_BUF_BYTES_MAX)
+		return;   /* 0 bytes: trace_engine_needs reports the bad size */
+	n->guest_bytes = 4096 + buf;
+	n->out_bytes = buf;
+	n->out_regions = 1;
+	n->out_region_bytes = buf;
+	n->out_key = "bts_buffer_kb";
+}
+
 /*
  * BTS on this CPU, probed once (CPUID, IA32_MISC_ENABLE), its memory
  * (trace_cpu_bts_area) and the load/save debug controls.
@@ -515,10 +535,10 @@ static bool bts_usable(struct trace_bcpu *b)
 			log_err("trace: cpu %u: no usable BTS: %s", b->index,
 				u->caps.reason ? u->caps.reason : "?");
 		else
-			log_info("trace: cpu %u: BTS, 64-bit DS area%s, %u-bit linear addresses, DS at %#llx, %u-byte buffer",
+			log_info("trace: cpu %u: BTS, 64-bit DS area%s, %u-bit linear addresses, DS at %#llx, %llu-byte buffer (bts_buffer_kb)",
 				 b->index, u->caps.ds_cpl ? ", DS-CPL" : "",
 				 u->caps.linear_bits, (unsigned long long)b->guest_lin,
-				 TRACE_BTS_BUF_BYTES);
+				 (unsigned long long)bts_buf_bytes(b->setup));
 		if (!b->guest_mem)
 			log_err("trace: cpu %u: no BTS buffer reserved", b->index);
 		if (!dbg_ctls)
@@ -555,14 +575,14 @@ static int bts_open(struct trace_bcpu *b, struct trace_view *v)
 	ds.size = 4096;
 	buf.va = b->guest_mem + 4096;
 	buf.lin = b->guest_lin + 4096;
-	buf.size = TRACE_BTS_BUF_BYTES;
+	buf.size = bts_buf_bytes(b->setup);
 	if (b->setup->pmi) {
 		/*
 		 * BTINT: the DS interrupt when the index reaches the threshold,
 		 * pmi_every records in (default: 7/8 of the buffer; the rest is
 		 * headroom for the PMI to arrive).
 		 */
-		uint32_t slots = TRACE_BTS_BUF_BYTES / BTS_RECORD_SIZE;
+		uint32_t slots = (uint32_t)(buf.size / BTS_RECORD_SIZE);
 		uint32_t every = b->setup->pmi_every ? b->setup->pmi_every : slots - slots / 8;
 
 		if (every >= slots) {
@@ -603,7 +623,7 @@ static bool bts_mapped(struct trace_bcpu *b)
 		return u->map_ok;
 	trace_guest_mem(&g);
 	u->map_ok = true;
-	for (uint64_t o = 0; o < TRACE_BTS_AREA_BYTES; o += 4096) {
+	for (uint64_t o = 0; o < 4096 + bts_buf_bytes(b->setup); o += 4096) {
 		uint64_t lin = b->guest_lin + o;
 
 		if (gmem_walk(&g, lin, &w) || w.gpa != lin ||
@@ -727,7 +747,7 @@ const struct trace_backend trace_backend_BTS = {
 	.debugctl_owned = BTS_DEBUGCTL_MASK,
 	.state_bytes = sizeof(struct bts_unit),
 	.msr_owned = TRACE_OWN_BTS,
-	.guest_bytes = TRACE_BTS_AREA_BYTES,
+	.mem = bts_mem,
 	.caps_ok = bts_caps_ok,
 	.usable = bts_usable,
 	.open = bts_open,

@@ -375,7 +375,7 @@ int bts_on_pmi(struct bts_state *s, struct tv_trace_ring *ring, const struct tra
 
 /*
  * The unit (trace_backend_BTS, vmm/trace/backend.h; docs/BACKENDS-BTS.md):
- * each CPU has a DS save area page and a TRACE_BTS_BUF_BYTES buffer in
+ * each CPU has a DS save area page and a buffer of bts_buf_bytes (struct trace_setup) in
  * reserved memory the guest's EPT maps read/write (the backend's
  * guest_bytes: trace_cpu_bts_area).  A window lays them out
  * (bts_area_init; circular mode, or BTINT at pmi_every with pmi), writes

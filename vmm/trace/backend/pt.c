@@ -363,6 +363,30 @@ int pt_topa_size_code(uint64_t size)
 	return -1;
 }
 
+static bool pow2(uint64_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+int pt_area_layout(uint64_t topa, uint64_t ring, struct pt_area_layout *l)
+{
+	memset(l, 0, sizeof(*l));
+	if (!pow2(topa) || topa < PT_AREA_TOPA_MIN || topa > PT_AREA_TOPA_MAX ||
+	    !pow2(ring) || ring < topa || ring > PT_AREA_RING_MAX)
+		return PT_ERR_INVAL;
+	l->topa_bytes = topa;
+	l->region_bytes = topa / 4 <= PT_AREA_REGION_MAX ? topa / 4 : PT_AREA_REGION_MAX;
+	l->regions = (uint32_t)(topa / l->region_bytes);
+	/* the region that ends at 3/4 of the output: 2 of 4 (as before), 47 of 64 */
+	l->int_entry = l->regions * 3 / 4 ? l->regions * 3 / 4 - 1 : 0;
+	l->table_off = topa;
+	l->ring_off = topa + PT_TOPA_MIN_SIZE;
+	l->ring_bytes = ring;
+	/* no overflow: topa <= 256 MiB, ring <= 4 TiB */
+	l->area_bytes = (l->ring_off + ring + l->region_bytes - 1) & ~(l->region_bytes - 1);
+	return 0;
+}
+
 int pt_topa_build(struct pt_state *s, const struct pt_caps *caps,
 		  uint64_t *table, size_t table_entries, uint64_t table_pa,
 		  const struct pt_region *regions, uint32_t n,

@@ -448,9 +448,56 @@ int pt_drain(struct pt_state *s, const struct pt_sink *sink,
 int pt_on_pmi(struct pt_state *s, const struct pt_sink *sink,
 	      struct tv_trace_ring *ring, uint64_t tsc, uint64_t *other_status);
 
+/* --- the per-CPU area --------------------------------------------------------- */
+
+/*
+ * One CPU's PT memory, laid out from two sizes (struct trace_setup's
+ * pt_topa_bytes and pt_ring_bytes, docs/CONFIG.md pt_topa_kb and
+ * pt_buffer_kb), offsets from the area's start:
+ *   [0, topa_bytes)           the ToPA output: regions of region_bytes
+ *   [table_off, +4 KiB)       the ToPA table
+ *   [ring_off, +ring_bytes)   the byte ring the drains fill
+ * then padding to a multiple of region_bytes, so that CPU after CPU the
+ * areas stay aligned to region_bytes (a region is aligned to its own
+ * size, SDM 3C 33.2.7.2): the boot code aligns the first one.
+ * Regions: 4 of topa/4 while that is at most PT_AREA_REGION_MAX (so the
+ * defaults, 256 KiB and 1 MiB, give today's 4 x 64 KiB and 1344 KiB),
+ * else as many PT_AREA_REGION_MAX regions as make topa (at most
+ * PT_TOPA_MAX_REGIONS): the padding, under one region per CPU, stays
+ * small.  A CPU without multiple-entry ToPA uses region 0 only.
+ * int_entry: the region that raises the ToPA PMI with pmi = on, the one
+ * that ends at 3/4 of the output (the third of 4): the last quarter is
+ * room for the packets written until the PMI arrives (SDM 3C "ToPA PMI":
+ * it is not precise).
+ */
+#define PT_AREA_TOPA_MIN   (4ull * PT_TOPA_MIN_SIZE)      /* 4 regions of 4 KiB */
+#define PT_AREA_REGION_MAX (4ull * 1024 * 1024)
+#define PT_AREA_TOPA_MAX   (PT_TOPA_MAX_REGIONS * PT_AREA_REGION_MAX)  /* 256 MiB */
+#define PT_AREA_RING_MAX   (1ull << 42)                   /* 4 TiB: far beyond any RAM */
+
+struct pt_area_layout {
+	uint64_t topa_bytes;      /* regions * region_bytes */
+	uint64_t region_bytes;    /* a power of two, PT_TOPA_MIN_SIZE..PT_AREA_REGION_MAX */
+	uint32_t regions;         /* 1..PT_TOPA_MAX_REGIONS (with multiple-entry ToPA) */
+	uint32_t int_entry;       /* the PMI's region (pmi = on) */
+	uint64_t table_off;       /* = topa_bytes */
+	uint64_t ring_off;        /* = topa_bytes + 4 KiB */
+	uint64_t ring_bytes;
+	uint64_t area_bytes;      /* a multiple of region_bytes */
+};
+
+/*
+ * pt_area_layout - lay out an area for topa_bytes of output and a ring
+ * of ring_bytes.  Both must be powers of two, topa_bytes in
+ * PT_AREA_TOPA_MIN..PT_AREA_TOPA_MAX, ring_bytes in
+ * topa_bytes..PT_AREA_RING_MAX (a drain of the whole output must fit an
+ * empty ring).  Returns 0, or PT_ERR_INVAL (l zeroed).
+ */
+int pt_area_layout(uint64_t topa_bytes, uint64_t ring_bytes, struct pt_area_layout *l);
+
 /*
  * The unit (trace_backend_PT, vmm/trace/backend.h; docs/BACKENDS-PT.md):
- * each CPU has TRACE_PT_AREA_BYTES of reserved memory the guest never
+ * each CPU has an area (struct pt_area_layout) of reserved memory the guest never
  * sees (the backend's hidden_bytes: trace_cpu_pt_area; PT writes
  * host-physical addresses, not through EPT): the ToPA output regions, the
  * table, and a byte ring the drains fill.  The table is built once (STOP
@@ -473,8 +520,16 @@ struct pt_unit {
 	uint64_t guest_ctl;       /* GUEST_IA32_RTIT_CTL of an open window */
 	uint64_t vmcs_ctl;        /* what the field holds (0 at launch) */
 	uint64_t drain_errors;    /* pt_drain calls that failed (logged) */
+	struct pt_area_layout lay; /* the area (pt_unit_layout of the setup) */
 };
 struct trace_bcpu;
 struct pt_unit *pt_unit(struct trace_bcpu *b);
+
+/*
+ * pt_unit_layout - the area for setup s: pt_area_layout of its
+ * pt_topa_bytes and pt_ring_bytes (0: TRACE_PT_TOPA_BYTES_DEFAULT,
+ * TRACE_PT_RING_BYTES_DEFAULT).  0 or PT_ERR_INVAL.
+ */
+int pt_unit_layout(const struct trace_setup *s, struct pt_area_layout *l);
 
 #endif /* TV_TRACE_PT_H */

@@ -20,12 +20,38 @@ struct pt_unit *pt_unit(struct trace_bcpu *b)
 	return b->priv;
 }
 
-/* The area was given: its byte ring, after the regions and the table. */
+int pt_unit_layout(const struct trace_setup *s, struct pt_area_layout *l)
+{
+	uint64_t topa = s && s->pt_topa_bytes ? s->pt_topa_bytes : TRACE_PT_TOPA_BYTES_DEFAULT;
+	uint64_t ring = s && s->pt_ring_bytes ? s->pt_ring_bytes : TRACE_PT_RING_BYTES_DEFAULT;
+
+	return pt_area_layout(topa, ring, l);
+}
+
+/* The memory every traced CPU needs: one area, aligned to its regions. */
+static void pt_mem(const struct trace_setup *s, struct trace_needs *n)
+{
+	struct pt_area_layout l;
+
+	if (pt_unit_layout(s, &l))
+		return;   /* 0 bytes: trace_engine_needs reports the bad sizes */
+	n->hidden_bytes = l.area_bytes;
+	n->hidden_align = l.region_bytes;
+	n->stream_bytes = l.ring_bytes;
+	n->stream_key = "pt_buffer_kb";
+	n->out_bytes = l.topa_bytes;
+	n->out_regions = l.regions;
+	n->out_region_bytes = l.region_bytes;
+	n->out_key = "pt_topa_kb";
+}
+
+/* The area was given: its layout, and the byte ring after the regions and the table. */
 static int pt_area(struct trace_bcpu *b)
 {
 	struct pt_unit *u = pt_unit(b);
 
-	if (byte_ring_init(&u->ring, b->hidden_mem + TRACE_PT_RING_OFF, TRACE_PT_RING_BYTES))
+	if (pt_unit_layout(b->setup, &u->lay) ||
+	    byte_ring_init(&u->ring, b->hidden_mem + u->lay.ring_off, u->lay.ring_bytes))
 		return TRACE_EINVAL;
 	return 0;
 }
@@ -53,10 +79,13 @@ static bool pt_usable(struct trace_bcpu *b)
 			log_err("trace: cpu %u: no usable Intel PT: %s", b->index,
 				u->caps.reason ? u->caps.reason : "?");
 		else
-			log_info("trace: cpu %u: Intel PT, ToPA %s, %u address ranges, CR3 filter %s, PT area at %#llx",
+			log_info("trace: cpu %u: Intel PT, ToPA %s, %u address ranges, CR3 filter %s, PT area at %#llx: output %u x %llu KiB (pt_topa_kb), stream ring %llu KiB (pt_buffer_kb)",
 				 b->index, u->caps.topa_multi ? "multi-entry" : "single-entry",
 				 u->caps.addr_ranges, u->caps.cr3_filter ? "yes" : "no",
-				 (unsigned long long)b->hidden_pa);
+				 (unsigned long long)b->hidden_pa,
+				 u->caps.topa_multi ? u->lay.regions : 1u,
+				 (unsigned long long)(u->lay.region_bytes >> 10),
+				 (unsigned long long)(u->lay.ring_bytes >> 10));
 		if (!b->hidden_mem)
 			log_err("trace: cpu %u: no PT area reserved", b->index);
 		if (!ctls)
@@ -69,15 +98,18 @@ static bool pt_usable(struct trace_bcpu *b)
 /*
  * Which ToPA entry raises the PMI.  Without pmi none (the regions are
  * drained at exits and by the drain tick; STOP on the last).  With pmi
- * the one before the last, so the PMI comes while a region is still free
- * for the packets generated until it arrives (it is not precise, SDM 3C
- * "ToPA PMI").
+ * the one that ends at 3/4 of the output (pt_area_layout: the third of
+ * 4), so the PMI comes while a quarter is still free for the packets
+ * generated until it arrives (it is not precise, SDM 3C "ToPA PMI");
+ * region 0 with a single-entry ToPA.
  */
 static uint32_t pt_int_entry(const struct trace_bcpu *b, uint32_t n)
 {
 	if (!b->setup->pmi)
 		return PT_TOPA_NO_INT;
-	return n >= 2 ? n - 2 : 0;
+	const struct pt_unit *u = b->priv;
+
+	return n == u->lay.regions ? u->lay.int_entry : 0;
 }
 
 /*
@@ -89,22 +121,23 @@ static uint32_t pt_int_entry(const struct trace_bcpu *b, uint32_t n)
 static int pt_open(struct trace_bcpu *b, struct trace_view *v)
 {
 	struct pt_unit *u = pt_unit(b);
-	struct pt_region reg[TRACE_PT_REGIONS];
+	const struct pt_area_layout *l = &u->lay;
+	struct pt_region reg[PT_TOPA_MAX_REGIONS];
 	struct pt_options o;
 	struct pt_rtit rtit;
-	uint32_t n = u->caps.topa_multi ? TRACE_PT_REGIONS : 1;
+	uint32_t n = u->caps.topa_multi ? l->regions : 1;
 	char why[160];
 	int rc;
 
 	(void)v;
 	if (!u->pt.built) {
 		for (uint32_t i = 0; i < n; i++) {
-			reg[i].pa = b->hidden_pa + (uint64_t)i * TRACE_PT_REGION_BYTES;
-			reg[i].va = b->hidden_mem + (size_t)i * TRACE_PT_REGION_BYTES;
-			reg[i].size = TRACE_PT_REGION_BYTES;
+			reg[i].pa = b->hidden_pa + (uint64_t)i * l->region_bytes;
+			reg[i].va = b->hidden_mem + (size_t)i * l->region_bytes;
+			reg[i].size = l->region_bytes;
 		}
-		rc = pt_topa_build(&u->pt, &u->caps, (uint64_t *)(void *)(b->hidden_mem + TRACE_PT_TABLE_OFF),
-				   4096 / 8, b->hidden_pa + TRACE_PT_TABLE_OFF, reg, n, PT_MODE_STOP,
+		rc = pt_topa_build(&u->pt, &u->caps, (uint64_t *)(void *)(b->hidden_mem + l->table_off),
+				   4096 / 8, b->hidden_pa + l->table_off, reg, n, PT_MODE_STOP,
 				   pt_int_entry(b, n));
 		if (rc) {
 			log_err("trace: cpu %u: pt window not opened: ToPA: %s", b->index,
@@ -267,8 +300,7 @@ const struct trace_backend trace_backend_PT = {
 	.entry_ctls_traced = ENTRY_LOAD_RTIT_CTL,
 	.exit_ctls_traced = EXIT_CLEAR_RTIT_CTL,
 	.drain_tick = true,
-	.hidden_bytes = TRACE_PT_AREA_BYTES,
-	.hidden_align = TRACE_PT_REGION_BYTES,
+	.mem = pt_mem,
 	.area = pt_area,
 	.caps_ok = pt_caps_ok,
 	.usable = pt_usable,

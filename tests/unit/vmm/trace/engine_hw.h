@@ -66,6 +66,7 @@ static char logbuf[8192];
 static size_t loglen;
 static uint8_t eng_pmi;          /* trace_setup.pmi for engine() */
 static uint32_t eng_pmi_every;   /* trace_setup.pmi_every */
+static uint64_t eng_pt_ring, eng_pt_topa;   /* trace_setup.pt_ring_bytes, pt_topa_bytes (0: defaults) */
 
 static int read_phys(void *opaque, uint64_t gpa, void *buf, size_t len)
 {
@@ -107,6 +108,8 @@ static void engine(uint8_t source, uint8_t start, uint64_t stop_after, uint32_t 
 	trace_pt_opts_default(&s.pt);
 	s.pmi = eng_pmi;
 	s.pmi_every = eng_pmi_every;
+	s.pt_ring_bytes = eng_pt_ring;
+	s.pt_topa_bytes = eng_pt_topa;
 	trace_engine_init(&s, read_phys, NULL, on_window);
 	trace_msr_configure((enum tv_source)source);
 }
@@ -145,6 +148,7 @@ static int setup(void **state)
 	windows_done = 0;
 	eng_pmi = 0;
 	eng_pmi_every = 0;
+	eng_pt_ring = eng_pt_topa = 0;
 	skylake();
 	cpu.index = 1;
 	cpu.caps.proc = (uint64_t)(CPU_MONITOR_TRAP_FLAG | CPU_USE_MSR_BITMAPS |
@@ -268,16 +272,17 @@ static uint64_t vmcs(uint32_t field)
 #define DBG_BTINT (1ull << 8)
 #define DBG_OFF_OS  (1ull << 9)
 #define DBG_OFF_USR (1ull << 10)
-#define BTS_SLOTS (TRACE_BTS_BUF_BYTES / 24)
+#define BTS_SLOTS (TRACE_BTS_BUF_BYTES_DEFAULT / 24)   /* bts_buffer_kb 64 */
+#define BTS_AREA_BYTES (4096 + TRACE_BTS_BUF_BYTES_DEFAULT)
 
-static uint8_t bts_mem[TRACE_BTS_AREA_BYTES] __attribute__((aligned(4096)));
+static uint8_t bts_mem[BTS_AREA_BYTES] __attribute__((aligned(4096)));
 /* Where the guest (32-bit, paging off) sees bts_mem: linear = physical. */
 #define BTS_LIN   0x400000ull
 
 /* The host pointer behind a linear address in the BTS area. */
 static uint64_t *bts_host(uint64_t lin)
 {
-	assert_true(lin >= BTS_LIN && lin < BTS_LIN + TRACE_BTS_AREA_BYTES);
+	assert_true(lin >= BTS_LIN && lin < BTS_LIN + BTS_AREA_BYTES);
 	return (uint64_t *)(void *)(bts_mem + (lin - BTS_LIN));
 }
 static uint64_t big_ring[(TRACE_CPU_STATE_BYTES + 4096 + 256 * 1024) / 8] __attribute__((aligned(64)));

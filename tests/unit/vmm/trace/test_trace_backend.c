@@ -95,9 +95,25 @@ static void test_declarations(void **state)
 		assert_int_equal(trace_msr_owned_by((enum tv_source)s),
 				 s ? trace_backend_of(s)->msr_owned : 0);
 	/* memory: bts guest-visible, pt hidden; a byte stream only for pt */
-	assert_int_equal(bts->guest_bytes, TRACE_BTS_AREA_BYTES);
-	assert_int_equal(pt->hidden_bytes, TRACE_PT_AREA_BYTES);
-	assert_int_equal(pt->hidden_align, TRACE_PT_REGION_BYTES);
+	{
+		/* sized from the setup (0: the defaults, 64 KiB and 1 MiB + 256 KiB) */
+		struct trace_setup su;
+		struct trace_needs n;
+
+		memset(&su, 0, sizeof(su));
+		assert_null(mtf->mem);
+		assert_null(btf->mem);
+		assert_null(lbr->mem);
+		memset(&n, 0, sizeof(n));
+		bts->mem(&su, &n);
+		assert_int_equal(n.guest_bytes, 4096 + 64 * 1024);
+		assert_int_equal(n.hidden_bytes, 0);
+		memset(&n, 0, sizeof(n));
+		pt->mem(&su, &n);
+		assert_int_equal(n.hidden_bytes, 1344 * 1024);
+		assert_int_equal(n.hidden_align, 64 * 1024);
+		assert_int_equal(n.guest_bytes, 0);
+	}
 	assert_non_null(pt->stream);
 	assert_null(bts->stream);
 	assert_true(pt->drain_tick);
@@ -153,7 +169,7 @@ static void test_needs_follow_backend(void **state)
 			s.source = (uint8_t)src;
 			s.pmi = pmi;
 			s.ring_kb = 16;
-			trace_engine_needs(&s, &n);
+			assert_int_equal(trace_engine_needs(&s, &n), 0);
 			assert_int_equal(n.ring_bytes, TRACE_CPU_STATE_BYTES + 4096 + 16384);
 			assert_int_equal(n.entry_ctls, be->entry_ctls | (p ? be->pmi_entry_ctls : 0));
 			assert_int_equal(n.exit_ctls, be->exit_ctls | (p ? be->pmi_exit_ctls : 0));
@@ -161,8 +177,17 @@ static void test_needs_follow_backend(void **state)
 			assert_int_equal(n.entry_ctls_traced, be->entry_ctls_traced);
 			assert_int_equal(n.exit_ctls_traced, be->exit_ctls_traced);
 			assert_int_equal(n.drain_tick, be->drain_tick);
-			assert_int_equal(n.hidden_bytes, be->hidden_bytes);
-			assert_int_equal(n.guest_bytes, be->guest_bytes);
+			{
+				/* the memory is the backend's mem op's, for this setup */
+				struct trace_needs m;
+
+				memset(&m, 0, sizeof(m));
+				if (be->mem)
+					be->mem(&s, &m);
+				assert_int_equal(n.hidden_bytes, m.hidden_bytes);
+				assert_int_equal(n.hidden_align, m.hidden_align);
+				assert_int_equal(n.guest_bytes, m.guest_bytes);
+			}
 		}
 	}
 }

@@ -6,6 +6,8 @@
  * "hardware" writes drained once each into the stream the exporter
  * takes, gaps counted; pmi = on (the ToPA PMI's NMI exits).
  */
+#include <stdlib.h>
+
 #include "../engine_hw.h"
 
 /* --- PT ----------------------------------------------------------------------- */
@@ -18,14 +20,26 @@
 #define RTIT_STATUS   0x571u
 #define GLOBAL_STATUS 0x38eu
 
-static uint8_t pt_area[TRACE_PT_AREA_BYTES] __attribute__((aligned(65536)));
+/*
+ * The area at the default sizes (pt_buffer_kb 1024, pt_topa_kb 256):
+ * 4 regions of 64 KiB, the table after them, the 1 MiB ring after the
+ * table, 1344 KiB in all (test_pt_default_layout checks pt_unit_layout).
+ */
+#define DEF_PT_REGION_BYTES (64u * 1024)
+#define DEF_PT_REGIONS      4u
+#define DEF_PT_OUT_BYTES    (DEF_PT_REGIONS * DEF_PT_REGION_BYTES)
+#define DEF_PT_TABLE_OFF    DEF_PT_OUT_BYTES
+#define DEF_PT_RING_BYTES   (1024u * 1024)
+#define DEF_PT_AREA_BYTES   (1344u * 1024)
+
+static uint8_t pt_area[DEF_PT_AREA_BYTES] __attribute__((aligned(65536)));
 
 /*
  * source = pt on a Kaby Lake R (the CPUID of tests/unit/vmm/trace/backend/test_trace_pt.c)
  * whose VMX has PT in VMX operation and both RTIT_CTL controls; the
  * VMCS uses them unless ctls is false.
  */
-static void pt_engine(bool ctls)
+static void pt_engine_at(bool ctls, uint8_t *area, size_t bytes)
 {
 	hw_fake_set_cpuid(0, 0, 0x16, 0x756e6547, 0x6c65746e, 0x49656e69);
 	hw_fake_set_cpuid(1, 0, 0x000806ea, 0x00100800, 0x7ffafbff, 0xbfebfbff);
@@ -48,9 +62,14 @@ static void pt_engine(bool ctls)
 	}
 	assert_int_equal(trace_cpu_init(&cpu, ring_mem, sizeof(ring_mem), 1, 7,
 					TV_SOURCE_PT, TV_OVERFLOW_STOP, 100000000, 0), 0);
-	memset(pt_area, 0xcc, sizeof(pt_area));
-	assert_int_equal(trace_cpu_pt_area(&cpu, pt_area, PT_PA), 0);
+	memset(area, 0xcc, bytes);
+	assert_int_equal(trace_cpu_pt_area(&cpu, area, PT_PA), 0);
 	engine(TV_SOURCE_PT, TV_TRIG_HYPERCALL, 0, TRACE_CPL_ALL);
+}
+
+static void pt_engine(bool ctls)
+{
+	pt_engine_at(ctls, pt_area, sizeof(pt_area));
 }
 
 /* The byte the "hardware" writes at running output position p of burst k. */
@@ -68,15 +87,15 @@ static void pt_hw_write(uint64_t n, unsigned k)
 {
 	uint64_t idx, off;
 
-	assert_true(n <= TRACE_PT_OUT_BYTES);
+	assert_true(n <= DEF_PT_OUT_BYTES);
 	assert_int_equal(hw_fake_get_msr(RTIT_MASK), 0x7f);   /* rewound */
 	for (uint64_t p = 0; p < n; p++)
 		pt_area[p] = pt_byte(p, k);
-	idx = n / TRACE_PT_REGION_BYTES;
-	off = n % TRACE_PT_REGION_BYTES;
-	if (idx == TRACE_PT_REGIONS) {
+	idx = n / DEF_PT_REGION_BYTES;
+	off = n % DEF_PT_REGION_BYTES;
+	if (idx == DEF_PT_REGIONS) {
 		idx--;
-		off = TRACE_PT_REGION_BYTES;
+		off = DEF_PT_REGION_BYTES;
 	}
 	hw_fake_set_msr(RTIT_MASK, 0x7f | idx << 7 | off << 32);
 }
@@ -84,7 +103,7 @@ static void pt_hw_write(uint64_t n, unsigned k)
 /* What trace_pt_take hands the exporter equals bursts (n[i], i) in order. */
 static void assert_pt_stream(const uint64_t *n, unsigned bursts, uint64_t first_off)
 {
-	static uint8_t got[TRACE_PT_RING_BYTES];
+	static uint8_t got[DEF_PT_RING_BYTES];
 	uint64_t off = ~0ull, want = 0, at = 0;
 	size_t len;
 
@@ -111,7 +130,7 @@ static void assert_pt_stream(const uint64_t *n, unsigned bursts, uint64_t first_
  */
 static void test_pt_window_drains(void **state)
 {
-	const uint64_t *table = (const uint64_t *)(const void *)(pt_area + TRACE_PT_TABLE_OFF);
+	const uint64_t *table = (const uint64_t *)(const void *)(pt_area + DEF_PT_TABLE_OFF);
 	const uint64_t bursts[3] = { 100, 70000, 3 };
 	struct trace_event ev[16];
 	size_t n;
@@ -122,13 +141,13 @@ static void test_pt_window_drains(void **state)
 	assert_int_equal(vmcs(VMCS_GUEST_IA32_RTIT_CTL), 0);
 	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
 	assert_int_equal(vmcs(VMCS_GUEST_IA32_RTIT_CTL), PT_CTL_WANT);
-	assert_int_equal(hw_fake_get_msr(RTIT_OUT_BASE), PT_PA + TRACE_PT_TABLE_OFF);
+	assert_int_equal(hw_fake_get_msr(RTIT_OUT_BASE), PT_PA + DEF_PT_TABLE_OFF);
 	assert_int_equal(hw_fake_get_msr(RTIT_MASK), 0x7f);
 	assert_int_equal(hw_fake_get_msr(RTIT_STATUS), 0);   /* PacketByteCnt 0: PSB+ first */
-	for (unsigned i = 0; i < TRACE_PT_REGIONS; i++)
-		assert_int_equal(table[i], (PT_PA + i * TRACE_PT_REGION_BYTES) | 4u << 6 |
-					   (i == TRACE_PT_REGIONS - 1 ? 0x10u : 0));
-	assert_int_equal(table[TRACE_PT_REGIONS], (PT_PA + TRACE_PT_TABLE_OFF) | 1u);
+	for (unsigned i = 0; i < DEF_PT_REGIONS; i++)
+		assert_int_equal(table[i], (PT_PA + i * DEF_PT_REGION_BYTES) | 4u << 6 |
+					   (i == DEF_PT_REGIONS - 1 ? 0x10u : 0));
+	assert_int_equal(table[DEF_PT_REGIONS], (PT_PA + DEF_PT_TABLE_OFF) | 1u);
 	assert_non_null(strstr(logbuf, "trace: cpu 1: Intel PT, ToPA multi-entry, 2 address ranges, CR3 filter yes, PT area at 0x1000000"));
 
 	pt_hw_write(bursts[0], 0);
@@ -172,12 +191,12 @@ static void test_pt_stopped_counted(void **state)
 	(void)state;
 	pt_engine(true);
 	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
-	pt_hw_write(TRACE_PT_OUT_BYTES, 0);
+	pt_hw_write(DEF_PT_OUT_BYTES, 0);
 	hw_fake_set_msr(RTIT_STATUS, 1ull << 5);      /* Stopped */
 	cpuid_exit(0x1200);
 	assert_int_equal(hw_fake_get_msr(RTIT_STATUS), 0);
 	assert_int_equal(vmcall(TV_HC_TRACE_STOP), TV_HC_OK);
-	assert_pt_stream((const uint64_t[]){ TRACE_PT_OUT_BYTES }, 1, 0);
+	assert_pt_stream((const uint64_t[]){ DEF_PT_OUT_BYTES }, 1, 0);
 	assert_true(events(ev, 16) >= 3);
 	assert_non_null(strstr(logbuf, "262144 PT bytes (stream at 262144), 3 drains, 1 stops, 0 errors, 0 bad pointers, 0 bytes refused, 0 drain failures, PT lost 1;"));
 }
@@ -197,7 +216,7 @@ static void test_pt_byte_ring_full(void **state)
 	}
 	assert_int_equal(windows_done, 1);             /* closed by the fifth drain */
 	assert_int_equal(vmcs(VMCS_GUEST_IA32_RTIT_CTL), 0);
-	bursts[4] = TRACE_PT_RING_BYTES - 4 * 250000;
+	bursts[4] = DEF_PT_RING_BYTES - 4 * 250000;
 	assert_pt_stream(bursts, 5, 0);
 	assert_non_null(strstr(logbuf, "window 1 stopped (full): 1048576 PT bytes (stream at 1048576), 7 drains, 0 stops, 0 errors, 0 bad pointers, 201424 bytes refused, 0 drain failures, PT lost 201424;"));
 	assert_int_equal(vmcall(TV_HC_TRACE_STOP), TV_HC_EBUSY);
@@ -280,8 +299,8 @@ static void test_pt_options(void **state)
  */
 static void test_pt_pmi_drains_on_nmi(void **state)
 {
-	const uint64_t *table = (const uint64_t *)(const void *)(pt_area + TRACE_PT_TABLE_OFF);
-	const uint64_t bursts[2] = { 3 * TRACE_PT_REGION_BYTES - 5, 40 };
+	const uint64_t *table = (const uint64_t *)(const void *)(pt_area + DEF_PT_TABLE_OFF);
+	const uint64_t bursts[2] = { 3 * DEF_PT_REGION_BYTES - 5, 40 };
 
 	(void)state;
 	eng_pmi = 1;
@@ -289,10 +308,10 @@ static void test_pt_pmi_drains_on_nmi(void **state)
 	pmi_apic();
 	pt_engine(true);
 	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
-	for (unsigned i = 0; i < TRACE_PT_REGIONS; i++)
-		assert_int_equal(table[i], (PT_PA + i * TRACE_PT_REGION_BYTES) | 4u << 6 |
-					   (i == TRACE_PT_REGIONS - 1 ? 0x10u : 0) |
-					   (i == TRACE_PT_REGIONS - 2 ? 0x04u : 0));
+	for (unsigned i = 0; i < DEF_PT_REGIONS; i++)
+		assert_int_equal(table[i], (PT_PA + i * DEF_PT_REGION_BYTES) | 4u << 6 |
+					   (i == DEF_PT_REGIONS - 1 ? 0x10u : 0) |
+					   (i == DEF_PT_REGIONS - 2 ? 0x04u : 0));
 	assert_int_equal(lvtpc(), LVT_NMI);
 	pt_hw_write(bursts[0], 0);             /* past the INT region's end */
 	hw_fake_set_msr(GLOBAL_STATUS, 1ull << 55);
@@ -318,13 +337,13 @@ static void test_pt_pmi_drains_on_nmi(void **state)
 /* Without pmi nothing of this happens: no INT entry, the LVT untouched. */
 static void test_pt_no_pmi_lvt_untouched(void **state)
 {
-	const uint64_t *table = (const uint64_t *)(const void *)(pt_area + TRACE_PT_TABLE_OFF);
+	const uint64_t *table = (const uint64_t *)(const void *)(pt_area + DEF_PT_TABLE_OFF);
 
 	(void)state;
 	pmi_apic();
 	pt_engine(true);
 	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
-	for (unsigned i = 0; i < TRACE_PT_REGIONS; i++)
+	for (unsigned i = 0; i < DEF_PT_REGIONS; i++)
 		assert_int_equal(table[i] & 0x04u, 0);
 	assert_int_equal(lvtpc(), LVT_MASKED);
 	assert_int_equal(hw_fake_mmio_write_count, 0);
@@ -333,9 +352,114 @@ static void test_pt_no_pmi_lvt_untouched(void **state)
 	assert_null(strstr(logbuf, "PMIs:"));
 }
 
+/* The defaults lay out today's area; the PMI's region ends at 3/4 of the output. */
+static void test_pt_default_layout(void **state)
+{
+	struct pt_area_layout l;
+
+	(void)state;
+	assert_int_equal(pt_unit_layout(NULL, &l), 0);
+	assert_int_equal(l.regions, DEF_PT_REGIONS);
+	assert_int_equal(l.region_bytes, DEF_PT_REGION_BYTES);
+	assert_int_equal(l.topa_bytes, DEF_PT_OUT_BYTES);
+	assert_int_equal(l.table_off, DEF_PT_TABLE_OFF);
+	assert_int_equal(l.ring_off, DEF_PT_TABLE_OFF + 4096);
+	assert_int_equal(l.ring_bytes, DEF_PT_RING_BYTES);
+	assert_int_equal(l.area_bytes, DEF_PT_AREA_BYTES);
+	assert_int_equal(l.int_entry, 2);
+	/* 16 KiB: 4 x 4 KiB; 32 MiB: 8 x 4 MiB, INT on the 6th; 256 MiB: 64, INT on the 48th */
+	assert_int_equal(pt_area_layout(16 << 10, 16 << 10, &l), 0);
+	assert_int_equal(l.regions, 4);
+	assert_int_equal(l.region_bytes, 4096);
+	assert_int_equal(l.area_bytes, 36 << 10);
+	assert_int_equal(pt_area_layout(32 << 20, 32 << 20, &l), 0);
+	assert_int_equal(l.regions, 8);
+	assert_int_equal(l.int_entry, 5);
+	assert_int_equal(l.area_bytes, (32 + 32 + 4) << 20);
+	assert_int_equal(pt_area_layout(256 << 20, 1ull << 30, &l), 0);
+	assert_int_equal(l.regions, 64);
+	assert_int_equal(l.int_entry, 47);
+	/* refused: a ring smaller than the output, no power of two, out of bounds */
+	assert_int_equal(pt_area_layout(1 << 20, 512 << 10, &l), PT_ERR_INVAL);
+	assert_int_equal(l.area_bytes, 0);
+	assert_int_equal(pt_area_layout(48 << 10, 1 << 20, &l), PT_ERR_INVAL);
+	assert_int_equal(pt_area_layout(8 << 10, 1 << 20, &l), PT_ERR_INVAL);
+	assert_int_equal(pt_area_layout(512 << 20, 1ull << 30, &l), PT_ERR_INVAL);
+}
+
+/*
+ * pt_topa_kb = 32768, pt_buffer_kb = 32768, pmi = on: the ToPA table has
+ * 8 regions of 4 MiB (size code 10), INT on the 6th (3/4), STOP on the
+ * last, END back to the table after them; the stream ring is 32 MiB; a
+ * burst across three regions is drained whole.
+ */
+static void test_pt_topa_from_setup(void **state)
+{
+	const uint64_t region = 4ull << 20, topa = 32ull << 20, ring = 32ull << 20;
+	const uint64_t area_bytes = topa + ring + region;
+	uint8_t *area = aligned_alloc(region, area_bytes);
+	const uint64_t *table;
+	struct byte_ring *br;
+	uint64_t n = 2 * region + 12345, off = ~0ull;
+	uint8_t *got = malloc(n);
+
+	(void)state;
+	assert_non_null(area);
+	assert_non_null(got);
+	table = (const uint64_t *)(const void *)(area + topa);
+	eng_pt_topa = topa;
+	eng_pt_ring = ring;
+	eng_pmi = 1;
+	cpu.pin |= PIN_NMI_EXITING;
+	pmi_apic();
+	engine(TV_SOURCE_PT, TV_TRIG_HYPERCALL, 0, TRACE_CPL_ALL);   /* the sizes, before the area */
+	pt_engine_at(true, area, area_bytes);
+	br = trace_cpu_pt_stream(&cpu);
+	assert_non_null(br);
+	assert_int_equal(br->size, ring);
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
+	assert_int_equal(hw_fake_get_msr(RTIT_OUT_BASE), PT_PA + topa);
+	for (unsigned i = 0; i < 8; i++)
+		assert_int_equal(table[i], (PT_PA + i * region) | 10u << 6 |
+					   (i == 7 ? 0x10u : 0) | (i == 5 ? 0x04u : 0));
+	assert_int_equal(table[8], (PT_PA + topa) | 1u);
+	assert_non_null(strstr(logbuf, "output 8 x 4096 KiB (pt_topa_kb), stream ring 32768 KiB (pt_buffer_kb)"));
+	for (uint64_t p = 0; p < n; p++)
+		area[p] = pt_byte(p, 3);
+	hw_fake_set_msr(RTIT_MASK, 0x7f | 2ull << 7 | 12345ull << 32);
+	cpuid_exit(0x1200);
+	assert_int_equal(hw_fake_get_msr(RTIT_MASK), 0x7f);
+	assert_int_equal(trace_pt_take(&cpu, got, n, &off), n);
+	assert_int_equal(off, 0);
+	for (uint64_t p = 0; p < n; p++)
+		if (got[p] != pt_byte(p, 3))
+			fail_msg("stream byte %llu: %#x", (unsigned long long)p, got[p]);
+	assert_int_equal(vmcall(TV_HC_TRACE_STOP), TV_HC_OK);
+	free(got);
+	free(area);
+}
+
+/* A CPU without multiple-entry ToPA: region 0 only, STOP on it, then END. */
+static void test_pt_single_entry_topa(void **state)
+{
+	const uint64_t *table = (const uint64_t *)(const void *)(pt_area + DEF_PT_TABLE_OFF);
+
+	(void)state;
+	pt_engine(true);
+	hw_fake_set_cpuid(0x14, 0, 0x00000001, 0x0000000f, 0x00000005, 0x00000000);  /* ECX[1] = 0 */
+	assert_int_equal(vmcall(TV_HC_TRACE_START), TV_HC_OK);
+	assert_int_equal(table[0], PT_PA | 4u << 6 | 0x10u);
+	assert_int_equal(table[1], (PT_PA + DEF_PT_TABLE_OFF) | 1u);
+	assert_non_null(strstr(logbuf, "ToPA single-entry"));
+	assert_non_null(strstr(logbuf, "output 1 x 64 KiB (pt_topa_kb)"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_pt_default_layout),
+		cmocka_unit_test_setup_teardown(test_pt_topa_from_setup, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pt_single_entry_topa, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pt_pmi_drains_on_nmi, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pt_no_pmi_lvt_untouched, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pt_window_drains, setup, teardown),
