@@ -706,7 +706,7 @@ static void on_ack_pt(struct exporter *e, uint32_t cpu, const struct proto_msg *
 	uint32_t pop = 0, lost = 0;
 	uint16_t k = 0;
 	uint64_t sample = 0;
-	bool have = false;
+	bool have = false, held_any;
 
 	/* Beyond what was ever sent, or before the stream: not our receiver's state. */
 	if (seq_before(p->next, a->cum) || seq_before(a->cum, p->start)) {
@@ -746,8 +746,13 @@ static void on_ack_pt(struct exporter *e, uint32_t cpu, const struct proto_msg *
 		p->win[0].len -= (uint32_t)(p->acked - p->win[0].off);
 		p->win[0].off = p->acked;
 	}
+	/* Nothing held beyond cum (the usual ACK): nothing to mark, unless marks were left. */
+	held_any = a->nranges || seq_before(a->cum, a->highest);
+	if (!held_any && p->nsacked)
+		for (uint32_t i = 0; i < p->nwin; i++)
+			p->win[i].sacked = 0;
 	p->nsacked = 0;
-	for (uint32_t i = 0; i < p->nwin; i++) {
+	for (uint32_t i = 0; held_any && i < p->nwin; i++) {
 		struct export_pt_win *w = &p->win[i];
 		uint8_t held = ack_holds(m, &k, w->off, pt_win_end(w));
 
@@ -1042,7 +1047,7 @@ static void on_ack(struct exporter *e, uint32_t cpu, const struct proto_msg *m, 
 	uint32_t pop = 0, lost = 0;
 	uint16_t k = 0;
 	uint64_t sample = 0;
-	bool have = false;
+	bool have = false, held_any;
 
 	/* An ack beyond what was ever sent is not from our receiver's state. */
 	if (seq_before(s->cur.seq, a->cum) || seq_before(a->cum, s->start_seq)) {
@@ -1075,8 +1080,12 @@ static void on_ack(struct exporter *e, uint32_t cpu, const struct proto_msg *m, 
 		memmove(s->win, s->win + pop, (s->nwin - pop) * sizeof(s->win[0]));
 		s->nwin -= pop;
 	}
+	held_any = a->nranges || seq_before(a->cum, a->highest);
+	if (!held_any && s->nsacked)
+		for (uint32_t i = 0; i < s->nwin; i++)
+			s->win[i].sacked = 0;
 	s->nsacked = 0;
-	for (uint32_t i = 0; i < s->nwin; i++) {
+	for (uint32_t i = 0; held_any && i < s->nwin; i++) {
 		struct export_win *w = &s->win[i];
 		uint8_t held = ack_holds(m, &k, w->first_seq, win_end(w));
 

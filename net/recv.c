@@ -207,11 +207,18 @@ static void drain(struct receiver *r, struct recv_session *s, uint16_t stream)
 	}
 }
 
-static void hold(struct recv_session *s, uint16_t stream, const struct item *it)
+/*
+ * Hold it in stream's ordered list.  Returns true when it continued the
+ * last held run exactly (appended, starting where that one ends): the
+ * holes the sender has heard of are unchanged, so its ACK may wait.
+ */
+static bool hold(struct recv_session *s, uint16_t stream, const struct item *it)
 {
 	struct recv_stream *st = stream_of(s, stream);
 	struct recv_slot *sl;
 	uint16_t *link = &st->head;
+	uint64_t prev_end = 0;
+	bool have_prev = false;
 	unsigned fi;
 
 	/* Walk to the insertion point (ordered by first_seq), checking for a duplicate. */
@@ -222,15 +229,17 @@ static void hold(struct recv_session *s, uint16_t stream, const struct item *it)
 		    o->count >= it->count) {
 			s->dups++;
 			st->dups++;
-			return;
+			return false;
 		}
 		if (before(it->first_seq, o->first_seq))
 			break;
+		prev_end = o->first_seq + o->count;
+		have_prev = true;
 		link = &s->pool[*link - 1].next;
 	}
 	if (!s->free_head) {
 		s->pool_full++;   /* the sender resends it after our NACK */
-		return;
+		return false;
 	}
 	fi = s->free_head - 1u;
 	sl = &s->pool[fi];
@@ -250,6 +259,7 @@ static void hold(struct recv_session *s, uint16_t stream, const struct item *it)
 	*link = (uint16_t)(fi + 1);
 	st->held++;
 	s->held++;
+	return !sl->next && have_prev && prev_end == it->first_seq;
 }
 
 /* --- acknowledgements --------------------------------------------------------------------- */
@@ -293,9 +303,10 @@ static void send_ack(struct receiver *r, struct recv_session *s, uint16_t stream
 
 /*
  * May the ACK for this in-order datagram wait (recv_set_ack_every)?
- * Not for FIRST or LOSS, not when held data was involved (the sender is
- * recovering: it needs every ACK), not for a datagram shorter than the
- * largest (the sender had no more: it waits for this ACK).
+ * Not for FIRST or LOSS, not when held data was involved (it filled a
+ * hole: the sender is recovering and waits for this news), not for a
+ * datagram shorter than the largest (the sender had no more: it waits
+ * for this ACK).
  */
 static bool ack_may_wait(const struct receiver *r, uint16_t stream, const struct item *it,
 			 bool held_before)
@@ -315,7 +326,7 @@ static void take(struct receiver *r, struct recv_session *s, uint16_t stream,
 
 	if (!st->known) {
 		if (!it->first) {
-			hold(s, stream, it);   /* its turn is not known yet: no ack */
+			(void)hold(s, stream, it);   /* its turn is not known yet: no ack */
 			return;
 		}
 		st->known = true;
@@ -333,13 +344,17 @@ static void take(struct receiver *r, struct recv_session *s, uint16_t stream,
 			if (st->unacked < r->ack_every)
 				return;   /* recv_flush or a later datagram answers it */
 		}
-	} else {
-		hold(s, stream, it);
+	} else if (hold(s, stream, it) && r->ack_every > 1 && !it->is_loss) {
+		/* Beyond a hole the sender knows of: its ranges are unchanged, this may wait. */
+		if (st->unacked++ == 0)
+			s->unacked++;
+		if (st->unacked < r->ack_every)
+			return;
 	}
 	/*
 	 * Every other datagram of a stream is answered, duplicates too (the
-	 * sender did not hear the last ACK), out-of-order ones at once (the
-	 * ranges are the sender's NACK).
+	 * sender did not hear the last ACK), out-of-order ones that open a
+	 * new hole at once (the ranges are the sender's NACK).
 	 */
 	send_ack(r, s, stream);
 }

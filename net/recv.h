@@ -22,8 +22,10 @@
  * ACK policy (docs/PROTOCOL.md, "ACK"): by default every datagram of a
  * stream is answered with an ACK.  recv_set_ack_every(r, n) lets in-order
  * datagrams wait: a stream is acknowledged at its n-th unanswered one,
- * and at once for anything else (a gap or held data, a duplicate, FIRST,
- * LOSS, a datagram shorter than the largest: the sender had no more);
+ * and at once for anything else (a datagram that opens a hole or fills
+ * one, a duplicate, FIRST, LOSS, a datagram shorter than the largest: the
+ * sender had no more; one that only continues the data held beyond a
+ * hole counts like an in-order one);
  * the caller then calls recv_flush whenever no datagram is waiting
  * (after each batch it read), which answers what is left.
  *
