@@ -34,6 +34,14 @@ void report_usage(FILE *f)
 	      "  --per-cpu           one report per CPU instead of one for all\n"
 	      "  --sort KEY          functions by 'branches' (default) or 'blocks'\n"
 	      "  --top N             rows per table (default 20, 0: all)\n"
+	      "  --phases            first, per boot phase (firmware, loader, kernel,\n"
+	      "                      user) the branches, blocks and hottest functions:\n"
+	      "                      loader = the OS loader's IMAGE record; firmware =\n"
+	      "                      firmware IMAGE records, and lower-half code before\n"
+	      "                      the CPU first went to the upper half; kernel =\n"
+	      "                      upper half, the kernel's symbols (--system-map),\n"
+	      "                      vmlinux; user = lower-half code outside images\n"
+	      "                      after that (addresses, not CPL: records carry none)\n"
 	      IMAGE_HELP
 	      "  -j, --threads N     decoding threads (default: one per processor)\n"
 	      "  -o, --output FILE   write there instead of stdout\n"
@@ -49,6 +57,7 @@ struct report_opts {
 	enum tvh_report_sort sort;
 	size_t top;
 	bool per_cpu;
+	bool phases;
 	unsigned threads;
 };
 
@@ -76,6 +85,9 @@ static int report_opt(int opt, const char *arg, void *ctx)
 		return 0;
 	case OPT_PER_CPU:
 		o->per_cpu = true;
+		return 0;
+	case OPT_PHASES:
+		o->phases = true;
 		return 0;
 	case 'j':
 	case OPT_THREADS:
@@ -128,6 +140,7 @@ int cmd_report(int argc, char **argv)
 		{ "sort", required_argument, NULL, OPT_SORT },
 		{ "top", required_argument, NULL, OPT_TOP },
 		{ "per-cpu", no_argument, NULL, OPT_PER_CPU },
+		{ "phases", no_argument, NULL, OPT_PHASES },
 		{ "threads", required_argument, NULL, OPT_THREADS },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -169,7 +182,7 @@ int cmd_report(int argc, char **argv)
 	if (ro.per_cpu) {
 		for (size_t i = 0; i < run.n && !ret; i++) {
 			char title[32];
-			struct tvh_report_opts o = { ro.sort, ro.top, title };
+			struct tvh_report_opts o = { ro.sort, ro.top, title, ro.phases };
 
 			if (c.cpu >= 0 && run.v[i]->cpu != (uint32_t)c.cpu)
 				continue;
@@ -180,7 +193,7 @@ int cmd_report(int argc, char **argv)
 		}
 	} else {
 		char title[32];
-		struct tvh_report_opts o = { ro.sort, ro.top, title };
+		struct tvh_report_opts o = { ro.sort, ro.top, title, ro.phases };
 
 		if (c.cpu >= 0)
 			snprintf(title, sizeof(title), "cpu%" PRId64, c.cpu);

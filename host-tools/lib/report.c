@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "host-tools/lib/error.h"
+#include "host-tools/lib/ksyms.h"
 #include "host-tools/lib/report.h"
 #include "host-tools/lib/stream.h"
 
@@ -106,7 +107,12 @@ int tvh_report_event(void *ctx, const struct tvh_event *ev)
 	    r->type != TV_REC_LBR)
 		return 0;
 	rc->branches++;
-	ret = counts_add(&rc->targets, r->u.branch.to, 0, 1, r->u.branch.kind);
+	/* k2: the target is in the lower half and the CPU was in the kernel before. */
+	if (r->u.branch.to >= TVH_KSYM_UPPER)
+		rc->kernel_seen = true;
+	ret = counts_add(&rc->targets, r->u.branch.to,
+			 rc->kernel_seen && r->u.branch.to < TVH_KSYM_UPPER, 1,
+			 r->u.branch.kind);
 	if (!ret)
 		ret = counts_add(&rc->edges, r->u.branch.from, r->u.branch.to, 1,
 				 r->u.branch.kind);
@@ -226,11 +232,100 @@ static int functions(const struct tvh_counts *t, struct tvh_symtab *st,
 	return 0;
 }
 
+const char *tvh_phase_name(enum tvh_phase p)
+{
+	static const char *const names[TVH_PHASES] = { "firmware", "loader",
+						       "kernel", "user" };
+
+	return p < TVH_PHASES ? names[p] : "?";
+}
+
+enum tvh_phase tvh_report_phase(struct tvh_symtab *st, uint64_t addr, bool late)
+{
+	const struct tvh_region *rg = st && st->regions ?
+				      tvh_regions_find(st->regions, addr) : NULL;
+	const char *name, *mod;
+	uint64_t off;
+	int m;
+
+	if (rg && rg->kind == TV_IMG_LOADER)
+		return TVH_PHASE_LOADER;
+	if (rg && rg->kind == TV_IMG_FIRMWARE)
+		return TVH_PHASE_FIRMWARE;
+	if ((rg && rg->kind == TV_IMG_KERNEL) || addr >= TVH_KSYM_UPPER)
+		return TVH_PHASE_KERNEL;
+	if (st && st->ksyms && !tvh_ksyms_lookup(st->ksyms, addr, &name, &off, &mod))
+		return TVH_PHASE_KERNEL;
+	m = st ? tvh_symtab_find_exec(st, addr) : -1;
+	if (m >= 0 && !strncmp(st->mods[m].name, "vmlinux", 7))
+		return TVH_PHASE_KERNEL;
+	return late ? TVH_PHASE_USER : TVH_PHASE_FIRMWARE;
+}
+
+/* The phases section: per phase branches, blocks, hottest functions. */
+static int write_phases(const struct tvh_counts *lt, uint64_t branches,
+			struct tvh_symtab *st, const struct tvh_report_opts *o,
+			FILE *out)
+{
+	struct tvh_counts ph[TVH_PHASES];
+	uint64_t nb[TVH_PHASES] = { 0 };
+	int ret = 0;
+
+	memset(ph, 0, sizeof(ph));
+	for (size_t i = 0; i < lt->cap && !ret; i++) {
+		enum tvh_phase p;
+
+		if (!lt->used[i])
+			continue;
+		p = tvh_report_phase(st, lt->k1[i], lt->k2[i]);
+		nb[p] += lt->n[i];
+		ret = counts_add(&ph[p], lt->k1[i], 0, lt->n[i], 0);
+	}
+	if (!ret) {
+		fprintf(out, "# %s: boot phases (firmware: firmware IMAGE records and "
+			"lower-half code before the kernel ran; loader: the OS loader's "
+			"image; kernel: upper half and the kernel's symbols; user: "
+			"lower-half code outside images after it)\n", o->title);
+		fprintf(out, "%12s %8s %8s  %s\n", "branches", "%", "blocks", "phase");
+		for (int p = 0; p < TVH_PHASES; p++)
+			fprintf(out, "%12" PRIu64 " %7.2f%% %8zu  %s\n", nb[p],
+				pct(nb[p], branches), ph[p].len,
+				tvh_phase_name((enum tvh_phase)p));
+	}
+	for (int p = 0; p < TVH_PHASES && !ret; p++) {
+		struct func_row *rows = NULL;
+		size_t nrows = 0, top;
+
+		if (!nb[p])
+			continue;
+		ret = functions(&ph[p], st, &rows, &nrows);
+		if (ret)
+			break;
+		qsort_r(rows, nrows, sizeof(*rows), cmp_func, (void *)&o->sort);
+		fprintf(out, "#\n# %s: hottest functions (%zu function%s)\n",
+			tvh_phase_name((enum tvh_phase)p), nrows, nrows == 1 ? "" : "s");
+		fprintf(out, "%12s %8s %8s  %s\n", "branches", "%", "blocks", "function");
+		top = o->top && o->top < nrows ? o->top : nrows;
+		for (size_t i = 0; i < top; i++)
+			fprintf(out, "%12" PRIu64 " %7.2f%% %8" PRIu64 "  %s\n",
+				rows[i].branches, pct(rows[i].branches, nb[p]),
+				rows[i].blocks, rows[i].name);
+		for (size_t i = 0; i < nrows; i++)
+			free(rows[i].name);
+		free(rows);
+	}
+	if (!ret)
+		fputs("#\n", out);
+	for (int p = 0; p < TVH_PHASES; p++)
+		counts_free(&ph[p]);
+	return ret;
+}
+
 int tvh_report_write(struct tvh_report_cpu *const *rc, size_t n,
 		     struct tvh_symtab *st, const struct tvh_report_opts *o,
 		     FILE *out)
 {
-	struct tvh_counts t = { 0 }, e = { 0 };
+	struct tvh_counts t = { 0 }, e = { 0 }, lt = { 0 };
 	struct func_row *rows = NULL;
 	struct edge_row *edges = NULL;
 	uint64_t branches = 0;
@@ -240,9 +335,14 @@ int tvh_report_write(struct tvh_report_cpu *const *rc, size_t n,
 	for (size_t c = 0; c < n && !ret; c++) {
 		branches += rc[c]->branches;
 		for (size_t i = 0; i < rc[c]->targets.cap && !ret; i++)
-			if (rc[c]->targets.used[i])
+			if (rc[c]->targets.used[i]) {
 				ret = counts_add(&t, rc[c]->targets.k1[i], 0,
 						 rc[c]->targets.n[i], 0);
+				if (!ret && o->phases)
+					ret = counts_add(&lt, rc[c]->targets.k1[i],
+							 rc[c]->targets.k2[i],
+							 rc[c]->targets.n[i], 0);
+			}
 		for (size_t i = 0; i < rc[c]->edges.cap && !ret; i++)
 			if (rc[c]->edges.used[i])
 				ret = counts_add(&e, rc[c]->edges.k1[i],
@@ -265,6 +365,11 @@ int tvh_report_write(struct tvh_report_cpu *const *rc, size_t n,
 	qsort_r(rows, nrows, sizeof(*rows), cmp_func, (void *)&o->sort);
 	qsort(edges, nedges, sizeof(*edges), cmp_edge);
 
+	if (o->phases) {
+		ret = write_phases(&lt, branches, st, o, out);
+		if (ret)
+			goto out;
+	}
 	fprintf(out, "# %s: %" PRIu64 " branches, %zu functions, %zu basic blocks, "
 		"%zu edges\n", o->title, branches, nrows, t.len, nedges);
 	fprintf(out, "#\n# hottest functions (by %s)\n",
@@ -296,5 +401,6 @@ out:
 	free(edges);
 	counts_free(&t);
 	counts_free(&e);
+	counts_free(&lt);
 	return ret;
 }

@@ -14,6 +14,23 @@
  * module+offset, else the bare address), giving per function:
  *   branches  branches landing in it (calls, jumps, returns into it);
  *   blocks    distinct basic-block starts in it that were executed.
+ *
+ * Phases (opts.phases): each branch target is put in one of four boot
+ * phases, from the address (branch records carry no CPL) and what the
+ * trace says about it:
+ *   loader    in the OS loader's IMAGE record (kind loader);
+ *   firmware  in a firmware IMAGE record, or a lower-half address in
+ *             none before the CPU first went to the kernel (SEC/PEI,
+ *             code outside the debug image table);
+ *   kernel    an upper-half address (>= 0xffff800000000000), the
+ *             kernel's IMAGE record, an address the kernel symbols name
+ *             (--system-map/--kallsyms, its physical text included) or
+ *             code of a module named vmlinux*;
+ *   user      a lower-half address in no image after the CPU went to
+ *             the kernel.
+ * "Went to the kernel" is per CPU, in stream order: the first branch
+ * into the upper half.  Per phase: branches, distinct blocks and the
+ * hottest functions.  Instructions are not counted (branch records).
  */
 #ifndef TVH_REPORT_H
 #define TVH_REPORT_H
@@ -39,6 +56,7 @@ struct tvh_report_cpu {
 	struct tvh_counts targets;
 	struct tvh_counts edges;
 	uint64_t branches;
+	bool kernel_seen;        /* a branch went to the upper half already */
 };
 
 /* A tvh_walk/tvh_pwalk event callback, ctx = struct tvh_report_cpu. */
@@ -54,7 +72,15 @@ struct tvh_report_opts {
 	enum tvh_report_sort sort;
 	size_t top;              /* rows per table; 0: all */
 	const char *title;       /* "all CPUs", "cpu1" */
+	bool phases;             /* a section per boot phase first (above) */
 };
+
+enum tvh_phase { TVH_PHASE_FIRMWARE, TVH_PHASE_LOADER, TVH_PHASE_KERNEL,
+		 TVH_PHASE_USER, TVH_PHASES };
+
+/* The phase of a branch target (rules above); late: the CPU went to the kernel. */
+enum tvh_phase tvh_report_phase(struct tvh_symtab *st, uint64_t addr, bool late);
+const char *tvh_phase_name(enum tvh_phase p);
 
 /*
  * tvh_report_write - merge the per-CPU counts rc[0..n) and print both

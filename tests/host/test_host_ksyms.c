@@ -22,6 +22,7 @@
 #include "host-tools/lib/error.h"
 #include "host-tools/lib/images.h"
 #include "host-tools/lib/ksyms.h"
+#include "host-tools/lib/report.h"
 #include "host-tools/lib/sym.h"
 #include "tests/host/helpers.h"
 
@@ -495,6 +496,80 @@ static void test_exec_extents(void **state)
 	free(elf);
 }
 
+/* report --phases: firmware, loader, kernel, user from images, symbols, order. */
+static void test_report_phases(void **state)
+{
+	static const uint64_t to[] = {
+		0x7e000100, 0x7c000010, 0x100000, 0x1602000, 0xffffffff81002000ull,
+		0x401000, 0x401000, 0x100000, 0xffffffff81002004ull,
+	};
+	struct tvh_symtab st;
+	struct tvh_ksyms k;
+	struct tvh_images im;
+	struct tvh_regions rg = { 0 };
+	struct tvh_report_cpu rc = { 0 }, *rcs[1] = { &rc };
+	struct tvh_report_opts o = { TVH_SORT_BRANCHES, 0, "all CPUs", true };
+	char *out;
+	size_t len;
+	FILE *f;
+
+	(void)state;
+	memset(&im, 0, sizeof(im));
+	assert_true(parse(&k, sysmap, TVH_KSYMS_SYSTEM_MAP) > 0);
+	tvh_ksyms_phys_alias(&k, 0x1600000);
+	assert_int_equal(tvh_images_add(&im, 0, TV_IMG_FIRMWARE, 0x7e000000, 0x10000, 0,
+					"X64/DxeCore.dll", 15), 1);
+	assert_int_equal(tvh_images_add(&im, 0, TV_IMG_LOADER, 0x7c000000, 0x1000, 0,
+					"\\EFI\\BOOT\\BOOTX64.EFI", 21), 1);
+	assert_int_equal(tvh_images_regions(&im, &rg), 0);
+	tvh_symtab_init(&st);
+	st.ksyms = &k;
+	st.regions = &rg;
+	assert_int_equal(tvh_report_phase(&st, 0x7e000100, true), TVH_PHASE_FIRMWARE);
+	assert_int_equal(tvh_report_phase(&st, 0x7c000010, true), TVH_PHASE_LOADER);
+	assert_int_equal(tvh_report_phase(&st, 0x100000, false), TVH_PHASE_FIRMWARE);
+	assert_int_equal(tvh_report_phase(&st, 0x100000, true), TVH_PHASE_USER);
+	assert_int_equal(tvh_report_phase(&st, 0x1602000, false), TVH_PHASE_KERNEL);
+	assert_int_equal(tvh_report_phase(&st, 0xffffffff81002000ull, false),
+			 TVH_PHASE_KERNEL);
+	assert_int_equal(tvh_report_phase(NULL, 0xffff800000000000ull, false),
+			 TVH_PHASE_KERNEL);
+	assert_string_equal(tvh_phase_name(TVH_PHASE_USER), "user");
+
+	for (size_t i = 0; i < sizeof(to) / sizeof(to[0]); i++) {
+		struct trace_event r = { .type = TV_REC_BRANCH };
+		struct tvh_event ev = { .kind = TVH_EV_RECORD, .rec = &r };
+
+		r.u.branch.from = 0x10;
+		r.u.branch.to = to[i];
+		r.u.branch.kind = TV_BR_CALL;
+		assert_int_equal(tvh_report_event(&rc, &ev), 0);
+	}
+	f = open_memstream(&out, &len);
+	assert_int_equal(tvh_report_write(rcs, 1, &st, &o, f), 0);
+	fclose(f);
+	/* firmware: DxeCore and 0x100000 before the kernel; user: 0x401000 x2, 0x100000. */
+	assert_true(th_contains(out, "           2   22.22%        2  firmware\n"));
+	assert_true(th_contains(out, "           1   11.11%        1  loader\n"));
+	assert_true(th_contains(out, "           3   33.33%        3  kernel\n"));
+	assert_true(th_contains(out, "           3   33.33%        2  user\n"));
+	/* Its physical text and start_kernel+0x4 fold into one function. */
+	assert_true(th_contains(out, "# kernel: hottest functions (1 function)\n"));
+	assert_true(th_contains(out, "# user: hottest functions (2 functions)\n"));
+	assert_true(th_contains(out, "  start_kernel (kernel)\n"));
+	assert_true(th_contains(out, "  DxeCore+0x100\n"));
+	assert_true(th_contains(out, "  BOOTX64+0x10\n"));
+	/* The usual tables follow, unchanged: 9 branches, 7 distinct targets. */
+	assert_true(th_contains(out, "# all CPUs: 9 branches, "));
+	assert_true(th_contains(out, " 7 basic blocks, "));
+	free(out);
+	tvh_report_cpu_free(&rc);
+	tvh_symtab_free(&st);
+	tvh_regions_free(&rg);
+	tvh_images_free(&im);
+	tvh_ksyms_free(&k);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -509,6 +584,7 @@ int main(void)
 		cmocka_unit_test(test_symtab_fallbacks),
 		cmocka_unit_test(test_relocate_from_capture),
 		cmocka_unit_test(test_exec_extents),
+		cmocka_unit_test(test_report_phases),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
