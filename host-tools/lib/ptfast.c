@@ -425,11 +425,16 @@ static int run(struct tvh_ptf_decoder *d, bool have_tip, uint64_t tip)
 	struct ptf_block *prev = NULL, *b;
 	int side = 0;
 	uint64_t gen = d->cache.gen;
+	unsigned quiet = 0;      /* blocks since the last bit or TIP used */
 
 	while (d->ntnt || have_tip) {
 		uint64_t to;
 		int taken;
 
+		/* Direct jumps in a cycle use no trace: the trace cannot be
+		 * for this code (libipt would loop for ever). */
+		if (++quiet > (1u << 20))
+			return -pte_bad_query;
 		b = prev ? prev->succ[side] : NULL;
 		if (!b || b->start != d->ip || b->asid != d->cr3 || b->mode != d->mode) {
 			b = lookup(d, d->ip);
@@ -447,6 +452,7 @@ static int run(struct tvh_ptf_decoder *d, bool have_tip, uint64_t tip)
 			if (!d->ntnt)
 				return have_tip ? -pte_bad_query : 0;
 			d->ntnt--;
+			quiet = 0;
 			taken = (int)(d->tnt >> d->ntnt) & 1;
 			done(d, b);
 			if (taken) {
@@ -481,6 +487,7 @@ static int run(struct tvh_ptf_decoder *d, bool have_tip, uint64_t tip)
 
 				/* Compressed RET: a taken TNT bit (SDM 3C 33.4.2.2). */
 				d->ntnt--;
+				quiet = 0;
 				if (!((d->tnt >> d->ntnt) & 1)) {
 					d->st.insns += b->ninsns;
 					return -pte_bad_retcomp;
@@ -504,6 +511,7 @@ static int run(struct tvh_ptf_decoder *d, bool have_tip, uint64_t tip)
 				return 0;
 			to = tip;
 			have_tip = false;
+			quiet = 0;
 			if (b->end == PTF_E_CALL_IND)
 				rs_push(d, b->next);
 indirect:
@@ -1223,7 +1231,7 @@ static int cmp_edge(const void *a, const void *b)
 		return x->from < y->from ? -1 : 1;
 	if (x->to != y->to)
 		return x->to < y->to ? -1 : 1;
-	return 0;
+	return (int)x->br - (int)y->br;
 }
 
 static int cmp_bb(const void *a, const void *b)
@@ -1299,8 +1307,8 @@ void tvh_ptf_cov_free(struct tvh_ptf_cov *c)
 
 int tvh_ptf_cov_merge(struct tvh_ptf_cov *dst, const struct tvh_ptf_cov *src)
 {
-	struct tvh_ptf_edge *e = malloc((dst->nedges + src->nedges + 1) * sizeof(*e));
-	struct tvh_ptf_bb *b = malloc((dst->nblocks + src->nblocks + 1) * sizeof(*b));
+	struct tvh_ptf_edge *e = calloc(dst->nedges + src->nedges + 1, sizeof(*e));
+	struct tvh_ptf_bb *b = calloc(dst->nblocks + src->nblocks + 1, sizeof(*b));
 	size_t i = 0, j = 0, n = 0;
 
 	if (!e || !b) {

@@ -142,7 +142,7 @@ struct tvh_ptf_bb {
 	uint32_t ninsns;         /* instructions per execution */
 };
 
-/* Coverage, sorted by (from, to) and (start, end), one entry each. */
+/* Coverage, sorted by (from, to, br) and (start, end), one entry each. */
 struct tvh_ptf_cov {
 	struct tvh_ptf_edge *edges;
 	size_t nedges;

@@ -141,9 +141,9 @@ size_t ptf_cache_bytes(const struct ptf_cache *c)
 	return c->cap * sizeof(*c->tab) + chunks * sizeof(struct ptf_chunk);
 }
 
-static inline size_t pair_hash(uint64_t a, uint64_t b)
+static inline size_t pair_hash(uint64_t a, uint64_t b, uint32_t extra)
 {
-	uint64_t h = a * 0x9e3779b97f4a7c15ull ^ b * 0xc2b2ae3d27d4eb4full;
+	uint64_t h = a * 0x9e3779b97f4a7c15ull ^ (b + extra) * 0xc2b2ae3d27d4eb4full;
 
 	return (size_t)(h ^ (h >> 31));
 }
@@ -162,7 +162,7 @@ int ptf_map_add(struct ptf_map *m, uint64_t a, uint64_t b, uint64_t count,
 		for (size_t k = 0; k < m->cap; k++) {
 			if (!m->v[k].used)
 				continue;
-			for (i = pair_hash(m->v[k].a, m->v[k].b) & (cap - 1); v[i].used;
+			for (i = pair_hash(m->v[k].a, m->v[k].b, m->v[k].extra) & (cap - 1); v[i].used;
 			     i = (i + 1) & (cap - 1))
 				;
 			v[i] = m->v[k];
@@ -172,8 +172,8 @@ int ptf_map_add(struct ptf_map *m, uint64_t a, uint64_t b, uint64_t count,
 		m->cap = cap;
 	}
 	mask = m->cap - 1;
-	for (i = pair_hash(a, b) & mask; m->v[i].used; i = (i + 1) & mask) {
-		if (m->v[i].a == a && m->v[i].b == b) {
+	for (i = pair_hash(a, b, extra) & mask; m->v[i].used; i = (i + 1) & mask) {
+		if (m->v[i].a == a && m->v[i].b == b && m->v[i].extra == extra) {
 			m->v[i].count += count;
 			return 0;
 		}

@@ -82,7 +82,8 @@ void ptf_cache_each(const struct ptf_cache *c,
 void ptf_cache_free(struct ptf_cache *c);
 size_t ptf_cache_bytes(const struct ptf_cache *c);
 
-/* Add count to (a, b); 0 or -TVH_ERR_NOMEM. */
+/* Add count to (a, b, extra) (the key; for runs extra follows from a, b):
+ * 0 or -TVH_ERR_NOMEM. */
 int ptf_map_add(struct ptf_map *m, uint64_t a, uint64_t b, uint64_t count,
 		uint32_t extra);
 void ptf_map_free(struct ptf_map *m);

@@ -7,6 +7,7 @@
  * compression against a 64-entry stack flushed at PSB).
  */
 #include <intel-pt.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,7 +44,22 @@ struct gen {
 	uint64_t rs[65];
 	unsigned rs_top, rs_bottom;
 	int fail;
+	/* IPs executed since the last packet the decoders use to move on:
+	 * an event at one of them binds where the decoders first reach it,
+	 * so calls in between (a cycle of direct jumps) are not seen. */
+	uint64_t seen[32];
+	unsigned nseen;
+	int cycle;
 };
+
+static int gen_trace(void)
+{
+	static int on = -1;
+
+	if (on < 0)
+		on = getenv("PTGEN_TRACE") != NULL;
+	return on;
+}
 
 static uint64_t rnd(struct gen *g)
 {
@@ -293,6 +309,8 @@ static void timing(struct gen *g)
 
 static void tnt_bit(struct gen *g, int taken)
 {
+	g->nseen = 0;
+	g->cycle = 0;
 	g->tnt = (g->tnt << 1) | (uint64_t)(taken & 1);
 	if (++g->ntnt >= g->tnt_max)
 		flush_tnt(g);
@@ -305,6 +323,8 @@ static void ip_packet(struct gen *g, enum pt_packet_type t, uint64_t ip, int sup
 
 	flush_tnt(g);
 	timing(g);
+	g->nseen = 0;
+	g->cycle = 0;
 	memset(&p, 0, sizeof(p));
 	p.type = t;
 	if (suppress) {
@@ -353,6 +373,8 @@ static void pip_packet(struct gen *g)
 
 static void rs_push(struct gen *g, uint64_t ip)
 {
+	if (gen_trace())
+		fprintf(stderr, "gen: push %llx\n", (unsigned long long)ip);
 	g->rs[g->rs_top] = ip;
 	g->rs_top = g->rs_top == 64 ? 0 : g->rs_top + 1;
 	if (g->rs_top == g->rs_bottom)
@@ -365,6 +387,8 @@ static int rs_pop(struct gen *g, uint64_t *ip)
 		return 0;
 	g->rs_top = g->rs_top ? g->rs_top - 1 : 64;
 	*ip = g->rs[g->rs_top];
+	if (gen_trace())
+		fprintf(stderr, "gen: pop %llx\n", (unsigned long long)*ip);
 	return 1;
 }
 
@@ -462,13 +486,25 @@ int ptgen_make(struct ptgen *out, const struct ptgen_opts *o)
 		}
 		i = find(r, ip);
 		x = &r->v[i];
+		if (gen_trace() && x->kind != K_FILL)
+			fprintf(stderr, "gen: at %llx kind %u off %llx\n", (unsigned long long)ip,
+				x->kind, (unsigned long long)offset(&g));
 		/* A loop of direct jumps writes no trace: interrupt it. */
 		if (offset(&g) != last_off) {
 			last_off = offset(&g);
 			quiet = 0;
 		}
+		for (unsigned k = 0; k < g.nseen && !g.cycle; k++)
+			g.cycle = g.seen[k] == ip;
+		if (g.nseen < 32)
+			g.seen[g.nseen++] = ip;
+		else
+			g.cycle = 1;
 		if (chance(&g, o->p_async / 4) || ++quiet > 1000) {
 			quiet = 0;
+			/* The decoders stop at the first visit: forget calls since. */
+			if (g.cycle)
+				g.rs_top = g.rs_bottom = 0;
 			/* Interrupt before x: FUP (its IP), TIP (the handler). */
 			ip_packet(&g, ppt_fup, ip, 0);
 			if (chance(&g, o->p_disable)) {
@@ -483,7 +519,7 @@ int ptgen_make(struct ptgen *out, const struct ptgen_opts *o)
 			out->branches++;
 			continue;
 		}
-		if (chance(&g, o->p_ovf / 4)) {
+		if (chance(&g, o->p_ovf / 4) && !g.cycle) {
 			flush_tnt(&g);
 			memset(&p, 0, sizeof(p));
 			p.type = ppt_ovf;
@@ -517,7 +553,9 @@ int ptgen_make(struct ptgen *out, const struct ptgen_opts *o)
 			out->branches++;
 			break;
 		case K_CALL:
-			rs_push(&g, x->ip + x->len);
+			/* libipt pushes no call to the next instruction (rel 0). */
+			if (x->target != x->ip + x->len)
+				rs_push(&g, x->ip + x->len);
 			ip = x->target;
 			out->branches++;
 			break;
