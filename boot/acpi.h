@@ -8,10 +8,12 @@
  * (PCI Firmware Spec 3.2 4.1.2: 36-byte header, 8 reserved bytes, then
  * 16-byte allocations: base address, segment, start bus, end bus).
  * Every table's checksum (all bytes sum to 0) and length are checked.
- * Tables are read where they lie: the caller runs with physical memory
- * identity-mapped (boot/, before ExitBootServices).  The RSDP comes from
- * the EFI configuration table (ACPI 2.0 GUID), found in boot/vmx_boot.c:
- * this file has no EFI dependency so the host tests run it.
+ * The walk is vmm/lib/acpi.c's (also used in VMX root for the FADT's
+ * PM1 control ports); here tables are read where they lie: the caller
+ * runs with physical memory identity-mapped (boot/, before
+ * ExitBootServices).  The RSDP comes from the EFI configuration table
+ * (ACPI 2.0 GUID), found in boot/vmx_boot.c: this file has no EFI
+ * dependency so the host tests run it.
  *
  * Errors (negative):
  *   ACPI_ERR_ARG        rsdp or out NULL
@@ -25,11 +27,7 @@
 #include <stdint.h>
 
 #include "vmm/exit/pci_hide.h"
-
-#define ACPI_ERR_ARG       (-1)
-#define ACPI_ERR_RSDP      (-2)
-#define ACPI_ERR_TABLE     (-3)
-#define ACPI_ERR_NOT_FOUND (-4)
+#include "vmm/lib/acpi.h"   /* ACPI_ERR_* */
 
 /*
  * acpi_find_ecam - the MCFG allocation of PCI segment 0 (the first one

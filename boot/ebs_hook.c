@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ebs_hook.c - the ExitBootServices event for trace_start =
- * exit_boot_services.
+ * ebs_hook.c - the ExitBootServices event, installed whenever a trace
+ * source is set: it opens the window for trace_start =
+ * exit_boot_services, arms the trap for kernel_entry, and (any start)
+ * lets the resident copy read the ACPI tables once they are final, for
+ * the power-off port (vmm/exit/exit_io.h: an OS loader may install them
+ * only just before this call).
  *
  * The OS loader (Linux's EFI stub, Windows' winload) calls
  * gBS->ExitBootServices once it has the final memory map; that is the
@@ -10,8 +14,9 @@
  * by a 23-byte thunk: VMCALL TV_HC_EVENT, then a jump to the firmware's
  * function, so the loader's call goes on exactly as before (RCX, RDX and
  * the stack as the caller left them; RAX is volatile in the UEFI calling
- * convention, RBX is saved around the call).  The window opens on the
- * VMCALL's exit; its first branch is the thunk's jump into the firmware.
+ * convention, RBX is saved around the call).  A window the event opens
+ * opens on the VMCALL's exit; its first branch is the thunk's jump into
+ * the firmware.
  * The thunk lives in EfiLoaderCode, which the OS may reuse only after
  * ExitBootServices returned, when the thunk is no longer on any path.
  * UEFI 2.x, 4.4 "Boot Services Table": a changed table gets its header's

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ebs_hook.h - trace_start = exit_boot_services: tracevisor's hook on the
- * firmware's ExitBootServices (docs/CONFIG.md, docs/HYPERCALLS.md).
+ * ebs_hook.h - tracevisor's hook on the firmware's ExitBootServices,
+ * whenever a trace source is set (docs/CONFIG.md, docs/HYPERCALLS.md).
  */
 #ifndef TV_BOOT_EBS_HOOK_H
 #define TV_BOOT_EBS_HOOK_H

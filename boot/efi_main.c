@@ -379,9 +379,8 @@ static void virtualize(const struct cpu_caps *caps, const struct tv_config *cfg,
 	net_for_resident(&p, cfg, nic, tsc_hz);
 	if (vmx_boot(&p))
 		log_warn("vmx: booting unvirtualized");
-	else if (p.trace.source != TV_SOURCE_NONE && (p.trace.start == TV_TRIG_EXIT_BOOT_SERVICES ||
-							  p.trace.start == TV_TRIG_KERNEL_ENTRY))
-		ebs_hook_install();
+	else if (p.trace.source != TV_SOURCE_NONE)
+		ebs_hook_install();   /* the event: windows (docs/HYPERCALLS.md), the ACPI power-off port */
 }
 
 /* The TSC rate, measured against the firmware's Stall() (20 ms). */

@@ -374,8 +374,18 @@ static void setup_cpus(struct boot_region *b, const struct vmx_boot_params *p,
 		       struct tv_mp_services *mp, UINTN ncpu, const struct trace_needs *needs)
 {
 	bool hide_pci = pci_hide_get()->n != 0;
+	/*
+	 * I/O bitmaps: the PCI configuration ports while a function is
+	 * hidden; with a trace source also the ACPI PM1 control ports, set
+	 * by the resident copy once the FADT is found (vmm/exit/exit_io.h),
+	 * so that the guest's power-off closes the windows.  Neither: none.
+	 */
+	bool io_bitmaps = hide_pci || p->trace.source != TV_SOURCE_NONE;
 
-	io_bitmap_build(b->io_bitmaps, b->io_bitmaps + 4096);
+	if (hide_pci)
+		io_bitmap_build(b->io_bitmaps, b->io_bitmaps + 4096);
+	else
+		memset(b->io_bitmaps, 0, 2 * 4096);
 	memset(b->ff_page, 0xff, 4096);
 	/* This image's tracer hooks: msr_bitmap_build asks its MSR policy. */
 	trace_hooks_register();
@@ -392,7 +402,7 @@ static void setup_cpus(struct boot_region *b, const struct vmx_boot_params *p,
 		c->trace_pin_ctls = needs->pin_ctls;
 		c->trace_entry_ctls = needs->entry_ctls;
 		c->trace_exit_ctls = needs->exit_ctls;
-		if (hide_pci) {
+		if (io_bitmaps) {
 			c->io_bitmap_a_pa = (uint64_t)(uintptr_t)b->io_bitmaps;
 			c->io_bitmap_b_pa = (uint64_t)(uintptr_t)b->io_bitmaps + 4096;
 		}
@@ -655,6 +665,7 @@ static void fill_boot_info(struct boot_region *b, const struct vmx_boot_params *
 	bi->poll = *poll;
 	bi->net = *net;
 	bi->net_ops = net->enabled ? IN_COPY(copy, net_resident_ops) : NULL;
+	bi->efi_system_table = (uint64_t)(uintptr_t)efi_st;   /* identity-mapped */
 }
 
 /*

@@ -634,4 +634,24 @@ static void res_window(struct per_cpu *cpu)
 			 res.link.state == NET_LINK_WAIT_ARP ? "waiting for ARP" : "waiting for an address");
 }
 
-const struct hv_net_ops net_resident_ops = { res_start, res_window };
+/*
+ * The guest powers off (vmm/trace/poweroff.h): one export step - the
+ * link run once on the NIC's CPU, as the overflow = wait stall's pump
+ * does - or a pause elsewhere, then has the receiver acknowledged every
+ * record and PT byte of every CPU?  Any CPU may ask.
+ */
+static bool res_poweroff_pump(struct per_cpu *cpu)
+{
+	if (!res.ready)
+		return true;
+	if (cpu->index == res.cfg->cpu)
+		res_step(hw_rdtsc());
+	else
+		hw_pause();
+	for (uint32_t i = 0; i < res.link.nrings; i++)
+		if (!net_link_drained(&res.link, i) || !res_pt_drained(i))
+			return false;
+	return true;
+}
+
+const struct hv_net_ops net_resident_ops = { res_start, res_window, res_poweroff_pump };

@@ -4,8 +4,10 @@
  */
 #include "vmm/hv.h"
 
+#include "vmm/exit/exit_io.h"
 #include "vmm/hw/hw.h"
 #include "vmm/trace/engine.h"
+#include "vmm/trace/poweroff.h"
 #include "vmm/trace/serial_export.h"
 
 #include <string.h>
@@ -91,6 +93,37 @@ static void hv_trace_window(struct per_cpu *cpu)
 	(void)serial_export_window(cpu);   /* logs what it did or why not */
 }
 
+/*
+ * The guest powers off: one export step (the network exporter's); the
+ * serial exporter has written each window out when it closed.
+ */
+static bool hv_trace_pump(struct per_cpu *cpu)
+{
+	if (hv_net_on && hv.net_ops->pump)
+		return hv.net_ops->pump(cpu);
+	return true;
+}
+
+/*
+ * The ACPI power-off port (vmm/exit/exit_io.h): with a trace source the
+ * CPUs have I/O bitmaps (boot/vmx_boot.c); look for the FADT now (real
+ * firmware publishes it at boot) and again at ExitBootServices
+ * (vmm/trace/hcall.c), when an OS loader may have installed it.
+ */
+static void hv_sleep_init(const struct hv_boot_info *bi)
+{
+	const struct per_cpu *c0 = bi->ncpus ? &bi->cpus[0] : NULL;
+
+	if (!c0 || !c0->io_bitmap_a_pa || bi->trace.source == TV_SOURCE_NONE) {
+		io_sleep_init(NULL, NULL, 0, NULL, NULL);
+		return;
+	}
+	io_sleep_init((uint8_t *)(uintptr_t)c0->io_bitmap_a_pa,
+		      (uint8_t *)(uintptr_t)c0->io_bitmap_b_pa, bi->efi_system_table, hv_read_phys,
+		      NULL);
+	(void)io_sleep_learn("boot");
+}
+
 void hv_init(const struct hv_boot_info *bi)
 {
 	/* Sinks copied from the original point into the original: drop them. */
@@ -117,6 +150,8 @@ void hv_init(const struct hv_boot_info *bi)
 			log_warn("hv: network export not running: trace windows go out over %s",
 				 hv_serial_on ? "serial" : "nothing (serial = off): they stay in memory");
 	}
+	trace_engine_set_cpus(bi->cpus, bi->ncpus, hv_trace_pump);
+	hv_sleep_init(bi);
 	log_info("hv: resident copy initialised, %u CPUs, exporter %s", bi->ncpus,
 		 hv_net_on ? "network" : "serial");
 }

@@ -62,10 +62,15 @@ struct hv_net {
  * the unit tests).  start: NIC, lwIP, exporter over every CPU's ring; 0 or
  * a negative error (logged), after which the serial exporter is used.
  * window: a trace window closed on cpu (VMX root, that CPU).
+ * pump: one export step from cpu (VMX root): on the CPU that drives the
+ * NIC, run the link once; elsewhere a short pause.  Returns true when the
+ * receiver has acknowledged every stream (records and PT bytes of every
+ * CPU).  The guest's power-off waits on it (vmm/trace/poweroff.h).
  */
 struct hv_net_ops {
 	int (*start)(const struct hv_net *n, struct per_cpu *cpus, uint32_t ncpus);
 	void (*window)(struct per_cpu *cpu);
+	bool (*pump)(struct per_cpu *cpu);
 };
 
 /*
@@ -102,6 +107,7 @@ struct hv_boot_info {
 	struct preempt_hook poll;      /* rebased into the resident copy */
 	struct hv_net net;
 	const struct hv_net_ops *net_ops; /* in the resident copy, or NULL */
+	uint64_t efi_system_table;     /* physical; 0: none (the ACPI power-off port, exit_io.h) */
 };
 
 /* The resident copy's view of the above, set by hv_init(). */

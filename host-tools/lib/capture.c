@@ -226,6 +226,12 @@ static void meta_body(const struct cap *c, FILE *f)
 			first = false;
 		}
 	fprintf(f, "]}");
+	/* the machine's buffer sizes in force, from its CONFIG "buffers" record */
+	fprintf(f, ",\n  \"buffers\": ");
+	if (c->have_buffers)
+		tvh_buffers_json(f, &c->buffers);
+	else
+		fputs("null", f);
 	if (!c->have_hello) {
 		fprintf(f, ",\n  \"machine\": null,\n  \"cpu_count\": %u\n}\n", c->ncpus);
 		return;
@@ -586,6 +592,18 @@ static int run_append(struct cap *c, struct cap_cpu *p, uint64_t seq, const uint
 	c->bytes += size;
 	if (rec[0] == TV_REC_LOST && size >= sizeof(struct tv_rec_lost))
 		p->lost_in_stream += tvh_le64(rec + 16);
+	if (rec[0] == TV_REC_CONFIG && !c->have_buffers && size >= sizeof(struct tv_rec_text) &&
+	    tvh_le32(rec + 4) <= size - sizeof(struct tv_rec_text) &&
+	    tvh_buffers_parse((const char *)rec + sizeof(struct tv_rec_text), tvh_le32(rec + 4),
+			      &c->buffers)) {
+		c->have_buffers = true;
+		if (c->f) {
+			int err = write_atomic(c, "meta.json", meta_body);
+
+			if (err)
+				return err;
+		}
+	}
 	if (!c->f)
 		c->pending += size;
 	else if (p->run_len >= CAP_RUN_BYTES)

@@ -48,6 +48,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "host-tools/lib/info.h"
 #include "host-tools/lib/tvt.h"
 #include "net/proto.h"
 
@@ -130,6 +131,8 @@ struct cap {
 	uint64_t records, bytes, lost, pt_bytes;  /* totals */
 	uint64_t pending;        /* record bytes held in memory before cap_begin */
 	bool closed;
+	bool have_buffers;       /* the first CONFIG "buffers" record (meta.json "buffers") */
+	struct tvh_buffers buffers;
 };
 
 /*

@@ -10,6 +10,67 @@
 #include "host-tools/lib/info.h"
 #include "host-tools/lib/stream.h"
 
+bool tvh_buffers_parse(const char *text, size_t len, struct tvh_buffers *b)
+{
+	static const char tag[] = "buffers ";
+	struct tvh_buffers v;
+	size_t i = sizeof(tag) - 1;
+
+	if (!text || len < i || memcmp(text, tag, i))
+		return false;
+	memset(&v, 0, sizeof(v));
+	while (i < len) {
+		size_t name = i, nlen;
+		uint64_t n = 0;
+		bool digits = false, over = false;
+
+		while (i < len && text[i] != '=' && text[i] != ' ')
+			i++;
+		nlen = i - name;
+		if (i < len && text[i] == '=') {
+			for (i++; i < len && text[i] >= '0' && text[i] <= '9'; i++) {
+				if (n > (UINT64_MAX - 9) / 10)
+					over = true;
+				n = n * 10 + (uint64_t)(text[i] - '0');
+				digits = true;
+			}
+		}
+		if (i < len && text[i] != ' ')
+			digits = false;   /* "12x": malformed, skipped */
+		while (i < len && text[i] != ' ')
+			i++;
+		while (i < len && text[i] == ' ')
+			i++;
+		if (!digits || over)
+			continue;
+#define FIELD(f) (nlen == sizeof(#f) - 1 && !memcmp(text + name, #f, nlen))
+		if (FIELD(ring_bytes))
+			v.ring_bytes = n;
+		else if (FIELD(stream_bytes))
+			v.stream_bytes = n;
+		else if (FIELD(output_bytes))
+			v.output_bytes = n;
+		else if (FIELD(output_region_bytes))
+			v.output_region_bytes = n;
+		else if (FIELD(output_regions))
+			v.output_regions = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+		else if (FIELD(drain_us))
+			v.drain_us = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+#undef FIELD
+	}
+	*b = v;
+	return true;
+}
+
+void tvh_buffers_json(FILE *out, const struct tvh_buffers *b)
+{
+	fprintf(out, "{\"ring_bytes\": %" PRIu64 ", \"stream_bytes\": %" PRIu64
+		", \"output_bytes\": %" PRIu64 ", \"output_regions\": %" PRIu32
+		", \"output_region_bytes\": %" PRIu64 ", \"drain_us\": %" PRIu32 "}",
+		b->ring_bytes, b->stream_bytes, b->output_bytes, b->output_regions,
+		b->output_region_bytes, b->drain_us);
+}
+
 void tvh_info_init(struct tvh_info *in)
 {
 	memset(in, 0, sizeof(*in));
@@ -41,6 +102,10 @@ int tvh_info_event(void *ctx, const struct tvh_event *ev)
 		c->have_tsc = true;
 	}
 	switch (r->type) {
+	case TV_REC_CONFIG:
+		if (!c->have_buffers)
+			c->have_buffers = tvh_buffers_parse(r->u.text.text, r->u.text.len, &c->buffers);
+		break;
 	case TV_REC_START:
 		c->windows++;
 		break;
@@ -73,6 +138,40 @@ static void span(FILE *out, uint64_t ticks, uint64_t hz)
 	us = (uint64_t)((unsigned __int128)ticks * 1000000u / hz);
 	fprintf(out, "%" PRIu64 ".%06" PRIu64 " s (%" PRIu64 " ticks at %" PRIu64
 		" Hz)", us / 1000000u, us % 1000000u, ticks, hz);
+}
+
+/* bytes as KiB or MiB where whole, else bytes */
+static void size(FILE *out, uint64_t b)
+{
+	if (b && !(b & ((1u << 20) - 1)))
+		fprintf(out, "%" PRIu64 " MiB", b >> 20);
+	else if (b && !(b & 1023))
+		fprintf(out, "%" PRIu64 " KiB", b >> 10);
+	else
+		fprintf(out, "%" PRIu64 " bytes", b);
+}
+
+/* The buffer sizes in force on the machine (its CONFIG "buffers" record). */
+static void buffers_line(FILE *out, const struct tvh_buffers *b)
+{
+	fputs("    buffers: record ring ", out);
+	size(out, b->ring_bytes);
+	if (b->stream_bytes) {
+		fputs(", stream ring ", out);
+		size(out, b->stream_bytes);
+	}
+	if (b->output_bytes) {
+		fputs(", hardware output ", out);
+		size(out, b->output_bytes);
+		if (b->output_regions > 1) {
+			fprintf(out, " (%" PRIu32 " x ", b->output_regions);
+			size(out, b->output_region_bytes);
+			fputc(')', out);
+		}
+	}
+	if (b->drain_us)
+		fprintf(out, ", drain tick %" PRIu32 " us", b->drain_us);
+	fputc('\n', out);
 }
 
 int tvh_info_write(const struct tvh_info *in, const struct tvt_reader *r,
@@ -117,6 +216,8 @@ int tvh_info_write(const struct tvh_info *in, const struct tvt_reader *r,
 			fprintf(out, ", PT %" PRIu64 " bytes (lost %" PRIu64 ")",
 				c->pt_bytes, c->pt_gap + c->pt_head + c->pt_lost);
 		fputc('\n', out);
+		if (ic && ic->have_buffers)
+			buffers_line(out, &ic->buffers);
 	}
 	fputs("time span: ", out);
 	if (any_tsc)

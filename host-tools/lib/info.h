@@ -18,7 +18,34 @@
 #include "host-tools/lib/tvt.h"
 #include "host-tools/lib/walk.h"
 
+/*
+ * The buffer sizes in force on the traced machine, from the CONFIG record
+ * "buffers ..." it writes into each traced CPU's ring at boot
+ * (docs/CAPTURE.md, "Buffer sizes"): bytes, 0 for a buffer the source
+ * does not have.
+ */
+struct tvh_buffers {
+	uint64_t ring_bytes;          /* the record ring's data area (trace_buffer_kb) */
+	uint64_t stream_bytes;        /* the byte stream ring (pt: pt_buffer_kb) */
+	uint64_t output_bytes;        /* the hardware's output (pt: pt_topa_kb; bts: bts_buffer_kb) */
+	uint64_t output_region_bytes; /* ... in output_regions regions of this size */
+	uint32_t output_regions;
+	uint32_t drain_us;            /* the drain tick (pt_drain_us), 0: none */
+};
+
+/*
+ * tvh_buffers_parse - text[0..len) of a TV_REC_CONFIG record: true when
+ * it is the "buffers" line, its name=value fields in *b (names it does not
+ * know are skipped, missing ones 0); false (b untouched) otherwise.
+ */
+bool tvh_buffers_parse(const char *text, size_t len, struct tvh_buffers *b);
+
+/* tvh_buffers_json - b as a JSON object, the names of struct tvh_buffers. */
+void tvh_buffers_json(FILE *out, const struct tvh_buffers *b);
+
 struct tvh_info_cpu {
+	bool have_buffers;
+	struct tvh_buffers buffers;   /* the first "buffers" CONFIG record */
 	bool have_tsc;
 	uint64_t first_tsc, last_tsc;
 	uint64_t windows;        /* START records */

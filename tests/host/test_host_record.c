@@ -233,6 +233,7 @@ static void test_capture_roundtrip(void **state)
 	assert_string_equal(rng->items[1].str, "pt");
 	assert_true(json_get(meta, "complete")->b);
 	assert_string_equal(json_get_str(meta, "end_time"), "2023-11-14T22:13:22.000000000Z");
+	assert_int_equal(json_get(meta, "buffers")->t, J_NULL);   /* no "buffers" record came */
 	assert_string_equal(json_get(json_get(meta, "files"), "pt")->items[0].str, "cpu1.pt");
 	json_free(meta);
 
@@ -866,11 +867,58 @@ static void test_pt_before_hello_name_taken(void **state)
 	free(out);
 }
 
+/*
+ * The machine's buffer sizes (its CONFIG "buffers" record, docs/CAPTURE.md):
+ * meta.json "buffers" from the first one, written at once (the capture
+ * is still open), also before the HELLO; other CONFIG text is not it.
+ */
+static void test_meta_buffers(void **state)
+{
+	static const char line[] = "buffers ring_bytes=67108736 stream_bytes=268435456 output_bytes=67108864 output_regions=16 output_region_bytes=4194304 drain_us=256000";
+	static const char other[] = "buffers ring_bytes=1 stream_bytes=2";
+	struct cap c;
+	struct recbuf a = { 0 };
+	char *out = outdir("bufs");
+	struct jval *meta;
+	const struct jval *b;
+
+	(void)state;
+	assert_int_equal(cap_open(&c, out, 0x1234ull, NULL, "127.0.0.1:5000",
+				  1700000001000000000ull), 0);
+	rb_text(&a, TV_REC_CONFIG, 0, 5, "mode=pt", 7);
+	rb_text(&a, TV_REC_CONFIG, 0, 6, line, sizeof(line) - 1);
+	rb_branch(&a, TV_BR_CALL, 0x1000, 0x2000);
+	rb_text(&a, TV_REC_CONFIG, 0, 7, other, sizeof(other) - 1);   /* a later one: ignored */
+	assert_int_equal(cap_stream_start(&c, 1, 0), 0);
+	assert_int_equal(cap_records(&c, 1, 0, a.p, a.len, false, 0), 0);
+	assert_int_equal(cap_begin(&c), 0);
+	meta = parse_file(c.dir, "meta.json");
+	b = json_get(meta, "buffers");
+	assert_non_null(b);
+	assert_int_equal(b->t, J_OBJ);
+	assert_true(num(b, "ring_bytes") == 67108736.0);
+	assert_true(num(b, "stream_bytes") == 268435456.0);
+	assert_true(num(b, "output_bytes") == 67108864.0);
+	assert_true(num(b, "output_regions") == 16.0);
+	assert_true(num(b, "output_region_bytes") == 4194304.0);
+	assert_true(num(b, "drain_us") == 256000.0);
+	assert_false(json_get(meta, "complete")->b);
+	json_free(meta);
+	assert_int_equal(cap_close(&c, 1700000002000000000ull), 0);
+	meta = parse_file(c.dir, "meta.json");
+	assert_true(num(json_get(meta, "buffers"), "stream_bytes") == 268435456.0);
+	json_free(meta);
+	cap_free(&c);
+	rb_free(&a);
+	free(out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_dir_name),
 		cmocka_unit_test(test_capture_roundtrip),
+		cmocka_unit_test(test_meta_buffers),
 		cmocka_unit_test(test_loss_merge),
 		cmocka_unit_test(test_compact_expanded),
 		cmocka_unit_test(test_bad_records),

@@ -64,6 +64,15 @@ struct exit_hooks {
 	 */
 	void (*guest_reset)(struct per_cpu *cpu);
 	/*
+	 * guest_sleep - the guest writes value (as its OUT gave it) to port,
+	 * an ACPI PM1 control register, with SLP_EN set (vmm/exit/exit_io.c):
+	 * it enters a sleep state, S5 being the power-off, and the machine
+	 * may be gone when the write completes.  Called before the write goes
+	 * to the hardware: the last chance to close and export windows.
+	 * NULL: nothing (the write goes out).
+	 */
+	void (*guest_sleep)(struct per_cpu *cpu, uint16_t port, uint32_t value);
+	/*
 	 * msr_intercepts - should RDMSR (write false) / WRMSR (true) of msr
 	 * exit?  Asked by msr_bitmap_build for every MSR of both bitmap
 	 * ranges, and by exit_rdmsr/exit_wrmsr, which give the access to

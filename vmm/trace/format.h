@@ -277,7 +277,10 @@ enum tv_trigger {
 	TV_TRIG_LIMIT = 7,       /* STOP only: configured record/time limit */
 	TV_TRIG_GUEST_RESET = 8, /* STOP only: the guest triple-faulted (the
 				  * window ends where the machine died) */
-	TV_TRIG_MAX = TV_TRIG_GUEST_RESET,
+	TV_TRIG_GUEST_POWEROFF = 9, /* STOP only: the guest entered an ACPI
+				     * sleep state (SLP_EN: the power-off); every
+				     * CPU's window ends there */
+	TV_TRIG_MAX = TV_TRIG_GUEST_POWEROFF,
 };
 
 struct tv_rec_startstop {

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * hcall.c - the tracing hypercalls (vmm/exit/hypercall.h's hooks): start,
- * stop, marker and the boot event, onto the engine, with the engine's
+ * stop, marker and the boot event (which also learns the ACPI power-off
+ * port, vmm/exit/exit_io.h), onto the engine, with the engine's
  * TRACE_E* codes turned into the guest ABI's TV_HC_* ones here only.
  */
+#include "vmm/exit/exit_io.h"
 #include "vmm/exit/hypercall.h"
 #include "vmm/hw/hw.h"
 #include "vmm/trace/cpu.h"
@@ -55,6 +57,11 @@ static int hc_event(struct per_cpu *cpu, uint64_t event)
 {
 	if (event != TV_HC_EVENT_EXIT_BOOT_SERVICES)
 		return TV_HC_EINVAL;
+	/*
+	 * The ACPI tables are final now (an OS loader may have installed
+	 * them just before): learn the power-off port for the windows' end.
+	 */
+	(void)io_sleep_learn("ExitBootServices");
 	return hc_status(trace_event_ebs(cpu));
 }
 

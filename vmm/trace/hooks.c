@@ -13,12 +13,27 @@
 #include "vmm/trace/cpu.h"
 #include "vmm/trace/engine.h"
 #include "vmm/trace/msr_policy.h"
+#include "vmm/trace/poweroff.h"
 
 /* The guest resets the machine: close the window, which exports it. */
 static void hook_guest_reset(struct per_cpu *cpu)
 {
 	if (trace_cpu_active(cpu))
 		trace_stop(cpu, TV_TRIG_GUEST_RESET);
+}
+
+/*
+ * The guest enters an ACPI sleep state (SLP_EN; S5 is the power-off),
+ * the write still to go out: close every CPU's window and wait (bounded)
+ * until the receiver has everything.  Without a trace source: nothing.
+ */
+static void hook_guest_sleep(struct per_cpu *cpu, uint16_t port, uint32_t value)
+{
+	(void)port;
+	(void)value;
+	if (trace_engine_setup()->source == TV_SOURCE_NONE)
+		return;
+	trace_poweroff(cpu);
 }
 
 /*
@@ -63,6 +78,7 @@ static const struct exit_hooks trace_exit_hooks = {
 	.mtf_exit = exit_monitor_trap,
 	.ept_fetch = trace_trigger_fetch,
 	.guest_reset = hook_guest_reset,
+	.guest_sleep = hook_guest_sleep,
 	.msr_intercepts = trace_msr_intercepts,
 	.msr_read = hook_msr_read,
 	.msr_write = hook_msr_write,

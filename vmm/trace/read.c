@@ -312,6 +312,7 @@ const char *trace_trigger_name(unsigned trigger)
 		[TV_TRIG_KERNEL_ENTRY] = "kernel-entry",
 		[TV_TRIG_RECEIVER] = "receiver", [TV_TRIG_FULL] = "full",
 		[TV_TRIG_LIMIT] = "limit", [TV_TRIG_GUEST_RESET] = "guest-reset",
+		[TV_TRIG_GUEST_POWEROFF] = "guest-power-off",
 	};
 
 	return name_of(names, ARRAY_LEN(names), trigger);

@@ -7,8 +7,18 @@
 #include <string.h>
 
 #include "vmm/hw/hw.h"
+#include "vmm/lib/log.h"
 #include "vmm/trace/cpu.h"
+#include "vmm/trace/poweroff.h"
 #include "vmm/vmx/vcpu.h"
+
+_Static_assert(!(TRACE_REQ_POWEROFF & (TRACE_REQ_START | TRACE_REQ_STOP | TRACE_REQ_MARKER |
+				       TRACE_REQ_FILTER)), "one bit per request");
+
+/* Every CPU, for the power-off (trace_engine_set_cpus; the resident copy's). */
+static struct per_cpu *all_cpus;
+static uint32_t all_n;
+static trace_pump_fn pump_fn;
 
 int trace_request_filter(struct per_cpu *cpu, const struct trace_filter *f)
 {
@@ -86,6 +96,20 @@ void trace_apply_requests(struct per_cpu *cpu, struct trace_cpu *t)
 		trace_append_marker(t->b.ring, hw_rdtsc(), id, label, len);
 		t->req_applied++;
 	}
+	if (req & TRACE_REQ_POWEROFF) {
+		/*
+		 * The guest powers off: a queued START or STOP no longer
+		 * matters.  The bit is cleared only once the window is closed
+		 * and handed to the exporter, so that the CPU waiting in
+		 * trace_poweroff never sees this one done too early.
+		 */
+		__atomic_fetch_and(&t->req_pending, ~(TRACE_REQ_START | TRACE_REQ_STOP),
+				   __ATOMIC_ACQ_REL);
+		if (t->b.active && trace_stop(cpu, TV_TRIG_GUEST_POWEROFF) == TRACE_EOK)
+			t->req_applied++;
+		__atomic_fetch_and(&t->req_pending, ~TRACE_REQ_POWEROFF, __ATOMIC_RELEASE);
+		return;
+	}
 	req = __atomic_fetch_and(&t->req_pending, ~(TRACE_REQ_START | TRACE_REQ_STOP),
 				 __ATOMIC_ACQ_REL) & (TRACE_REQ_START | TRACE_REQ_STOP);
 	if (req & TRACE_REQ_START) {
@@ -101,3 +125,95 @@ void trace_apply_requests(struct per_cpu *cpu, struct trace_cpu *t)
 	}
 }
 
+
+/* --- the guest's power-off ----------------------------------------------- */
+
+void trace_engine_set_cpus(struct per_cpu *cpus, uint32_t n, trace_pump_fn pump)
+{
+	all_cpus = cpus;
+	all_n = cpus ? n : 0;
+	pump_fn = pump;
+}
+
+/* cpu's window is closed and no power-off request of it is pending. */
+static bool poweroff_done(const struct per_cpu *c)
+{
+	const struct trace_cpu *t = c->trace;
+
+	if (!t)
+		return true;
+	return !__atomic_load_n(&t->b.active, __ATOMIC_ACQUIRE) &&
+	       !(__atomic_load_n(&t->req_pending, __ATOMIC_ACQUIRE) & TRACE_REQ_POWEROFF);
+}
+
+/* Any traced CPU's TSC rate (boot gives every ring the same); 0 if none. */
+static uint64_t poweroff_tsc_hz(const struct per_cpu *self)
+{
+	if (self->trace && self->trace->b.ring && self->trace->b.ring->tsc_hz)
+		return self->trace->b.ring->tsc_hz;
+	for (uint32_t i = 0; i < all_n; i++) {
+		const struct trace_cpu *t = all_cpus[i].trace;
+
+		if (t && t->b.ring && t->b.ring->tsc_hz)
+			return t->b.ring->tsc_hz;
+	}
+	return 0;
+}
+
+bool trace_poweroff(struct per_cpu *cpu)
+{
+	/* Without a known TSC rate: 2 s at 4 GHz, longer than 2 s anywhere slower. */
+	uint64_t hz = poweroff_tsc_hz(cpu), t0 = hw_rdtsc(), now = t0, deadline;
+	bool closed = false, acked = false;
+
+	if (!trace_be)
+		return false;
+	deadline = t0 + (hz ? hz : 4000000000ull) / 1000 * TRACE_POWEROFF_WAIT_MS;
+	/* The others first: they close while this CPU exports its own window. */
+	for (uint32_t i = 0; i < all_n; i++) {
+		struct trace_cpu *t = all_cpus[i].trace;
+
+		if (&all_cpus[i] == cpu || !t || !__atomic_load_n(&t->b.active, __ATOMIC_ACQUIRE))
+			continue;
+		__atomic_fetch_and(&t->req_pending, ~TRACE_REQ_START, __ATOMIC_RELAXED);
+		__atomic_fetch_or(&t->req_pending, TRACE_REQ_POWEROFF, __ATOMIC_RELEASE);
+	}
+	if (trace_cpu_active(cpu))
+		trace_stop(cpu, TV_TRIG_GUEST_POWEROFF);   /* its window callback exports it */
+	for (;;) {
+		closed = true;
+		for (uint32_t i = 0; i < all_n && closed; i++)
+			closed = poweroff_done(&all_cpus[i]);
+		if (pump_fn)
+			acked = pump_fn(cpu);
+		else
+			acked = true;
+		if (closed && acked)
+			break;
+		if (!pump_fn)
+			hw_pause();
+		now = hw_rdtsc();
+		if ((int64_t)(now - deadline) >= 0)
+			break;
+	}
+	for (uint32_t i = 0; i < all_n; i++) {
+		const struct trace_cpu *t = all_cpus[i].trace;
+
+		if (!t)
+			continue;
+		if (poweroff_done(&all_cpus[i]))
+			log_info("trace: cpu %u: power-off: window closed, %llu window(s) in all",
+				 all_cpus[i].index, (unsigned long long)t->b.windows);
+		else
+			log_warn("trace: cpu %u: power-off: window STILL OPEN after %u ms (the CPU did not exit): its last bytes are lost",
+				 all_cpus[i].index, TRACE_POWEROFF_WAIT_MS);
+	}
+	if (closed && acked)
+		log_info("trace: power-off on cpu %u: every window closed, everything acknowledged after %llu ms",
+			 cpu->index, (unsigned long long)(hz ? (now - t0) / (hz / 1000 ? hz / 1000 : 1) : 0));
+	else
+		log_warn("trace: power-off on cpu %u: %s after %u ms: the machine goes down anyway",
+			 cpu->index, !closed ? "windows still open" : "NOT everything acknowledged by the receiver",
+			 TRACE_POWEROFF_WAIT_MS);
+	return closed && acked;
+}

@@ -74,8 +74,9 @@ int vmx_compute_controls(struct per_cpu *cpu, bool guest_long_mode, char *why, s
 		cpu->drain_period_tsc = 0;
 	}
 	/*
-	 * I/O bitmaps only while a PCI function is hidden (boot sets the
-	 * bitmap addresses then): they select 0xCF8-0xCFF alone (exit_io.c).
+	 * I/O bitmaps only while a PCI function is hidden or a trace source
+	 * is set (boot sets the bitmap addresses then): they select
+	 * 0xCF8-0xCFF and the ACPI PM1 control ports (exit_io.c).
 	 */
 	cpu->proc = vmx_adjust_controls(c->proc, CPU_USE_MSR_BITMAPS | CPU_ACTIVATE_SECONDARY_CONTROLS |
 					(cpu->io_bitmap_a_pa ? CPU_USE_IO_BITMAPS : 0),
@@ -85,7 +86,7 @@ int vmx_compute_controls(struct per_cpu *cpu, bool guest_long_mode, char *why, s
 		return -1;
 	}
 	if (missing & CPU_USE_IO_BITMAPS) {
-		snprintf(why, whylen, "no I/O bitmaps: cannot hide PCI functions from the guest");
+		snprintf(why, whylen, "no I/O bitmaps: cannot hide PCI functions from the guest or see its ACPI power-off");
 		return -1;
 	}
 	/*

@@ -3,7 +3,9 @@
  * test_exit_io.c - I/O exits at the PCI configuration ports
  * (vmm/exit/exit_io.c over vmm/exit/pci_hide.c): the CONFIG_ADDRESS latch, every
  * width and offset at 0xCFC-0xCFF for hidden and visible functions, the
- * enable bit, the string forms, and the I/O bitmaps.
+ * enable bit, the string forms, and the I/O bitmaps; the ACPI PM1 control
+ * ports (learned from fake EFI/ACPI tables, armed in the bitmaps, an
+ * SLP_EN write calling the guest_sleep hook before it goes out).
  *
  * The "hardware" behind the fake's ports is a small chipset model: its
  * own CONFIG_ADDRESS is the last dword OUT to 0xCF8 in the fake's log,
@@ -19,9 +21,12 @@
 
 #include <cmocka.h>
 
+#include "acpi_fake.h"
 #include "hw_fake.h"
 #include "vmm/exit/exit.h"
 #include "vmm/exit/exit_io.h"
+#include "vmm/exit/hooks.h"
+#include "vmm/lib/acpi.h"
 #include "vmm/lib/log.h"
 #include "vmm/exit/pci_hide.h"
 
@@ -335,6 +340,178 @@ static void test_undefined_size_stops(void **state)
 	assert_int_equal(vmx_exit_dispatch(&cpu, &regs), EXIT_STOP_CPU);
 }
 
+/* --- the ACPI PM1 control ports ------------------------------------------ */
+
+#define PM1A 0xb004u
+#define PM1B 0xb104u
+
+static uint8_t bm[2][4096];
+static struct {
+	unsigned calls;
+	uint16_t port;
+	uint32_t value;
+	uint64_t outs_before;      /* port writes done when the hook ran */
+} slept;
+
+static void rec_sleep(struct per_cpu *c, uint16_t port, uint32_t value)
+{
+	assert_ptr_equal(c, &cpu);
+	slept.calls++;
+	slept.port = port;
+	slept.value = value;
+	slept.outs_before = hw_fake_io_out_count;
+}
+
+static const struct exit_hooks sleep_hooks = { .guest_sleep = rec_sleep };
+
+static int setup_sleep(void **state)
+{
+	setup(state);
+	memset(&slept, 0, sizeof(slept));
+	memset(bm, 0xaa, sizeof(bm));
+	io_bitmap_build(bm[0], bm[1]);
+	io_sleep_init(bm[0], bm[1], ACPI_FAKE_EFI_ST, acpi_fake_read, NULL);
+	exit_hooks_set(&sleep_hooks);
+	return 0;
+}
+
+static int teardown_sleep(void **state)
+{
+	(void)state;
+	exit_hooks_set(NULL);
+	io_sleep_init(NULL, NULL, 0, NULL, NULL);
+	return 0;
+}
+
+static void test_bitmaps_hold_the_pm1_ports(void **state)
+{
+	uint16_t ports[2];
+	unsigned set = 0;
+
+	(void)state;
+	assert_int_equal(io_sleep_arm(PM1A, PM1B), 2);
+	for (uint32_t port = 0; port <= 0xffff; port++)
+		if (io_bitmap_test(bm[0], bm[1], (uint16_t)port))
+			set++;
+	assert_int_equal(set, 8 + 2 + 2);     /* 0xCF8-0xCFF and both bytes of each register */
+	assert_true(io_bitmap_test(bm[0], bm[1], PM1A));
+	assert_true(io_bitmap_test(bm[0], bm[1], PM1A + 1));
+	assert_false(io_bitmap_test(bm[0], bm[1], PM1A - 4));   /* PM1a_EVT: no */
+	assert_false(io_bitmap_test(bm[0], bm[1], PM1A + 2));
+	assert_true(io_bitmap_test(bm[0], bm[1], PM1B + 1));
+	/* 0xB004 is in bitmap B (ports 0x8000-0xFFFF), bit 0x3004 */
+	assert_int_equal(bm[1][0x3004 / 8], 0x30);
+	io_sleep_ports(ports);
+	assert_int_equal(ports[0], PM1A);
+	assert_int_equal(ports[1], PM1B);
+	/* port 0 is "none"; without bitmaps nothing is armed */
+	assert_int_equal(io_sleep_arm(0, 0), 0);
+	io_sleep_init(NULL, NULL, 0, NULL, NULL);
+	assert_int_equal(io_sleep_arm(PM1A, 0), -1);
+}
+
+static void test_pm1_port_learned_from_the_efi_tables(void **state)
+{
+	uint16_t ports[2];
+
+	(void)state;
+	/* the firmware published nothing yet: nothing armed */
+	acpi_fake_build(PM1A, 0, NULL, NULL);
+	acpi_fake_mem[ACPI_FAKE_CONFIG + 24] ^= 0xff;
+	assert_int_equal(io_sleep_learn("boot"), ACPI_ERR_RSDP);
+	io_sleep_ports(ports);
+	assert_int_equal(ports[0], 0);
+	assert_false(io_bitmap_test(bm[0], bm[1], PM1A));
+	/* the loader installed them (ExitBootServices) */
+	acpi_fake_mem[ACPI_FAKE_CONFIG + 24] ^= 0xff;
+	assert_int_equal(io_sleep_learn("ExitBootServices"), 1);
+	io_sleep_ports(ports);
+	assert_int_equal(ports[0], PM1A);
+	assert_int_equal(ports[1], 0);
+	assert_true(io_bitmap_test(bm[0], bm[1], PM1A + 1));
+}
+
+static void test_slp_en_write_calls_the_hook_then_the_port(void **state)
+{
+	(void)state;
+	assert_int_equal(io_sleep_arm(PM1A, 0), 1);
+	/* Linux's acpi_hw_legacy_sleep: SLP_TYP first, then SLP_TYP | SLP_EN */
+	assert_int_equal(io(PM1A, 2, false, false, false, 0x1401), EXIT_RESUME);  /* S5 type 5, SCI_EN */
+	assert_int_equal(slept.calls, 0);
+	assert_int_equal(hw_fake_io_out_log(0)->port, PM1A);
+	assert_int_equal(hw_fake_io_out_log(0)->width, 2);
+	assert_int_equal(hw_fake_io_out_log(0)->value, 0x1401);
+	assert_int_equal(hw_fake_vmcs_get(VMCS_GUEST_RIP), RIP0 + 1);
+	assert_int_equal(io(PM1A, 2, false, false, false, 0xffff00003401ull), EXIT_RESUME);
+	assert_int_equal(slept.calls, 1);
+	assert_int_equal(slept.port, PM1A);
+	assert_int_equal(slept.value, 0x00003401);
+	/* the hook ran before the write, and the write went out as asked */
+	assert_int_equal(slept.outs_before, hw_fake_io_out_count - 1);
+	assert_int_equal(hw_fake_io_out_log(0)->port, PM1A);
+	assert_int_equal(hw_fake_io_out_log(0)->width, 2);
+	assert_int_equal(hw_fake_io_out_log(0)->value, 0x3401);
+	assert_int_equal(hw_fake_vmcs_get(VMCS_GUEST_RIP), RIP0 + 1);
+	/* a byte write to the high half (SLP_EN is its bit 5) */
+	assert_int_equal(io(PM1A + 1, 1, false, false, false, 0x34), EXIT_RESUME);
+	assert_int_equal(slept.calls, 2);
+	assert_int_equal(hw_fake_io_out_log(0)->port, PM1A + 1);
+	assert_int_equal(hw_fake_io_out_log(0)->width, 1);
+	assert_int_equal(hw_fake_io_out_log(0)->value, 0x34);
+	/* a dword write at PM1A - 3 reaching the register's low byte only: bit 5 there is not SLP_EN */
+	assert_int_equal(io(PM1A - 3, 4, false, false, false, 0x20000000u), EXIT_RESUME);
+	assert_int_equal(slept.calls, 2);
+	/* ... and one at PM1A - 1 whose last byte is the high half, SLP_EN set */
+	assert_int_equal(io(PM1A - 1, 4, false, false, false, 0x00200000u), EXIT_RESUME);
+	assert_int_equal(slept.calls, 3);
+	assert_int_equal(hw_fake_io_out_log(0)->width, 4);
+	assert_int_equal(hw_fake_io_out_log(0)->value, 0x00200000u);
+	/* nothing to do with PCI */
+	assert_int_equal(cpu.stats.pci_dropped_writes, 0);
+}
+
+static uint32_t pm_in(uint16_t port, int width, void *ctx)
+{
+	(void)ctx;
+	return port == PM1A ? 0x00000001u : 0xffffffffu;   /* SCI_EN */
+}
+
+static void test_other_accesses_pass_through_without_the_hook(void **state)
+{
+	(void)state;
+	assert_int_equal(io_sleep_arm(PM1A, PM1B), 2);
+	hw_fake_set_io_in(pm_in, NULL);
+	/* reads come from the port */
+	assert_int_equal(io(PM1A, 2, true, false, false, ~0ull), EXIT_RESUME);
+	assert_int_equal(regs.rax, 0xffffffffffff0001ull);
+	assert_int_equal(io(PM1A, 4, true, false, false, ~0ull), EXIT_RESUME);
+	assert_int_equal(regs.rax, 0x00000001ull);
+	assert_int_equal(hw_fake_io_in_count, 2);
+	/* writes without SLP_EN go out, no hook */
+	assert_int_equal(io(PM1B, 2, false, false, false, 0x1c01), EXIT_RESUME);
+	assert_int_equal(io(PM1A, 1, false, false, false, 0xff), EXIT_RESUME);   /* low byte only */
+	assert_int_equal(slept.calls, 0);
+	assert_int_equal(hw_fake_io_out_log(1)->port, PM1B);
+	assert_int_equal(hw_fake_io_out_log(1)->value, 0x1c01);
+	assert_int_equal(hw_fake_io_out_log(0)->port, PM1A);
+	assert_int_equal(hw_fake_io_out_log(0)->value, 0xff);
+	/* PM1b with SLP_EN: the hook, with that port */
+	assert_int_equal(io(PM1B, 2, false, false, false, 0x3c01), EXIT_RESUME);
+	assert_int_equal(slept.calls, 1);
+	assert_int_equal(slept.port, PM1B);
+	/* with no hook registered the write still goes out */
+	exit_hooks_set(NULL);
+	assert_int_equal(io(PM1A, 2, false, false, false, 0x3401), EXIT_RESUME);
+	assert_int_equal(slept.calls, 1);
+	assert_int_equal(hw_fake_io_out_log(0)->value, 0x3401);
+	/* string forms: refused like the PCI ports' */
+	hw_fake_vmcs_set(VMCS_GUEST_CR0, CR0_PE);
+	assert_int_equal(io(PM1A, 2, false, true, true, 0x3401), EXIT_RESUME);
+	assert_int_equal(hw_fake_vmcs_get(VMCS_ENTRY_INTR_INFO), intr_info_hw_exception(VEC_GP, true));
+	assert_int_equal(hw_fake_vmcs_get(VMCS_GUEST_RIP), RIP0);
+	assert_int_equal(cpu.stats.io_string_refused, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -350,6 +527,10 @@ int main(void)
 		cmocka_unit_test_setup(test_latch_starts_from_the_hardware, setup),
 		cmocka_unit_test_setup(test_string_forms_are_refused_with_gp, setup),
 		cmocka_unit_test_setup(test_undefined_size_stops, setup),
+		cmocka_unit_test_setup_teardown(test_bitmaps_hold_the_pm1_ports, setup_sleep, teardown_sleep),
+		cmocka_unit_test_setup_teardown(test_pm1_port_learned_from_the_efi_tables, setup_sleep, teardown_sleep),
+		cmocka_unit_test_setup_teardown(test_slp_en_write_calls_the_hook_then_the_port, setup_sleep, teardown_sleep),
+		cmocka_unit_test_setup_teardown(test_other_accesses_pass_through_without_the_hook, setup_sleep, teardown_sleep),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -23,6 +23,9 @@
 #define Q(v) (uint8_t)((v) >> 0), (uint8_t)((v) >> 8), (uint8_t)((v) >> 16), \
 	(uint8_t)((v) >> 24), (uint8_t)((v) >> 32), (uint8_t)((v) >> 40),    \
 	(uint8_t)((v) >> 48), (uint8_t)((v) >> 56)
+/* test_skippable_errors_go_on writes trigger 10 as the first unknown one. */
+_Static_assert(TV_TRIG_MAX + 1 == 10, "the first unknown trigger is 10");
+
 /* A record header: type, info, size, aux. */
 #define H(t, i, s, a) (t), (i), (uint8_t)(s), (uint8_t)((s) >> 8), \
 	(uint8_t)(a), (uint8_t)((a) >> 8), (uint8_t)((a) >> 16), (uint8_t)((a) >> 24)
@@ -378,7 +381,7 @@ static void test_skippable_errors_go_on(void **state)
 		H(10, 4, 32, 0), Q(1ull), Q(2ull), Q(3ull), /* IMAGE kind 4 */
 		H(9, 4, 16, 0), Q(1ull),                   /* LOG level 4 */
 		H(5, 0, 24, 6), Q(1ull), Q(2ull),          /* START on FULL */
-		H(6, 0, 24, 9), Q(1ull), Q(2ull),          /* STOP trigger 9 */
+		H(6, 0, 24, 10), Q(1ull), Q(2ull),         /* STOP trigger 10 (TV_TRIG_MAX + 1) */
 		H(11, 0, 16, 0), Q(1ull),                  /* LOST too short */
 		H(13, 0, 24, 0), Q(1ull), Q(2ull),         /* PT_SYNC too short */
 		H(8, 0, 24, 0), Q(1ull), Q(2ull),          /* TIME too short */
