@@ -691,8 +691,10 @@ static void rec_drain(struct rec *r, uint64_t now)
 			mh[i].msg_hdr.msg_namelen = sizeof(from[i]);
 		}
 		n = recvmmsg(r->fd, mh, REC_BATCH, MSG_DONTWAIT, NULL);
-		if (n <= 0)
+		if (n <= 0) {
+			recv_flush(r->rx);
 			return;
+		}
 		for (int i = 0; i < n; i++) {
 			if (mh[i].msg_hdr.msg_namelen != sizeof(struct sockaddr_in) ||
 			    from[i].sin_family != AF_INET)
@@ -701,9 +703,12 @@ static void rec_drain(struct rec *r, uint64_t now)
 			on_datagram(r, bufs[i], mh[i].msg_len > sizeof(bufs[i]) ? sizeof(bufs[i]) :
 				    mh[i].msg_len, &from[i], now);
 		}
-		if (n < REC_BATCH)
+		if (n < REC_BATCH) {
+			recv_flush(r->rx);
 			return;
+		}
 	}
+	recv_flush(r->rx);
 }
 
 static void rec_periodic(struct rec *r, uint64_t now)
@@ -749,6 +754,7 @@ static int rec_run(struct rec *r)
 	}
 	/* CONTROL counters above any earlier run's: wall-clock nanoseconds. */
 	recv_init(r->rx, &rec_recv_ops, r, rec_wall_ns());
+	recv_set_ack_every(r->rx, 16);
 	ret = rec_socket(r);
 	if (ret) {
 		free(r->rx);
