@@ -78,6 +78,11 @@ struct tvh_ptf_decoder {
 	bool pip_pending;        /* PIP while enabled: binds to MOV CR3 / far branch */
 	uint64_t pend_cr3;
 
+	/* where run() stopped: its last block and the successor side taken */
+	struct ptf_block *rprev;
+	int rside;
+	uint64_t rgen;
+
 	/* straight-run tracking for coverage in the per-instruction walks */
 	uint64_t run_start;
 	uint32_t run_insns;
@@ -282,6 +287,8 @@ static void fold_block(void *ctx, const struct ptf_block *b)
 	}
 	if (b->taken)
 		ptf_map_add(&d->edges, b->last_ip, b->target, b->taken, b->br);
+	if (b->ind_n)
+		ptf_map_add(&d->edges, b->last_ip, b->ind_to, b->ind_n, b->br);
 }
 
 /* Analyse the code at ip: up to the first branch (SDM 3C 33.3.1's list). */
@@ -426,6 +433,14 @@ static int run(struct tvh_ptf_decoder *d, bool have_tip, uint64_t tip)
 	int side = 0;
 	uint64_t gen = d->cache.gen;
 	unsigned quiet = 0;      /* blocks since the last bit or TIP used */
+	int ret = 0;
+
+	/* Resume from the block the last run ended in: no hash lookup. */
+	if (d->rprev && d->rgen == gen) {
+		prev = d->rprev;
+		side = d->rside;
+	}
+	d->rprev = NULL;
 
 	while (d->ntnt || have_tip) {
 		uint64_t to;
@@ -449,8 +464,10 @@ static int run(struct tvh_ptf_decoder *d, bool have_tip, uint64_t tip)
 		}
 		switch (b->end) {
 		case PTF_E_JCC:
-			if (!d->ntnt)
-				return have_tip ? -pte_bad_query : 0;
+			if (!d->ntnt) {
+				ret = have_tip ? -pte_bad_query : 0;
+				goto stop;
+			}
 			d->ntnt--;
 			quiet = 0;
 			taken = (int)(d->tnt >> d->ntnt) & 1;
@@ -499,7 +516,7 @@ static int run(struct tvh_ptf_decoder *d, bool have_tip, uint64_t tip)
 				}
 			} else {
 				if (!have_tip)
-					return 0;
+					goto stop;
 				to = tip;
 				have_tip = false;
 			}
@@ -508,7 +525,7 @@ static int run(struct tvh_ptf_decoder *d, bool have_tip, uint64_t tip)
 		case PTF_E_CALL_IND:
 		case PTF_E_FAR:
 			if (!have_tip)
-				return 0;
+				goto stop;
 			to = tip;
 			have_tip = false;
 			quiet = 0;
@@ -520,7 +537,18 @@ indirect:
 				d->cr3 = d->pend_cr3;
 				d->pip_pending = false;
 			}
-			edge(d, b->last_ip, to, b->br);
+			if (d->o.coverage) {
+				/* Most indirect transfers repeat their last target. */
+				if (b->ind_to == to && b->ind_n) {
+					b->ind_n++;
+				} else {
+					if (b->ind_n)
+						ptf_map_add(&d->edges, b->last_ip, b->ind_to,
+							    b->ind_n, b->br);
+					b->ind_to = to;
+					b->ind_n = 1;
+				}
+			}
 			branch(d, b->last_ip, to, b->br, b->iclass);
 			d->ip = to;
 			side = 1;
@@ -538,7 +566,21 @@ indirect:
 		if (d->ret)
 			return 0;
 	}
+	/* Stopped after prev: the next run starts at prev->succ[side]. */
+	if (prev && gen == d->cache.gen) {
+		d->rprev = prev;
+		d->rside = side;
+		d->rgen = gen;
+	}
 	return 0;
+stop:
+	/* Stopped at b (its start is d->ip): reached from prev. */
+	if (prev && gen == d->cache.gen) {
+		d->rprev = prev;
+		d->rside = side;
+		d->rgen = gen;
+	}
+	return ret;
 }
 
 /* ---- per-instruction walks: where events bind ------------------------- */

@@ -42,6 +42,7 @@ struct ptf_block {
 	uint64_t target;        /* direct branches */
 	struct ptf_block *succ[2];   /* last seen: [0] at next, [1] at the target */
 	uint64_t hits, taken;
+	uint64_t ind_to, ind_n;      /* coverage: the last indirect target, its count */
 };
 
 /* A counted (a, b) pair: edges (from, to) and runs (start, end). */

@@ -44,6 +44,7 @@ struct gen {
 	uint64_t rs[65];
 	unsigned rs_top, rs_bottom;
 	int fail;
+	uint64_t cr3;            /* the current address space (a few in turn) */
 	/* IPs executed since the last packet the decoders use to move on:
 	 * an event at one of them binds where the decoders first reach it,
 	 * so calls in between (a cycle of direct jumps) are not seen. */
@@ -361,13 +362,16 @@ static void mode_packet(struct gen *g, uint8_t mode)
 	put(g, &p);
 }
 
-static void pip_packet(struct gen *g)
+/* PIP (SDM 3C 33.4.2.5): switch changes to one of four CR3s, else the current one. */
+static void pip_packet(struct gen *g, int do_switch)
 {
 	struct pt_packet p;
 
+	if (do_switch)
+		g->cr3 = (uint64_t)(1 + pick(g, 4)) << 12;
 	memset(&p, 0, sizeof(p));
 	p.type = ppt_pip;
-	p.payload.pip.cr3 = (rnd(g) & 0xfffff) << 12;
+	p.payload.pip.cr3 = g->cr3;
 	put(g, &p);
 }
 
@@ -422,6 +426,7 @@ int ptgen_make(struct ptgen *out, const struct ptgen_opts *o)
 	g.rng = o->seed * 2654435761u + 88172645463325252ull;
 	g.o = o;
 	g.tnt_max = 6;
+	g.cr3 = 1u << 12;
 	if (layout(&g, &g.r[0], 16, 0x1000, nb / 8 + 4) ||
 	    layout(&g, &g.r[1], 32, 0x08048000, nb / 4 + 4) ||
 	    layout(&g, &g.r[2], 64, 0x0000555512340000ull, nb))
@@ -456,7 +461,7 @@ int ptgen_make(struct ptgen *out, const struct ptgen_opts *o)
 			g.have_last = 0;
 			mode_packet(&g, r->mode);
 			if (chance(&g, 500))
-				pip_packet(&g);
+				pip_packet(&g, 0);
 			if (enabled) {
 				p.type = ppt_fup;
 				p.payload.ip.ipc = pt_ipc_sext_48;
@@ -513,7 +518,7 @@ int ptgen_make(struct ptgen *out, const struct ptgen_opts *o)
 				continue;
 			}
 			if (chance(&g, o->p_pip))
-				pip_packet(&g);
+				pip_packet(&g, 1);
 			ip = any_block(&g, r);
 			ip_packet(&g, ppt_tip, ip, 0);
 			out->branches++;
@@ -594,7 +599,7 @@ int ptgen_make(struct ptgen *out, const struct ptgen_opts *o)
 				rs_push(&g, x->ip + x->len);
 			if (x->kind == K_FAR && chance(&g, o->p_pip)) {
 				flush_tnt(&g);
-				pip_packet(&g);
+				pip_packet(&g, 1);
 			}
 			if (chance(&g, o->p_mode)) {
 				flush_tnt(&g);
@@ -603,7 +608,13 @@ int ptgen_make(struct ptgen *out, const struct ptgen_opts *o)
 				g.rs_top = g.rs_bottom = 0;
 				mode_packet(&g, r->mode);
 			}
-			ip = any_block(&g, r);
+			/* Each site has one to three targets, as real code does. */
+			if (r->nblocks) {
+				uint64_t h = (x->ip * 0x9e3779b97f4a7c15ull) >> 20;
+				unsigned k = pick(&g, 1 + (unsigned)(h % 3));
+
+				ip = r->v[r->blocks[(h + k * 7919) % r->nblocks]].ip;
+			}
 			ip_packet(&g, ppt_tip, ip, 0);
 			out->branches++;
 			break;
