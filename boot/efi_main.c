@@ -241,6 +241,8 @@ static void trace_setup_from_config(struct vmx_boot_params *p, const struct tv_c
 	p->trace.pt = cfg->trace_pt;
 	p->trace.pmi = cfg->trace_pmi;
 	p->trace.pmi_every = cfg->trace_pmi_every;
+	p->trace.wait_ms = cfg->trace_wait_ms;
+	p->trace.stall_tsc = cfg->trace_stall_tsc;
 	if (cfg->trace_pmi && chosen != TV_SOURCE_LBR && chosen != TV_SOURCE_BTS &&
 	    chosen != TV_SOURCE_PT) {
 		/* only source = auto gets here (config_parse refuses mtf/btf) */

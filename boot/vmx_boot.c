@@ -503,7 +503,8 @@ static int setup_trace(struct boot_region *b, const struct vmx_boot_params *p, U
 		images_record(rings, ncpu);
 		log_info("vmx: %llu KiB trace ring per CPU (source %u, overflow %s)",
 			 (unsigned long long)p->trace.ring_kb, p->trace.source,
-			 p->trace.overflow == TV_OVERFLOW_STOP ? "stop" : "overwrite");
+			 p->trace.overflow == TV_OVERFLOW_STOP ? "stop" :
+			 p->trace.overflow == TV_OVERFLOW_WAIT ? "wait" : "overwrite");
 	}
 	return 0;
 }

@@ -16,6 +16,7 @@
 #include "vmm/lib/log.h"
 #include "vmm/exit/pci_hide.h"
 #include "vmm/trace/engine.h"
+#include "vmm/trace/stall.h"
 #include "vmm/vmx/vcpu.h"
 #include "vmm/version.h"
 
@@ -105,8 +106,10 @@ static int link_send(void *ctx, const void *buf, size_t len)
 static void link_recv(void *ctx, const void *data, size_t len)
 {
 	struct net_link *l = ctx;
+	uint64_t now = hw_rdtsc();
 
-	export_input(l->ex, data, len, hw_rdtsc());
+	__atomic_store_n(&l->last_rx_tsc, now ? now : 1, __ATOMIC_RELEASE);
+	export_input(l->ex, data, len, now);
 }
 
 int net_link_start(struct net_link *l, struct exporter *ex, const struct net_link_cfg *c,
@@ -493,6 +496,26 @@ static int ctl_filters(void *ctx, const struct tvp_ctl_filter *in)
 
 static const struct export_ops res_ctl_ops = { ctl_start, ctl_stop, ctl_filters, ctl_marker };
 
+/*
+ * overflow = wait (vmm/trace/stall.h): a CPU whose buffer is full waits
+ * in VMX root.  On the NIC's CPU the wait runs the exporter itself, one
+ * step (the poll hook's work) per call, as fast as it can; another CPU
+ * only pauses, the NIC's CPU exporting from its own exits.
+ */
+static void res_pump(void *ctx, uint32_t cpu)
+{
+	(void)ctx;
+	if (res.ready && cpu == res.cfg->cpu)
+		res_step(hw_rdtsc());
+}
+
+/* The receiver's last word: any datagram (ACK, HELLO_ACK, CONTROL). */
+static uint64_t res_heard(void *ctx)
+{
+	(void)ctx;
+	return __atomic_load_n(&res.link.last_rx_tsc, __ATOMIC_ACQUIRE);
+}
+
 static int res_start(const struct hv_net *n, struct per_cpu *cpus, uint32_t ncpus)
 {
 	struct tv_trace_ring *rings[EXPORT_MAX_CPUS];
@@ -551,7 +574,8 @@ static int res_start(const struct hv_net *n, struct per_cpu *cpus, uint32_t ncpu
 	lc.machine = n->machine;
 	lc.caps = n->caps | (npt ? TVP_CAP_PT_STREAM : 0);
 	lc.source = ts->source;
-	lc.overflow = ts->overflow;
+	/* the rings' policy: wait is a STOP ring whose producer waits */
+	lc.overflow = ts->overflow == TV_OVERFLOW_WAIT ? TV_OVERFLOW_STOP : ts->overflow;
 	lc.tsc_hz = n->tsc_hz;
 	lc.ops = &res_ctl_ops;
 	rc = net_link_start(&res.link, n->ex, &lc, rings, ncpus, hw_rdtsc());
@@ -578,6 +602,11 @@ static int res_start(const struct hv_net *n, struct per_cpu *cpus, uint32_t ncpu
 	res.next_loss_check = hw_rdtsc();
 	res.next_status = res.next_loss_check + ms_ticks(1000ull * n->heartbeat_s);
 	res.ready = true;
+	{
+		struct trace_stall_ops so = { res_pump, res_heard, NULL, cpus, ncpus };
+
+		trace_stall_set_ops(&so);
+	}
 	return 0;
 }
 

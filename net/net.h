@@ -45,6 +45,8 @@ struct net_link {
 	uint32_t nrings;
 	uint64_t session;
 	uint32_t open_errors;         /* UDP socket could not be opened */
+	uint64_t last_rx_tsc;         /* TSC of the last datagram from the receiver, 0: none
+				       * (atomic: the stalled CPUs read it, overflow = wait) */
 };
 
 /* What the HELLO says about this machine, besides what CPUID tells. */

@@ -47,6 +47,8 @@ void config_defaults(struct tv_config *cfg)
 	cfg->poll_us = PREEMPT_POLL_US_DEFAULT;
 	cfg->pt_drain_us = CONFIG_PT_DRAIN_US_AUTO;
 	cfg->bts_buffer_kb = CONFIG_BTS_BUFFER_KB_DEFAULT;
+	cfg->trace_wait_ms = CONFIG_WAIT_MS_DEFAULT;
+	cfg->trace_stall_tsc = 0;      /* keep */
 	cfg->npci_hide = 0;
 }
 
@@ -420,6 +422,7 @@ uint32_t config_parse(struct tv_config *cfg, const char *text, size_t len,
 		line[n] = '\0';
 		parse_line(cfg, line, lineno, seen, res);
 	}
+	config_trace_finish(cfg, seen);
 	config_trace_check(cfg, seen, res);
 	return res->nerrors;
 }

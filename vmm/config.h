@@ -56,6 +56,8 @@
  */
 #define CONFIG_PT_PEAK_KB_PER_MS 256
 #define CONFIG_PMI_EVERY_MAX 1000000u                /* pmi_every */
+#define CONFIG_WAIT_MS_DEFAULT 2000u                 /* wait_ms (TRACE_WAIT_MS_DEFAULT) */
+#define CONFIG_WAIT_MS_MAX 3600000u                  /* wait_ms: an hour */
 
 struct tv_config {
 	char loader[CONFIG_PATH_MAX];  /* "" = next BootOrder entry */
@@ -105,6 +107,8 @@ struct tv_config {
 					* CONFIG_PT_DRAIN_US_AUTO (config_pt_drain_us) */
 	bool trace_pmi;                /* pmi = on: lbr/bts/pt drain on their PMI too */
 	uint32_t trace_pmi_every;      /* pmi_every: bts threshold / lbr counter period, 0 = default */
+	uint32_t trace_wait_ms;        /* overflow = wait: the bound of one wait, ms */
+	uint8_t trace_stall_tsc;       /* stall_tsc: enum trace_stall_tsc */
 	uint32_t npci_hide;
 	struct pci_bdf pci_hide[CONFIG_PCI_HIDE_MAX];  /* pci_hide = BB:DD.F,... */
 };

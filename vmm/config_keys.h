@@ -27,6 +27,7 @@
 	X(trace_stop_after) X(trace_cpl) X(pt_options) X(trace_cr3)            \
 	X(trace_ip) X(trace_cpus) X(pt_drain_us) X(pmi) X(pmi_every)           \
 	X(pt_buffer_kb) X(pt_topa_kb) X(bts_buffer_kb)                         \
+	X(wait_ms) X(stall_tsc)                                                \
 	/* config_net.c */                                                     \
 	X(nic) X(net_ip) X(net_gw) X(receiver) X(net_selftest) X(net_bench)    \
 	X(control_key) X(machine)
@@ -68,6 +69,13 @@ void config_add_error(struct config_result *res, uint32_t line, const char *fmt,
  */
 void config_trace_check(const struct tv_config *cfg, const uint32_t line[CONFIG_NKEYS],
 			struct config_result *res);
+
+/*
+ * config_trace_finish - defaults that depend on other keys, once the
+ * whole file is read (before config_trace_check): overflow is wait when
+ * receiver is set and overflow is not.
+ */
+void config_trace_finish(struct tv_config *cfg, const uint32_t line[CONFIG_NKEYS]);
 
 /* config_log_trace, config_log_net - their groups' lines of config_log. */
 void config_log_trace(const struct tv_config *cfg);

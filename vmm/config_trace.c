@@ -71,8 +71,47 @@ int config_key_overflow(struct tv_config *cfg, const char *val, char *err, size_
 		cfg->trace_overflow = TV_OVERFLOW_OVERWRITE;
 		return 0;
 	}
-	snprintf(err, errlen, "overflow must be stop or overwrite");
+	if (!strcmp(val, "wait")) {
+		cfg->trace_overflow = TV_OVERFLOW_WAIT;
+		return 0;
+	}
+	snprintf(err, errlen, "overflow must be wait, stop or overwrite");
 	return -1;
+}
+
+int config_key_wait_ms(struct tv_config *cfg, const char *val, char *err, size_t errlen)
+{
+	uint64_t n;
+
+	if (config_parse_u64(val, &n) || n < 1 || n > CONFIG_WAIT_MS_MAX) {
+		snprintf(err, errlen, "wait_ms must be 1..%u milliseconds", CONFIG_WAIT_MS_MAX);
+		return -1;
+	}
+	cfg->trace_wait_ms = (uint32_t)n;
+	return 0;
+}
+
+int config_key_stall_tsc(struct tv_config *cfg, const char *val, char *err, size_t errlen)
+{
+	if (!strcmp(val, "keep"))
+		cfg->trace_stall_tsc = 0;
+	else if (!strcmp(val, "hide"))
+		cfg->trace_stall_tsc = 1;
+	else {
+		snprintf(err, errlen, "stall_tsc must be keep or hide");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * A receiver means the trace streams while it is made: wait (nothing
+ * lost while the receiver answers) unless the file says otherwise.
+ */
+void config_trace_finish(struct tv_config *cfg, const uint32_t line[CONFIG_NKEYS])
+{
+	if (!line[CONFIG_KEY_INDEX_overflow] && cfg->receiver_set)
+		cfg->trace_overflow = TV_OVERFLOW_WAIT;
 }
 
 int config_key_trace_buffer_kb(struct tv_config *cfg, const char *val, char *err, size_t errlen)
@@ -496,7 +535,8 @@ void config_log_trace(const struct tv_config *cfg)
 
 	log_info("config: source=%s overflow=%s trace_buffer_kb=%u trace_start=%s%s%.0llx trace_stop_after=%llu trace_cpl=%s trace_cr3=%#llx trace_ip=%u range(s) trace_cpus=%s",
 		 config_source_name(cfg->trace_source),
-		 cfg->trace_overflow == TV_OVERFLOW_STOP ? "stop" : "overwrite",
+		 cfg->trace_overflow == TV_OVERFLOW_STOP ? "stop" :
+		 cfg->trace_overflow == TV_OVERFLOW_WAIT ? "wait" : "overwrite",
 		 cfg->trace_buffer_kb, config_start_name(cfg->trace_start),
 		 cfg->trace_start == TV_TRIG_ADDRESS ? ":0x" : "",
 		 (unsigned long long)cfg->trace_start_address,
@@ -513,6 +553,9 @@ void config_log_trace(const struct tv_config *cfg)
 		n += snprintf(pt + n, sizeof(pt) - (size_t)n, ",cyc=%u", o->cyc_thresh);
 	if (o->psb_freq && n > 0 && (size_t)n < sizeof(pt))
 		snprintf(pt + n, sizeof(pt) - (size_t)n, ",psb=%u", o->psb_freq);
+	if (cfg->trace_overflow == TV_OVERFLOW_WAIT || cfg->trace_stall_tsc)
+		log_info("config: wait_ms=%u stall_tsc=%s", cfg->trace_wait_ms,
+			 cfg->trace_stall_tsc ? "hide" : "keep");
 	log_info("config: pt_options=%s pt_drain_us=%u%s pmi=%s pmi_every=%u", pt,
 		 config_pt_drain_us(cfg), cfg->pt_drain_us == CONFIG_PT_DRAIN_US_AUTO ? " (auto)" : "",
 		 cfg->trace_pmi ? "on" : "off", cfg->trace_pmi_every);

@@ -21,6 +21,7 @@
 
 #include "vmm/trace/backend.h"
 #include "vmm/trace/engine.h"
+#include "vmm/trace/stall.h"
 #include "vmm/vmx/vcpu.h"
 
 struct trace_pmi_stats {
@@ -57,6 +58,7 @@ struct trace_cpu {
 	struct trace_filter filter;   /* this CPU's filter once filter_set */
 	uint64_t req_applied;         /* requests that did what they asked */
 	uint64_t req_refused;         /* START while open, STOP while closed, ... */
+	struct trace_stall_stats stall; /* overflow = wait: time in VMX root waiting (stall.c) */
 };
 
 /*
@@ -72,6 +74,8 @@ extern struct trace_setup trace_cfg;               /* trace_engine_init's copy *
 extern const struct trace_backend *trace_be;      /* its backend; NULL: none */
 /* The state of cpu, its backend view refreshed (VMX controls, filter); NULL: not traced. */
 struct trace_cpu *trace_cpu_sync(struct per_cpu *cpu);
+/* A refused record or byte closes the window (TV_TRIG_FULL): overflow = stop only. */
+bool trace_full_stops(void);
 /* The MTF control stays on for an open window of this CPU (an MTF backend). */
 bool trace_mtf_window(const struct trace_cpu *t);
 
@@ -114,6 +118,9 @@ enum exit_action exit_monitor_trap(struct exit_ctx *ctx);
 bool trace_owns_db(const struct per_cpu *cpu);
 enum exit_action exit_debug_exception(struct exit_ctx *ctx);
 enum exit_action trace_nmi_exit(struct exit_ctx *ctx);
+
+/* stall.c: the stall counters' line after a window's stop line */
+void trace_stall_log(const struct trace_cpu *t);
 
 /* hcall.c */
 void trace_hcall_register(bool on);

@@ -62,6 +62,9 @@ int trace_cpu_init(struct per_cpu *cpu, void *mem, size_t bytes, uint32_t cpu_in
 	if (bytes < TRACE_CPU_STATE_BYTES || (be && be->state_bytes > TRACE_BACKEND_STATE_MAX))
 		return TRACE_ERR_TOO_SMALL;
 	ring = (uint8_t *)mem + TRACE_CPU_STATE_BYTES;
+	/* wait is a STOP ring whose producer stalls before it drops (stall.c) */
+	if (policy == TV_OVERFLOW_WAIT)
+		policy = TV_OVERFLOW_STOP;
 	rc = trace_ring_init((struct tv_trace_ring *)(void *)ring, bytes - TRACE_CPU_STATE_BYTES, cpu_index, apic_id, src, policy,
 			     tsc_hz, now_tsc);
 	if (rc)
@@ -202,6 +205,8 @@ int trace_start(struct per_cpu *cpu, enum tv_trigger why)
 		return rc;
 	t->b.active = true;
 	t->b.window_branches = 0;
+	t->stall.win_waits = 0;
+	t->stall.win_ticks = 0;
 	cpu->drain_armed = trace_be->drain_tick;
 	/* The drain tick counts from the window's start (vmm/exit/periodic.c). */
 	if (trace_be->drain_tick && cpu->drain_period_tsc && (cpu->pin & PIN_PREEMPTION_TIMER)) {
@@ -235,10 +240,22 @@ int trace_stop(struct per_cpu *cpu, enum tv_trigger why)
 	trace_view_flush(&v);
 	trace_append_stop(t->b.ring, hw_rdtsc(), why, trace_guest_ip());
 	trace_be->log_stop(&t->b, trace_trigger_name(why));
+	trace_stall_log(t);
 	trace_pmi_log(t);
 	if (window_done)
 		window_done(cpu);
 	return TRACE_EOK;
+}
+
+/*
+ * A buffer that refused what the hardware produced closes the window only
+ * under overflow = stop (TV_TRIG_FULL).  Under overwrite and wait (the
+ * receiver given up) it is a counted gap and the window goes on: a window
+ * ends by its trigger, its limit, CONTROL or the guest's reset.
+ */
+bool trace_full_stops(void)
+{
+	return trace_cfg.overflow == TV_OVERFLOW_STOP;
 }
 
 /* What a backend's drain or exit handler asked for. */
@@ -248,7 +265,7 @@ static void trace_after(struct per_cpu *cpu, struct trace_cpu *t, uint32_t r)
 		trace_pmi_expect(t);
 	if (!t->b.active)
 		return;
-	if (r & TRACE_DO_STOP_FULL)
+	if ((r & TRACE_DO_STOP_FULL) && trace_full_stops())
 		trace_stop(cpu, TV_TRIG_FULL);
 	else if ((r & TRACE_DO_LIMIT) && trace_cfg.stop_after &&
 		 t->b.window_branches >= trace_cfg.stop_after)

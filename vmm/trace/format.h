@@ -100,6 +100,13 @@ static inline int tv_source_takes_pmi(unsigned s)
 enum tv_overflow {
 	TV_OVERFLOW_STOP = 0,       /* keep the oldest: new records are dropped, counted */
 	TV_OVERFLOW_OVERWRITE = 1,  /* keep the newest: the oldest are dropped, counted */
+	/*
+	 * Configuration and engine only, never in a ring header or a HELLO:
+	 * a STOP ring whose producer stalls in VMX root until the exporter
+	 * has freed room (docs/BACKPRESSURE.md); after wait_ms without the
+	 * receiver it drops as STOP does, counted.
+	 */
+	TV_OVERFLOW_WAIT = 2,
 };
 
 /*

@@ -161,7 +161,7 @@ enum exit_action trace_nmi_exit(struct exit_ctx *ctx)
 	}
 	if (!ours || other)
 		pmi_reflect(cpu, t);
-	if (r & TRACE_DO_STOP_FULL)
+	if ((r & TRACE_DO_STOP_FULL) && trace_full_stops())
 		trace_stop(cpu, TV_TRIG_FULL);
 	return EXIT_RESUME;
 }

@@ -292,13 +292,30 @@ static void write_lost(struct tv_trace_ring *r)
 	r->chain_pos = TV_CHAIN_NONE;
 }
 
-/* Room for the next record under STOP, with its LOST record if one is owed. */
+static trace_ring_wait_fn ring_wait;
+
+void trace_ring_set_wait(trace_ring_wait_fn fn)
+{
+	__atomic_store_n(&ring_wait, fn, __ATOMIC_RELEASE);
+}
+
+/*
+ * Room for the next record under STOP, with its LOST record if one is
+ * owed.  Before dropping, the wait hook (overflow = wait) may hold the
+ * producer until the consumer has released room; it says false when it
+ * will not (not its ring, the receiver gone), and the record is dropped.
+ */
 static int stop_reserve(struct tv_trace_ring *r, uint16_t size)
 {
+	trace_ring_wait_fn wait = __atomic_load_n(&ring_wait, __ATOMIC_ACQUIRE);
 	uint64_t need = size;
 
 	if (r->pending_lost)
 		need += sizeof(struct tv_rec_lost);
+	while (ring_room(r) < need) {
+		if (!wait || !wait(r, need))
+			break;
+	}
 	if (ring_room(r) >= need)
 		return 0;
 	/* Drop: counted at the size it would have had; the chain is broken. */

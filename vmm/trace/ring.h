@@ -120,6 +120,17 @@ int trace_ring_init(struct tv_trace_ring *r, size_t total_bytes, uint32_t cpu,
 		    uint32_t apic_id, enum tv_source src, enum tv_overflow policy,
 		    uint64_t tsc_hz, uint64_t now_tsc);
 
+/*
+ * The producer's wait (overflow = wait, vmm/trace/stall.h): a STOP ring
+ * that cannot take a record of need bytes (its LOST record included)
+ * calls fn before dropping it.  fn returns true when it waited and room
+ * may have appeared (asked again until there is room), false when it
+ * does not wait (the record is dropped and counted as under STOP).  One
+ * hook for every ring; NULL (the default): never wait.
+ */
+typedef bool (*trace_ring_wait_fn)(struct tv_trace_ring *r, uint64_t need);
+void trace_ring_set_wait(trace_ring_wait_fn fn);
+
 /* Data area of an initialised ring. */
 static inline uint8_t *trace_ring_data(struct tv_trace_ring *r)
 {

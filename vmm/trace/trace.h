@@ -114,6 +114,8 @@ struct trace_setup {
 	struct trace_filter filter;
 	struct trace_pt_opts pt;  /* source = pt: packet options */
 	uint32_t pmi_every;       /* bts: threshold, lbr: counter period (records); 0 = default */
+	uint32_t wait_ms;         /* overflow = wait: the bound of one wait (0 = TRACE_WAIT_MS_DEFAULT) */
+	uint8_t stall_tsc;        /* enum trace_stall_tsc (vmm/trace/stall.h) */
 	/*
 	 * Per-CPU buffer sizes in bytes, from the config (docs/CONFIG.md:
 	 * pt_buffer_kb, pt_topa_kb, bts_buffer_kb); 0 = the default below.

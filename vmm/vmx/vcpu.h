@@ -104,6 +104,12 @@ struct per_cpu {
 	uint64_t next_drain_tsc;
 	bool drain_armed;         /* the tracer's window wants the drain tick now (set by the tracer) */
 	/*
+	 * TSC_OFFSET (0x2010) as last written, with "use TSC offsetting"
+	 * on when the CPU allows it (vmx_compute_controls): 0 unless
+	 * vmx_tsc_hide took stalled ticks out of the guest's TSC.
+	 */
+	uint64_t tsc_offset;
+	/*
 	 * The VMX controls the tracer needs on this CPU, from
 	 * trace_engine_needs() (boot/vmx_boot.c fills them; the traced-only
 	 * ones when the CPU gets its ring): vmx_compute_controls ORs them

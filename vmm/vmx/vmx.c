@@ -78,7 +78,14 @@ int vmx_compute_controls(struct per_cpu *cpu, bool guest_long_mode, char *why, s
 	 * is set (boot sets the bitmap addresses then): they select
 	 * 0xCF8-0xCFF and the ACPI PM1 control ports (exit_io.c).
 	 */
+	/*
+	 * "Use TSC offsetting" with offset 0 (vmx_write_vmcs) changes nothing
+	 * the guest sees until vmx_tsc_hide takes a stall out of its TSC
+	 * (stall_tsc = hide); a CPU without it simply cannot hide (missing
+	 * is not an error).
+	 */
 	cpu->proc = vmx_adjust_controls(c->proc, CPU_USE_MSR_BITMAPS | CPU_ACTIVATE_SECONDARY_CONTROLS |
+					CPU_USE_TSC_OFFSETTING |
 					(cpu->io_bitmap_a_pa ? CPU_USE_IO_BITMAPS : 0),
 					&missing);
 	if (missing & CPU_ACTIVATE_SECONDARY_CONTROLS) {
@@ -171,6 +178,20 @@ static const struct {
 	{ HW_SEG_TR, VMCS_GUEST_TR_SELECTOR, VMCS_GUEST_TR_BASE, VMCS_GUEST_TR_LIMIT, VMCS_GUEST_TR_AR },
 };
 
+int vmx_tsc_hide(struct per_cpu *cpu, uint64_t ticks)
+{
+	uint64_t off;
+
+	if (!(cpu->proc & CPU_USE_TSC_OFFSETTING))
+		return -1;
+	/* two's complement: the offset is added to the TSC modulo 2^64 */
+	off = cpu->tsc_offset - ticks;
+	if (vmcs_write(VMCS_TSC_OFFSET, off))
+		return -1;
+	cpu->tsc_offset = off;
+	return 0;
+}
+
 int vmx_write_vmcs(struct per_cpu *cpu, const struct cpu_snapshot *s,
 		   const struct vmx_host_env *h)
 {
@@ -199,6 +220,10 @@ int vmx_write_vmcs(struct per_cpu *cpu, const struct cpu_snapshot *s,
 		W(VMCS_IO_BITMAP_B, cpu->io_bitmap_b_pa);
 	}
 	W(VMCS_EPT_POINTER, h->eptp);
+	if (cpu->proc & CPU_USE_TSC_OFFSETTING) {
+		cpu->tsc_offset = 0;
+		W(VMCS_TSC_OFFSET, 0);
+	}
 	if (cpu->pin & PIN_PREEMPTION_TIMER) {
 		uint64_t now = hw_rdtsc();
 

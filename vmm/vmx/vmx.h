@@ -82,6 +82,16 @@ void vmx_snapshot(struct cpu_snapshot *s);
 int vmx_compute_controls(struct per_cpu *cpu, bool guest_long_mode, char *why, size_t whylen);
 
 /*
+ * vmx_tsc_hide - take ticks out of the guest's TSC on cpu (the current
+ * VMCS is cpu's): TSC_OFFSET -= ticks, so RDTSC, RDTSCP and RDMSR of
+ * IA32_TSC in the guest return TSC + offset (SDM 3C 26.6.5, 25.6.5)
+ * without the ticks the CPU spent stalled in VMX root.  Returns 0, -1
+ * when the CPU has no "use TSC offsetting" (nothing changed) or the
+ * VMWRITE failed.
+ */
+int vmx_tsc_hide(struct per_cpu *cpu, uint64_t ticks);
+
+/*
  * vmx_write_vmcs - every VMCS field of the current VMCS except guest
  * RSP/RIP/RFLAGS (vmx_launch_here writes those).  Returns 0, or the
  * first failing vmcs_write's code (the field is logged by vmcs_write).

@@ -13,6 +13,7 @@
 #include "vmm/trace/msr_policy.h"
 #include "vmm/trace/backend/pt.h"
 #include "vmm/trace/engine.h"
+#include "vmm/trace/stall.h"
 #include "vmm/vmx/vmx_defs.h"
 
 struct pt_unit *pt_unit(struct trace_bcpu *b)
@@ -186,15 +187,46 @@ static void pt_drain_failed(struct trace_bcpu *b, int rc)
 }
 
 /*
+ * The drains' sink: the byte ring, and under overflow = wait the CPU
+ * waits in VMX root for the exporter to free room for what does not fit
+ * (trace_stall_bytes) instead of refusing it.  What is refused all the
+ * same (no exporter, the receiver given up) is counted by pt_drain as a
+ * gap (pt_lost in the next PT_SYNC).
+ */
+struct pt_wait_sink {
+	struct trace_bcpu *b;
+	struct byte_ring *ring;
+};
+
+static size_t pt_sink_write(void *ctx, const uint8_t *data, size_t len)
+{
+	struct pt_wait_sink *w = ctx;
+	size_t done = byte_ring_write(w->ring, data, len);
+
+	while (done < len) {
+		size_t want = len - done;
+
+		if (want > w->ring->size)
+			want = (size_t)w->ring->size;
+		if (!trace_stall_bytes(w->b, w->ring, want))
+			break;
+		done += byte_ring_write(w->ring, data + done, len - done);
+	}
+	return done;
+}
+
+/*
  * Move what the hardware wrote since the last exit into the byte ring
  * (VMX root: the exit cleared TraceEn).  Returns true when the byte ring
- * or the record ring refused something (the window closes,
- * TV_TRIG_FULL); the loss is counted in the stream already.
+ * or the record ring refused something (under overflow = stop the window
+ * closes, TV_TRIG_FULL; otherwise it goes on); the loss is counted in
+ * the stream already.
  */
 static bool pt_drain_now(struct trace_bcpu *b)
 {
 	struct pt_unit *u = pt_unit(b);
-	struct pt_sink sink = { byte_ring_write, &u->ring };
+	struct pt_wait_sink ws = { b, &u->ring };
+	struct pt_sink sink = { pt_sink_write, &ws };
 	uint64_t refused = u->pt.stats.sink_dropped + u->pt.stats.syncs_dropped;
 	int rc = pt_drain(&u->pt, &sink, b->ring, hw_rdtsc());
 
@@ -251,7 +283,8 @@ static uint32_t pt_prepare(struct trace_bcpu *b, struct trace_view *v)
 static uint32_t pt_pmi_check(struct trace_bcpu *b, struct trace_view *v, uint64_t *guest)
 {
 	struct pt_unit *u = pt_unit(b);
-	struct pt_sink sink = { byte_ring_write, &u->ring };
+	struct pt_wait_sink ws = { b, &u->ring };
+	struct pt_sink sink = { pt_sink_write, &ws };
 	uint64_t refused = u->pt.stats.sink_dropped + u->pt.stats.syncs_dropped;
 	int rc = pt_on_pmi(&u->pt, &sink, b->ring, hw_rdtsc(), guest);
 	uint32_t r = 0;
