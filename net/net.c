@@ -665,16 +665,16 @@ static void res_window(struct per_cpu *cpu)
 
 /*
  * The guest powers off (vmm/trace/poweroff.h): one export step - the
- * link run once on the NIC's CPU, as the overflow = wait stall's pump
- * does - or a pause elsewhere, then has the receiver acknowledged every
- * record and PT byte of every CPU?  Any CPU may ask.
+ * overflow = wait stall's pump, the link run once on the NIC's CPU - or a
+ * pause elsewhere, then has the receiver acknowledged every record and PT
+ * byte of every CPU?  Any CPU may ask.
  */
 static bool res_poweroff_pump(struct per_cpu *cpu)
 {
 	if (!res.ready)
 		return true;
 	if (cpu->index == res.cfg->cpu)
-		res_step(hw_rdtsc());
+		res_pump(NULL, cpu->index);
 	else
 		hw_pause();
 	for (uint32_t i = 0; i < res.link.nrings; i++)
