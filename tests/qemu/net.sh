@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # qemu/net.sh - the link self-test through the export protocol, per NIC
-# model (e1000 = 82540EM, virtio-net-pci = legacy virtio-net): tracevisor
+# model (e1000 = 82540EM, e1000e = 82574L, virtio-net-pci = legacy virtio-net): tracevisor
 # selects the NIC, disconnects OVMF from it, gets a DHCP lease from QEMU's
 # slirp, fills a ring of its own with net_selftest deterministic branch
 # records (trace_append_branch) and exports them with net/export.c through
@@ -69,6 +69,10 @@ CONF
 	if [ "$rc" = 0 ]; then tv_ok "qemu-net-$model: clean power-off"; else tv_fail "qemu-net-$model: clean power-off" "qemu exit status $rc (124 = timeout)"; fi
 	if [ "$TV_REC_RC" = 0 ]; then tv_ok "qemu-net-$model: receiver closed the session and exited by itself"; else tv_fail "qemu-net-$model: receiver closed the session and exited by itself" "status $TV_REC_RC"; fi
 	tv_expect "qemu-net-$model: NIC found" "$log" "net: .* at [0-9a-f]{2}:[0-9a-f]{2}\.[0-7], driver (e1000|virtio-net), MAC 52:54:00:12:34:56"
+	case $model in
+	e1000) tv_expect "qemu-net-$model: the 82540EM" "$log" 'net: 82540EM \(8086:100e\)' ;;
+	e1000e) tv_expect "qemu-net-$model: the 82574L" "$log" 'net: 82574L \(8086:10d3\)' ;;
+	esac
 	tv_expect "qemu-net-$model: firmware disconnected" "$log" 'net: firmware drivers disconnected from'
 	tv_expect "qemu-net-$model: DHCP lease" "$log" 'net: address 10\.0\.2\.[0-9]+ \(DHCP\)'
 	tv_expect "qemu-net-$model: self-test ok: every record acknowledged (tracevisor)" "$log" \
@@ -141,3 +145,4 @@ PY
 
 run_model e1000
 run_model virtio-net-pci
+run_model e1000e   # 82574L
