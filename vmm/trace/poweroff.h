@@ -27,7 +27,12 @@ struct per_cpu;
  */
 #define TRACE_REQ_POWEROFF (1u << 4)
 
-/* How long trace_poweroff waits for the other CPUs and the acks (ms of TSC). */
+/*
+ * How long trace_poweroff waits WITHOUT progress (ms of TSC): no window
+ * closed and nothing more acknowledged by the receiver in that time.  While
+ * the receiver keeps acknowledging, the machine waits (a whole boot's last
+ * tens of MB at the link's rate); wait_ms when it is set.
+ */
 #define TRACE_POWEROFF_WAIT_MS 2000u
 
 /*
@@ -51,11 +56,13 @@ void trace_engine_set_cpus(struct per_cpu *cpus, uint32_t n, trace_pump_fn pump)
  * (TRACE_REQ_POWEROFF: each does at its next exit, which the VMX-
  * preemption timer brings - the PT drain tick or the heartbeat), close
  * this CPU's (trace_stop with TV_TRIG_GUEST_POWEROFF: its window
- * callback exports it), then wait, at most TRACE_POWEROFF_WAIT_MS of
- * TSC, until no CPU has a window open or a power-off request pending and
- * the pump reports everything acknowledged, pumping meanwhile.  Logs one
- * line per traced CPU.  Returns true when everything was closed and
- * acknowledged in time, false after the bound (or with no engine).
+ * callback exports it), then wait until no CPU has a window open or a
+ * power-off request pending and the pump reports everything acknowledged,
+ * pumping meanwhile; the wait ends early only when nothing progressed
+ * (a window closed, or the exporter's consumers moved: ring and PT stream
+ * tails, which move on acks) for wait_ms (TRACE_POWEROFF_WAIT_MS when
+ * unset).  Logs one line per traced CPU.  Returns true when everything was
+ * closed and acknowledged, false after the bound (or with no engine).
  */
 bool trace_poweroff(struct per_cpu *cpu);
 

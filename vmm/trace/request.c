@@ -160,15 +160,42 @@ static uint64_t poweroff_tsc_hz(const struct per_cpu *self)
 	return 0;
 }
 
+/*
+ * Progress towards a finished power-off: windows closed, plus what the
+ * exporter has released (record ring and PT stream tails: under wait and
+ * stop they move only when the receiver acknowledged).
+ */
+static uint64_t poweroff_progress(void)
+{
+	uint64_t sum = 0;
+
+	for (uint32_t i = 0; i < all_n; i++) {
+		struct trace_cpu *t = all_cpus[i].trace;
+		struct byte_ring *pt;
+
+		if (!t)
+			continue;
+		sum += poweroff_done(&all_cpus[i]);
+		if (t->b.ring)
+			sum += __atomic_load_n(&t->b.ring->tail, __ATOMIC_ACQUIRE);
+		pt = trace_cpu_pt_stream(&all_cpus[i]);
+		if (pt)
+			sum += __atomic_load_n(&pt->tail, __ATOMIC_ACQUIRE);
+	}
+	return sum;
+}
+
 bool trace_poweroff(struct per_cpu *cpu)
 {
-	/* Without a known TSC rate: 2 s at 4 GHz, longer than 2 s anywhere slower. */
-	uint64_t hz = poweroff_tsc_hz(cpu), t0 = hw_rdtsc(), now = t0, deadline;
+	/* Without a known TSC rate: as if 4 GHz (longer anywhere slower). */
+	uint64_t hz = poweroff_tsc_hz(cpu), t0 = hw_rdtsc(), now = t0, deadline, bound, seen;
+	uint32_t wait_ms = trace_cfg.wait_ms ? trace_cfg.wait_ms : TRACE_POWEROFF_WAIT_MS;
 	bool closed = false, acked = false;
 
 	if (!trace_be)
 		return false;
-	deadline = t0 + (hz ? hz : 4000000000ull) / 1000 * TRACE_POWEROFF_WAIT_MS;
+	bound = (hz ? hz : 4000000000ull) / 1000 * wait_ms;
+	deadline = t0 + bound;
 	/* The others first: they close while this CPU exports its own window. */
 	for (uint32_t i = 0; i < all_n; i++) {
 		struct trace_cpu *t = all_cpus[i].trace;
@@ -180,7 +207,10 @@ bool trace_poweroff(struct per_cpu *cpu)
 	}
 	if (trace_cpu_active(cpu))
 		trace_stop(cpu, TV_TRIG_GUEST_POWEROFF);   /* its window callback exports it */
+	seen = poweroff_progress();
 	for (;;) {
+		uint64_t p;
+
 		closed = true;
 		for (uint32_t i = 0; i < all_n && closed; i++)
 			closed = poweroff_done(&all_cpus[i]);
@@ -193,6 +223,11 @@ bool trace_poweroff(struct per_cpu *cpu)
 		if (!pump_fn)
 			hw_pause();
 		now = hw_rdtsc();
+		p = poweroff_progress();
+		if (p != seen) {
+			seen = p;
+			deadline = now + bound;   /* the receiver is alive: keep waiting */
+		}
 		if ((int64_t)(now - deadline) >= 0)
 			break;
 	}
@@ -205,15 +240,15 @@ bool trace_poweroff(struct per_cpu *cpu)
 			log_info("trace: cpu %u: power-off: window closed, %llu window(s) in all",
 				 all_cpus[i].index, (unsigned long long)t->b.windows);
 		else
-			log_warn("trace: cpu %u: power-off: window STILL OPEN after %u ms (the CPU did not exit): its last bytes are lost",
-				 all_cpus[i].index, TRACE_POWEROFF_WAIT_MS);
+			log_warn("trace: cpu %u: power-off: window STILL OPEN after %u ms without progress (the CPU did not exit): its last bytes are lost",
+				 all_cpus[i].index, wait_ms);
 	}
 	if (closed && acked)
 		log_info("trace: power-off on cpu %u: every window closed, everything acknowledged after %llu ms",
 			 cpu->index, (unsigned long long)(hz ? (now - t0) / (hz / 1000 ? hz / 1000 : 1) : 0));
 	else
-		log_warn("trace: power-off on cpu %u: %s after %u ms: the machine goes down anyway",
+		log_warn("trace: power-off on cpu %u: %s after %u ms without progress (%llu ms in all): the machine goes down anyway",
 			 cpu->index, !closed ? "windows still open" : "NOT everything acknowledged by the receiver",
-			 TRACE_POWEROFF_WAIT_MS);
+			 wait_ms, (unsigned long long)(hz ? (now - t0) / (hz / 1000 ? hz / 1000 : 1) : 0));
 	return closed && acked;
 }

@@ -39,6 +39,7 @@ static int windows[NCPU];
 /* The fake pump: after exit_after calls, CPU 1 takes an exit; acks after ack_after calls. */
 static struct {
 	unsigned calls, exit_after, ack_after;
+	unsigned progress_every;   /* 0: none; else the exporter frees room every so many calls */
 	bool never_exit, never_ack;
 } pump;
 
@@ -63,6 +64,9 @@ static bool fake_pump(struct per_cpu *c)
 	pump.calls++;
 	if (!pump.never_exit && pump.calls == pump.exit_after)
 		trace_before_entry(&cpus[1], EXIT_REASON_PREEMPTION_TIMER);   /* its timer exit */
+	/* A slow but live receiver: the exporter releases what it acknowledged. */
+	if (pump.progress_every && pump.calls % pump.progress_every == 0)
+		__atomic_fetch_add(&cpus[0].trace->b.ring->tail, 1, __ATOMIC_RELEASE);
 	return !pump.never_ack && pump.calls >= pump.ack_after;
 }
 
@@ -216,10 +220,31 @@ static void test_without_pump_and_from_the_exit_hook(void **state)
 	assert_int_equal(hw_fake_pause_count, 0);   /* nothing to wait for */
 }
 
+/*
+ * A slow receiver that keeps acknowledging: the wait goes on past the
+ * bound (here 5 s with a 2 s bound), because the bound counts only time
+ * without progress.
+ */
+static void test_waits_while_the_receiver_acknowledges(void **state)
+{
+	uint64_t t0;
+
+	(void)state;
+	pump.exit_after = 1;
+	pump.ack_after = 5000;
+	pump.progress_every = 300;   /* ~300-600 ms of fake TSC apart */
+	hw_fake_set_tsc_step(TSC_HZ / 1000);
+	t0 = hw_fake_get_tsc();
+	assert_true(trace_poweroff(&cpus[0]));
+	assert_int_equal(pump.calls, 5000);
+	assert_true(hw_fake_get_tsc() - t0 > TSC_HZ / 1000 * TRACE_POWEROFF_WAIT_MS);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_poweroff_closes_every_window, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_waits_while_the_receiver_acknowledges, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_request_pending_until_the_cpu_exits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bounded_when_the_receiver_never_acknowledges, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_without_pump_and_from_the_exit_hook, setup, teardown),
