@@ -785,6 +785,22 @@ static void apply_tip_bound(struct tvh_ptf_decoder *d)
 	d->tip_cr3 = d->tip_vmcs = d->mode_pending = false;
 }
 
+/*
+ * The next PSB at or after from: the last 16 bytes of a run of 02 82
+ * pairs (libipt's pt_sync_forward picks that one, so a longer run in
+ * garbage syncs at the same byte).
+ */
+static size_t ptf_next_psb(const uint8_t *buf, size_t len, size_t from)
+{
+	size_t p = tvh_pt_next_psb(buf, len, from);
+
+	if (p >= len)
+		return len;
+	while (p + 18 <= len && buf[p + 16] == 0x02 && buf[p + 17] == 0x82)
+		p += 2;
+	return p;
+}
+
 struct psb_hdr {
 	bool fup, mode, pip, vmcs;
 	uint64_t fup_ip;
@@ -801,7 +817,7 @@ struct psb_hdr {
 static int read_psb(const uint8_t *buf, size_t len, size_t pos, struct psb_hdr *h)
 {
 	const uint8_t *end = buf + len;
-	size_t stop = tvh_pt_next_psb(buf, len, pos + 16);
+	size_t stop = ptf_next_psb(buf, len, pos + 16);
 	uint64_t last = 0;
 	bool have = false;
 	struct ptf_pkt pk;
@@ -1128,7 +1144,7 @@ static void set_stats(struct tvh_ptf_decoder *d)
  */
 static size_t next_sync(const uint8_t *buf, size_t len, size_t psb)
 {
-	return tvh_pt_next_psb(buf, len, psb + 16);
+	return ptf_next_psb(buf, len, psb + 16);
 }
 
 /*
@@ -1151,7 +1167,7 @@ static int decode_range(struct tvh_ptf_decoder *d, const uint8_t *buf, size_t le
 	memset(&d->st, 0, sizeof(d->st));
 	reset_flow(d);
 	d->synced = false;
-	d->nb = tvh_pt_next_psb(buf, len, start);
+	d->nb = ptf_next_psb(buf, len, start);
 	while (pos < limit && !d->ret) {
 		struct ptf_pkt pk;
 		int n, err;
@@ -1448,7 +1464,7 @@ int tvh_ptf_decode_parallel(const uint8_t *buf, size_t len, uint64_t offset,
 	pc = calloc(nthreads, sizeof(*pc));
 	if (!pc)
 		return -TVH_ERR_NOMEM;
-	size_t sync = tvh_pt_next_psb(buf, len, 0);
+	size_t sync = ptf_next_psb(buf, len, 0);
 
 	for (unsigned i = 0; i < nthreads && (start < len || !n); i++) {
 		size_t want = (size_t)((unsigned __int128)len * (i + 1) / nthreads);

@@ -15,7 +15,7 @@ long=0
 [ "${1:-}" = --long ] && long=1
 bin=$TV_BUILD/fuzz
 work=$TV_BUILD/test/fuzz
-targets=(tvt trace_read serial x86 pt)
+targets=(tvt trace_read serial x86 pt ptfast)
 
 if [ ! -x "$bin/seeds" ]; then
 	for t in "${targets[@]}"; do
@@ -26,6 +26,8 @@ fi
 rm -rf "$work/seeds"
 mkdir -p "$work"
 "$bin/seeds" "$work/seeds" || { tv_fail "fuzz: seeds" "seeds generator failed"; exit 1; }
+# fuzz_ptfast runs on fuzz_pt's code image: the same seeds.
+rm -rf "$work/seeds/ptfast" && cp -r "$work/seeds/pt" "$work/seeds/ptfast"
 # Real inputs when a `make run` left them (small: a few KB).
 real=$TV_ROOT/build/run
 [ -f "$real/trace.tvt" ] && cp "$real/trace.tvt" "$work/seeds/tvt/make-run.tvt"

@@ -216,6 +216,8 @@ static void ref_decode(const uint8_t *buf, size_t len, struct pt_image *img,
 				st = pt_insn_event(d, &ev, sizeof(ev));
 				if (st >= 0)
 					ref_event(&r, &ev);
+				else if (!f->errors++)   /* an event lost (a cut packet after it) */
+					f->first_err = st;
 			}
 			if (st >= 0 && (st & pts_eos) && r.pending) {
 				/* The last transfer's destination: where libipt stands. */
@@ -243,6 +245,10 @@ static void ref_decode(const uint8_t *buf, size_t len, struct pt_image *img,
 			if (st < 0) {
 				if (in.iclass != ptic_error)
 					ref_insn(&r, &in);
+				/* A transfer whose next step hit the end: where it
+				 * went, libipt may know but does not tell. */
+				if (st == -pte_eos && r.pending && !f->errors++)
+					f->first_err = st;
 				break;
 			}
 			ref_insn(&r, &in);
