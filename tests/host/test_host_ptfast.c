@@ -617,17 +617,19 @@ static void gen_case(const struct ptgen_opts *o, unsigned threads)
 	struct ptgen g;
 
 	assert_int_equal(ptgen_make(&g, o), 0);
-	if (getenv("PTF_DEBUG")) {
-		char name[64];
+	/* PTF_DEBUG_DIR=dir: keep each stream and its code there. */
+	if (getenv("PTF_DEBUG_DIR")) {
+		const char *dir = getenv("PTF_DEBUG_DIR");
+		char name[512];
 		FILE *f;
 
-		snprintf(name, sizeof(name), "/tmp/h6/case-%llu-%zu.pt", (unsigned long long)o->seed, o->bytes);
+		snprintf(name, sizeof(name), "%s/case-%llu-%zu.pt", dir, (unsigned long long)o->seed, o->bytes);
 		f = fopen(name, "wb");
 
 		fwrite(g.buf, 1, g.len, f);
 		fclose(f);
 		for (size_t i = 0; i < g.image.nsegs; i++) {
-			snprintf(name, sizeof(name), "/tmp/h6/case-%llu-%zu-%llx.bin",
+			snprintf(name, sizeof(name), "%s/case-%llu-%zu-%llx.bin", dir,
 				 (unsigned long long)o->seed, o->bytes,
 				 (unsigned long long)g.image.segs[i].vaddr);
 			f = fopen(name, "wb");
