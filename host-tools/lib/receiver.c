@@ -35,6 +35,17 @@
 #define REC_CTL_RETRY_NS   500000000ull
 #define REC_CTL_TRIES      10
 #define REC_RCVBUF         (8 << 20)
+/*
+ * Delayed ACKs (recv_set_ack_every) go out when no datagram waits, but
+ * not more often than every REC_ACK_GAP_NS: an emulator's user network
+ * may hand the machine one datagram per socket per tick (Bochs's slirp:
+ * one recvfrom per 1 ms of emulated time), and more ACKs than that queue
+ * up in its socket, turning each ACK stale by the queue's length (200 ms
+ * measured: a full 212 KB socket buffer).  The n-th in-order datagram,
+ * holes, FIRST, LOSS and duplicates are still answered at once.
+ */
+#define REC_ACK_EVERY      64u
+#define REC_ACK_GAP_NS     2000000ull
 
 /* ---- the receiver ----------------------------------------------------------- */
 
@@ -108,6 +119,8 @@ struct rec {
 	/* progress */
 	bool tty;
 	uint64_t t0, last_status, last_flush;
+	uint64_t last_ack_ns;      /* REC_ACK_GAP_NS: the last recv_flush */
+	bool ack_due;              /* datagrams since that flush */
 	uint64_t prev_records, prev_bytes, prev_t;
 	bool drawn;
 };
@@ -671,6 +684,18 @@ static int rec_socket(struct rec *r)
 	return 0;
 }
 
+/* recv_flush, at most every REC_ACK_GAP_NS; the main loop comes back for the rest. */
+static void rec_ack(struct rec *r, uint64_t now)
+{
+	if (now - r->last_ack_ns < REC_ACK_GAP_NS) {
+		r->ack_due = true;
+		return;
+	}
+	recv_flush(r->rx);
+	r->last_ack_ns = now;
+	r->ack_due = false;
+}
+
 static void rec_drain(struct rec *r, uint64_t now)
 {
 	static uint8_t bufs[REC_BATCH][TVP_MAX_DATAGRAM + 64];
@@ -692,7 +717,7 @@ static void rec_drain(struct rec *r, uint64_t now)
 		}
 		n = recvmmsg(r->fd, mh, REC_BATCH, MSG_DONTWAIT, NULL);
 		if (n <= 0) {
-			recv_flush(r->rx);
+			rec_ack(r, now);
 			return;
 		}
 		for (int i = 0; i < n; i++) {
@@ -704,11 +729,11 @@ static void rec_drain(struct rec *r, uint64_t now)
 				    mh[i].msg_len, &from[i], now);
 		}
 		if (n < REC_BATCH) {
-			recv_flush(r->rx);
+			rec_ack(r, now);
 			return;
 		}
 	}
-	recv_flush(r->rx);
+	rec_ack(r, now);
 }
 
 static void rec_periodic(struct rec *r, uint64_t now)
@@ -754,7 +779,7 @@ static int rec_run(struct rec *r)
 	}
 	/* CONTROL counters above any earlier run's: wall-clock nanoseconds. */
 	recv_init(r->rx, &rec_recv_ops, r, rec_wall_ns());
-	recv_set_ack_every(r->rx, 16);
+	recv_set_ack_every(r->rx, REC_ACK_EVERY);
 	ret = rec_socket(r);
 	if (ret) {
 		free(r->rx);
@@ -778,7 +803,7 @@ static int rec_run(struct rec *r)
 		struct pollfd pf = { .fd = r->fd, .events = POLLIN };
 		uint64_t now;
 
-		if (poll(&pf, 1, REC_TICK_MS) < 0 && errno != EINTR) {
+		if (poll(&pf, 1, r->ack_due ? 1 : REC_TICK_MS) < 0 && errno != EINTR) {
 			fprintf(stderr, "tracevisor record: poll: %s\n", strerror(errno));
 			ret = -TVH_ERR_IO;
 			break;
@@ -786,6 +811,8 @@ static int rec_run(struct rec *r)
 		now = mono_ns();
 		if (pf.revents & POLLIN)
 			rec_drain(r, now);
+		else if (r->ack_due)
+			rec_ack(r, now);
 		rec_periodic(r, now);
 		if (now >= end)
 			break;
