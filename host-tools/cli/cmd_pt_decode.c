@@ -84,7 +84,7 @@ static int ptd_item(void *ctx, const struct tvh_pt_item *it)
 		printf("[error at offset 0x%" PRIx64, it->offset);
 		if (it->ip)
 			printf(", last ip 0x%" PRIx64, it->ip);
-		printf(": %s]\n", pt_errstr(pt_errcode(it->err)));
+		printf(": %s]\n", tvh_pt_errstr(it->err));
 		break;
 	case TVH_PT_INSN: {
 		char raw[3 * 15 + 1];

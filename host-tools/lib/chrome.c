@@ -9,6 +9,7 @@
 #include "host-tools/lib/chrome.h"
 #include "host-tools/lib/cputab.h"
 #include "host-tools/lib/error.h"
+#include "host-tools/lib/pt.h"
 #include "host-tools/lib/text.h"
 
 enum frame_kind { FRAME_CALL = 0, FRAME_TRAP = 1 };
@@ -323,7 +324,7 @@ static int pt_loss(struct chrome *ch, uint32_t cpu, struct cpu_time *c,
 	close_all(ch, cpu, c, ts, &ch->cs->closed_by_loss);
 	if (ev->gap == TVH_GAP_PT_ERROR)
 		snprintf(name, sizeof(name), "PT decode error at offset 0x%" PRIx64
-			 ": %s", ev->pt_offset, pt_errstr(pt_errcode(ev->err)));
+			 ": %s", ev->pt_offset, tvh_pt_errstr(ev->err));
 	else
 		snprintf(name, sizeof(name), "PT lost: %" PRIu64 " bytes at offset 0x%"
 			 PRIx64 "%s", ev->count, ev->pt_offset, ev->gap == TVH_GAP_PT_CUT ?

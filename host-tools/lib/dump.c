@@ -9,6 +9,7 @@
 
 #include "host-tools/lib/dump.h"
 #include "host-tools/lib/error.h"
+#include "host-tools/lib/pt.h"
 #include "host-tools/lib/text.h"
 
 void tvh_dump_header(FILE *out, const struct tvt_reader *r, bool columns)
@@ -167,7 +168,7 @@ int tvh_dump_event(void *ctx, const struct tvh_event *ev)
 		if (ev->gap == TVH_GAP_PT_ERROR) {
 			fprintf(out, "%12s cpu%-2u %-8s offset 0x%" PRIx64 ": PT decode error: %s"
 				" (resumes at the next PSB)\n", "-", ev->cpu, "PT_GAP",
-				ev->pt_offset, pt_errstr(pt_errcode(ev->err)));
+				ev->pt_offset, tvh_pt_errstr(ev->err));
 			return 0;
 		}
 		fprintf(out, "%12s cpu%-2u %-8s offset 0x%" PRIx64 ": %" PRIu64

@@ -583,6 +583,9 @@ int tvh_pt_decode(const uint8_t *buf, size_t len, uint64_t offset,
 		ret = report(&x, &it);
 		if (ret)
 			break;
+		uint64_t spin_off = UINT64_MAX, off_now;
+		uint32_t spin = 0;
+
 		for (;;) {
 			status = drain(&x, status, &ret);
 			if (ret || status < 0)
@@ -606,6 +609,16 @@ int tvh_pt_decode(const uint8_t *buf, size_t len, uint64_t offset,
 			ret = on_insn(&x, &insn);
 			if (ret)
 				break;
+			/* No PT byte read for too long: not the code that ran. */
+			if (pt_insn_get_offset(x.d, &off_now) == 0) {
+				if (off_now != spin_off) {
+					spin_off = off_now;
+					spin = 0;
+				} else if (++spin >= TVH_PT_SPIN_LIMIT) {
+					status = TVH_PT_ERR_SPIN;
+					break;
+				}
+			}
 		}
 		if (ret)
 			break;
@@ -624,6 +637,13 @@ int tvh_pt_decode(const uint8_t *buf, size_t len, uint64_t offset,
 	}
 	pt_insn_free_decoder(x.d);
 	return ret;
+}
+
+const char *tvh_pt_errstr(int err)
+{
+	if (err == TVH_PT_ERR_SPIN)
+		return "no trace for 1,048,576 instructions: the code is not what ran (patched text?)";
+	return pt_errstr(pt_errcode(err));
 }
 
 const char *tvh_pt_iclass_name(enum pt_insn_class c)

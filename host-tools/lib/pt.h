@@ -140,6 +140,22 @@ struct tvh_pt_opts {
 	bool branches;           /* report TVH_PT_BRANCH (taken transfers) instead of TVH_PT_INSN */
 };
 
+/*
+ * TVH_PT_ERR_SPIN - a TVH_PT_ERROR of our own (outside libipt's error
+ * codes): the decoder followed TVH_PT_SPIN_LIMIT instructions without
+ * reading one more PT byte.  Real execution cannot do that (a loop of
+ * direct jumps ends with an interrupt, whose FUP stops the decoder at the
+ * loop), so the code given is not the code that ran: text the OS patched
+ * (alternatives, retpolines turned into plain jumps), a wrong base.  The
+ * run is given up and decoding resumes at the next PSB instead of
+ * following the loop forever.  tvh_pt_errstr names it.
+ */
+#define TVH_PT_ERR_SPIN   (-1000)
+#define TVH_PT_SPIN_LIMIT (1u << 20)
+
+/* tvh_pt_errstr - text of a TVH_PT_ERROR's err: libipt's, or ours. */
+const char *tvh_pt_errstr(int err);
+
 struct tvh_pt_stats {
 	uint64_t insns;
 	uint64_t branches;

@@ -501,6 +501,96 @@ static void test_branch_kinds(void **state)
 	assert_int_equal(tvh_ptbr_kind(ptic_call, NULL, 0), TV_BR_CALL_IND);
 }
 
+/*
+ * Code that is not what ran: a `jmp .` where the trace says the CPU went
+ * on (here: a TIP.PGD that never binds to a direct jump).  Without a bound
+ * the decoder follows the loop forever (as it did on Linux's retpoline
+ * thunk in a whole-boot capture, decoded over the unpatched vmlinux);
+ * with it: one TVH_PT_ERR_SPIN error after TVH_PT_SPIN_LIMIT
+ * instructions, and the run given up.
+ */
+static int spin_read(uint8_t *buf, size_t size, const struct pt_asid *asid, uint64_t ip, void *ctx)
+{
+	(void)asid;
+	(void)ctx;
+	if (ip < 0x5000 || ip >= 0x5002)
+		return -pte_nomap;
+	for (size_t i = 0; i < size && ip + i < 0x5002; i++)
+		buf[i] = (ip + i == 0x5000) ? 0xeb : 0xfe;   /* jmp . */
+	return (int)(0x5002 - ip < size ? 0x5002 - ip : size);
+}
+
+struct spin_count {
+	uint64_t insns, errors;
+	int err;
+};
+
+static int spin_collect(void *ctx, const struct tvh_pt_item *it)
+{
+	struct spin_count *c = ctx;
+
+	if (it->kind == TVH_PT_INSN)
+		c->insns++;
+	if (it->kind == TVH_PT_ERROR) {
+		c->errors++;
+		c->err = it->err;
+	}
+	return 0;
+}
+
+static void test_endless_loop_bounded(void **state)
+{
+	struct pt_image *img = pt_image_alloc("spin");
+	struct pt_config cfg;
+	struct pt_encoder *e;
+	struct pt_packet p;
+	uint8_t buf[256];
+	struct spin_count c = { 0 };
+	struct tvh_pt_stats ps;
+	int len;
+
+	(void)state;
+	assert_non_null(img);
+	assert_int_equal(pt_image_set_callback(img, spin_read, NULL), 0);
+	pt_config_init(&cfg);
+	cfg.begin = buf;
+	cfg.end = buf + sizeof(buf);
+	e = pt_alloc_encoder(&cfg);
+	assert_non_null(e);
+	memset(&p, 0, sizeof(p));
+	p.type = ppt_psb;
+	assert_true(pt_enc_next(e, &p) > 0);
+	p.type = ppt_mode;
+	p.payload.mode.leaf = pt_mol_exec;
+	p.payload.mode.bits.exec.csl = 1;
+	assert_true(pt_enc_next(e, &p) > 0);
+	memset(&p, 0, sizeof(p));
+	p.type = ppt_psbend;
+	assert_true(pt_enc_next(e, &p) > 0);
+	p.type = ppt_tip_pge;
+	p.payload.ip.ipc = pt_ipc_sext_48;
+	p.payload.ip.ip = 0x5000;
+	assert_true(pt_enc_next(e, &p) > 0);
+	p.type = ppt_tip_pgd;
+	p.payload.ip.ip = 0x9000;
+	assert_true(pt_enc_next(e, &p) > 0);
+	{
+		uint64_t off = 0;
+
+		assert_int_equal(pt_enc_get_offset(e, &off), 0);
+		len = (int)off;
+	}
+	pt_free_encoder(e);
+	assert_int_equal(tvh_pt_decode(buf, (size_t)len, 0, img, NULL, spin_collect, &c, &ps), 0);
+	assert_int_equal(c.errors, 1);
+	assert_int_equal(c.err, TVH_PT_ERR_SPIN);
+	assert_true(c.insns >= TVH_PT_SPIN_LIMIT);
+	assert_true(c.insns <= TVH_PT_SPIN_LIMIT + 2);
+	assert_non_null(strstr(tvh_pt_errstr(TVH_PT_ERR_SPIN), "not what ran"));
+	assert_string_equal(tvh_pt_errstr(-pte_nomap), pt_errstr(pte_nomap));
+	pt_image_free(img);
+}
+
 static void test_names_and_cpu_parsing(void **state)
 {
 	struct pt_cpu c;
@@ -535,6 +625,7 @@ int main(void)
 		cmocka_unit_test(test_pt_sync_cut),
 		cmocka_unit_test(test_pt_sync_cut_places),
 		cmocka_unit_test(test_branch_kinds),
+		cmocka_unit_test(test_endless_loop_bounded),
 		cmocka_unit_test(test_names_and_cpu_parsing),
 	};
 
