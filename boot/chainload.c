@@ -137,7 +137,8 @@ static EFI_STATUS start(EFI_HANDLE image, const char *what, const void *opts, UI
 			li->LoadOptionsSize = (UINT32)opts_len;
 		}
 		efi_devpath_text(li->FilePath, path, sizeof(path));
-		log_info("chainload: starting %s (%s), handing over", what, path);
+		log_info("chainload: starting %s (%s) at %#llx (%llu bytes), handing over", what, path,
+			 (unsigned long long)(uintptr_t)li->ImageBase, (unsigned long long)li->ImageSize);
 	}
 	st = efi_bs->StartImage(image, &exit_size, &exit_data);
 	if (exit_data) {

@@ -46,8 +46,15 @@ void trace_trigger_reset(void)
  */
 int trace_event_ebs(struct per_cpu *cpu)
 {
-	log_info("trace: cpu %u: ExitBootServices called at %#llx", cpu->index,
-		 (unsigned long long)trace_guest_ip());
+	struct gmem_ctx g;
+	uint64_t ret = 0;
+
+	/* The thunk pushed RBX: the loader's return address is at RSP+8. */
+	trace_guest_mem(&g);
+	if (trace_guest_fetch(&g, trace_guest_rsp() + 8, (uint8_t *)&ret, 8) != 8)
+		ret = 0;
+	log_info("trace: cpu %u: ExitBootServices called at %#llx, returns to %#llx", cpu->index,
+		 (unsigned long long)trace_guest_ip(), (unsigned long long)ret);
 	if (trace_cfg.start == TV_TRIG_KERNEL_ENTRY)
 		return kentry_arm(cpu) ? TRACE_ENOSYS : TRACE_EOK;
 	if (trace_cfg.start != TV_TRIG_EXIT_BOOT_SERVICES)
