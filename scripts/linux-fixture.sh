@@ -125,7 +125,13 @@ fi
 # --- 3. probe ------------------------------------------------------------------
 # Under $tmp first, so a failed compile never leaves a stale binary behind.
 step "probe: gcc -static -O2 tests/linux/probe.c"
-gcc -static -O2 -Wall -Wextra -Werror -I"$root" -o "$tmp/tvprobe" "$root/tests/linux/probe.c"
+# Linked at 0x20000000, away from busybox's 0x400000: a decoder given the
+# probe (LINUX_PROBE) tells its user-space code from the shell's.
+gcc -static -no-pie -O2 -Wall -Wextra -Werror -Wl,-Ttext-segment=0x20000000 -I"$root" \
+	-o "$tmp/tvprobe" "$root/tests/linux/probe.c"
+if ! cmp -s "$tmp/tvprobe" "$out/tvprobe"; then
+	cp "$tmp/tvprobe" "$out/tvprobe"
+fi
 
 # --- 4. initramfs ----------------------------------------------------------------
 bb=/bin/busybox
@@ -169,6 +175,7 @@ vmlinux=""
 	printf 'LINUX_VMLINUZ=%q\n' "$kdir/vmlinuz"
 	printf 'LINUX_VMLINUX=%q\n' "$vmlinux"
 	printf 'LINUX_INITRD=%q\n' "$out/initrd.img"
+	printf 'LINUX_PROBE=%q\n' "$out/tvprobe"
 	printf 'LINUX_CMDLINE=%q\n' "$cmdline"
 	printf 'LINUX_CMDLINE_FILE=%q\n' "$out/cmdline.txt"
 } >"$tmp/linux.env"

@@ -328,6 +328,30 @@ tv_linux_booted() {
 	fi
 }
 
+# tv_vmlinux_bases VMLINUX ENTRY - print "LINK_BASE PHYS_BASE ELF_ENTRY":
+# the @BASE values that place VMLINUX for the decoder at its link address
+# and at its physical load address, where its entry runs at ENTRY (the
+# decoder's @BASE puts the lowest PT_LOAD address, vmlinux's per-CPU
+# segment at 0, at BASE; arithmetic modulo 2^64, as the decoder's).
+tv_vmlinux_bases() {
+	python3 - "$1" "$2" <<'PY'
+import struct, sys
+f = open(sys.argv[1], "rb").read()
+entry = int(sys.argv[2], 16)
+e_entry, phoff = struct.unpack_from("<QQ", f, 0x18)
+phentsize, phnum = struct.unpack_from("<HH", f, 0x36)
+lo, bias = None, None
+for i in range(phnum):
+    p_type, _, _, vaddr, paddr, _, memsz, _ = struct.unpack_from("<IIQQQQQQ", f, phoff + i * phentsize)
+    if p_type != 1:
+        continue
+    lo = vaddr if lo is None else min(lo, vaddr)
+    if paddr <= e_entry < paddr + memsz:
+        bias = (paddr - vaddr + entry - e_entry) % (1 << 64)
+print(hex(lo), hex((lo + bias) % (1 << 64)), hex(e_entry))
+PY
+}
+
 # tv_vmlinux_insns VMLINUX WORK - objdump's linear disassembly of every
 # executable PT_LOAD segment of VMLINUX at its virtual address:
 # WORK/segments.txt ("INDEX VADDR PADDR FILESZ FILE" a line) and

@@ -163,23 +163,7 @@ fi
 # segment at 0) at BASE, so BASE - that address is the bias; for the
 # physical copy the bias takes the segment holding the ELF entry to
 # ENTRY (arithmetic modulo 2^64, as the decoder's).
-read -r link_base phys_base elf_entry < <(python3 - "$LINUX_VMLINUX" "$entry" <<'PY'
-import struct, sys
-f = open(sys.argv[1], "rb").read()
-entry = int(sys.argv[2], 16)
-e_entry, phoff = struct.unpack_from("<QQ", f, 0x18)
-phentsize, phnum = struct.unpack_from("<HH", f, 0x36)
-lo, bias = None, None
-for i in range(phnum):
-    p_type, p_flags, off, vaddr, paddr, filesz, memsz, align = struct.unpack_from("<IIQQQQQQ", f, phoff + i * phentsize)
-    if p_type != 1:
-        continue
-    lo = vaddr if lo is None else min(lo, vaddr)
-    if paddr <= e_entry < paddr + memsz:
-        bias = (paddr - vaddr + entry - e_entry) % (1 << 64)
-print(hex(lo), hex((lo + bias) % (1 << 64)), hex(e_entry))
-PY
-)
+read -r link_base phys_base elf_entry < <(tv_vmlinux_bases "$LINUX_VMLINUX" "$entry")
 delta=$((entry - elf_entry))
 decode() {
 	"$TV_BUILD/tracevisor" pt-decode --raw "$1" --elf "$LINUX_VMLINUX@$link_base" \

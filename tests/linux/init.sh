@@ -13,6 +13,11 @@ mount -t devtmpfs devtmpfs /dev 2>/dev/null
 echo "TVLINUX: init started"
 echo "TVLINUX: uptime $(cut -d' ' -f1 /proc/uptime) s, kernel $(uname -r)"
 /bin/tvprobe
+# A few kernel names as the running kernel has them (Debian's
+# /boot/System.map is a placeholder and its vmlinux has no symbols): the
+# trace scenarios check the decoded stream against these addresses.
+grep -E ' (_text|startup_64|secondary_startup_64|start_kernel|x86_64_start_kernel|rest_init|kernel_init|do_idle)$' \
+	/proc/kallsyms 2>/dev/null | sed 's/^/TVLINUX: kallsyms: /'
 echo "TVLINUX: /proc/cpuinfo processors: $(grep -c '^processor' /proc/cpuinfo)"
 # SMP bring-up, hypervisor detection, APIC mode, and the ACPI tables Linux
 # took (under Bochs: linuxload's, signature APIC is the MADT).

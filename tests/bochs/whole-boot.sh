@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# bochs/whole-boot.sh - the headline job: one capture of a whole boot,
+# firmware to user space, nothing lost (issue "Whole boot, nothing lost").
+#
+# Bochs 3.0 with the trace model (`cpu: pt=1`), 2 CPUs, the e1000 on
+# slirp; tracevisor with source = pt, trace_start = boot, a receiver and
+# the default overflow policy with a receiver (wait), streaming to
+# `tracevisor record` on 127.0.0.1; Debian's Linux through its EFI stub
+# (linuxload), to /init, the probe (user space) and ACPI power-off.
+# Checked, with the capture and tools independent of the hypervisor's:
+#   - each CPU's window opens at its first exit after launch (boot) and is
+#     closed by the guest's power-off (trigger guest-power-off), and the
+#     power-off waited until everything was acknowledged;
+#   - the capture: 0 records and 0 PT bytes lost, per CPU (tracevisor info),
+#     the PT stream files as long as the stop lines say;
+#   - libipt (tracevisor pt-decode) over CPU 0's stream, with linuxload.so
+#     at the base chainload logged, the kernel's EFI stub (vmlinuz, PE) at
+#     the base linuxload logged, vmlinux at its link address and at its
+#     physical load address, and the probe: in this order, linuxload's
+#     code, the instruction ExitBootServices returns to (logged by the
+#     hypervisor's EBS event), startup_64 (0x1600000) and start_kernel
+#     (its address as the running kernel's /proc/kallsyms gives it, printed
+#     by the fixture's /init); on some CPU the probe's code (user space,
+#     linked at 0x20000000 away from busybox).
+# Decode errors are counted and printed, not judged: firmware code has no
+# image ("no files" is issue "Decode with no files"), and past its boot
+# Linux runs code it patched (alternatives), which the vmlinux file does
+# not hold.  Prints the figures for docs/BENCHMARKS.md: PT bytes per CPU,
+# emulated time, receiver goodput, stalls.
+set -uo pipefail
+. "$(dirname "$0")/../lib.sh"
+TV_FAILED=0
+T=whole-boot
+work=$TV_BUILD/test/bochs-$T
+log=$TV_LOGS/bochs-$T.serial.log
+rm -rf "$work"
+mkdir -p "$work" "$TV_LOGS"
+trap 'tv_record_stop' EXIT
+
+tv_model_bochs "$T" || exit 0
+model=$TV_MODEL
+if ! grep -q 'Model a subset of Intel Processor Trace' "$model"; then
+	tv_skip "$T" "$model has no cpu: pt option (patch 0003 not applied)"
+	exit 0
+fi
+tv_linux_fixture "$T" || exit 0
+if [ -z "${LINUX_PROBE:-}" ] || [ ! -f "$LINUX_PROBE" ]; then
+	tv_skip "$T" "the fixture has no probe binary (make linux-fixture)"
+	exit 0
+fi
+if ! tv_record_start "$work/cap" --machines 1 --idle 60; then
+	tv_fail "$T: receiver" "tracevisor record did not start: $(tail -n 2 "$work/cap/record.stderr")"
+	exit 0
+fi
+printf '%s\n' "$LINUX_CMDLINE tsc_early_khz=100000 nokaslr pci=noacpi" >"$work/cmdline.txt"
+printf '%s\n' 'loader = \EFI\linux\linuxload.efi' 'console = off' 'source = pt' 'trace_start = boot' \
+	"pt_buffer_kb = ${TV_WHOLE_BOOT_PT_KB:-65536}" 'nic = auto' 'net_ip = 10.0.2.15/24' 'net_gw = 10.0.2.2' \
+	"receiver = 10.0.2.2:$TV_REC_PORT" 'machine = whole-boot' >"$work/tracevisor.conf"
+TV_IMAGE_MIB=64 tv_image "$work/disk.img" \
+	EFI/BOOT/BOOTX64.EFI="$TV_BUILD/tracevisor.efi" \
+	EFI/tracevisor/tracevisor.conf="$work/tracevisor.conf" \
+	EFI/linux/linuxload.efi="$TV_BUILD/linuxload.efi" \
+	EFI/linux/vmlinuz="$LINUX_VMLINUZ" \
+	EFI/linux/initrd.img="$LINUX_INITRD" \
+	EFI/linux/cmdline.txt="$work/cmdline.txt"
+t0=$(date +%s.%N)
+rc=$(TV_BOCHS_BIN=$model TV_BOCHS_MEGS=1024 \
+	TV_BOCHS_EXTRA=$'cpu: pt=1\ne1000: enabled=1, mac=52:54:00:12:34:56, ethmod=slirp' \
+	tv_bochs "$log" "${TV_WHOLE_BOOT_TIMEOUT:-1500}" "$work/disk.img" 2)
+host_s=$(echo "$t0 $(date +%s.%N)" | awk '{ printf "%.1f", $2 - $1 }')
+rm -f "$work/disk.img"
+tv_record_stop 60
+tv_linux_booted "$T" "$log" "$rc"
+if [ "$TV_REC_RC" = 0 ]; then tv_ok "$T: receiver closed the session and exited by itself"; else tv_fail "$T: receiver closed the session and exited by itself" "status $TV_REC_RC"; fi
+tv_expect "$T: overflow = wait, the default with a receiver" "$log" 'config: source=pt overflow=wait '
+for cpu in 0 1; do
+	tv_expect "$T: cpu $cpu: window opened at launch" "$log" "trace: cpu $cpu: window 1 started \(boot\)"
+	tv_expect "$T: cpu $cpu: window closed by the guest's power-off, nothing lost" "$log" \
+		"trace: cpu $cpu: window 1 stopped \(guest-power-off\): [0-9]+ PT bytes .* 0 stops, 0 errors, .* PT lost 0; ring lost 0 records"
+done
+tv_expect "$T: the power-off waited for everything to be acknowledged" "$log" \
+	'trace: power-off on cpu [01]: every window closed, everything acknowledged'
+tv_reject "$T: no tracevisor errors" "$log" '\[err\]'
+
+session=$(tr -d '\r' <"$log" | sed -n 's/.*net: resident: .* session \([0-9a-f]\{16\}\), control.*/\1/p' | head -1)
+cap=$work/cap/whole-boot-${session:-none}
+if [ ! -f "$cap/trace.tvt" ]; then
+	tv_fail "$T: capture of the session" "session '${session:-none}': $(ls "$work/cap" | tr '\n' ' ')"
+	tv_keep_log "$log"
+	exit 0
+fi
+"$TV_BUILD/tracevisor" info "$cap/trace.tvt" >"$work/info.txt" 2>&1
+for cpu in 0 1; do
+	bytes=$(tr -d '\r' <"$log" | sed -n "s/.*trace: cpu $cpu: window 1 stopped ([a-z-]*): \([0-9]*\) PT bytes.*/\1/p" | head -1)
+	have=$(stat -c %s "$cap/cpu$cpu.pt" 2>/dev/null || echo 0)
+	if grep -qE "^cpu$cpu: .*lost 0 \(gaps 0, before first chunk 0, LOST records 0\).*pt $bytes bytes \(lost 0 in gaps, 0 before first chunk, 0 per PT_SYNC\)" "$work/info.txt" &&
+		[ -n "$bytes" ] && [ "$have" = "$bytes" ]; then
+		tv_ok "$T: cpu $cpu: the capture holds every record and all $bytes PT bytes, nothing lost"
+	else
+		tv_fail "$T: cpu $cpu: the capture holds every record and all PT bytes, nothing lost" \
+			"stop line ${bytes:-?} bytes, cpu$cpu.pt $have bytes; $(grep "^cpu$cpu:" "$work/info.txt")"
+	fi
+done
+
+# Where the code lay: linuxload (chainload's line), the kernel's EFI stub
+# (linuxload's line), vmlinux twice, the probe; the milestones' addresses.
+lbase=$(tr -d '\r' <"$log" | sed -n 's/.*chainload: starting .*linuxload\.efi) at \(0x[0-9a-f]*\) .*/\1/p' | head -1)
+sbase=$(tr -d '\r' <"$log" | sed -n 's/^linuxload: starting .* through its EFI stub ([0-9]* bytes at \(0x[0-9a-f]*\)).*/\1/p' | head -1)
+ssize=$(tr -d '\r' <"$log" | sed -n 's/^linuxload: starting .* through its EFI stub (\([0-9]*\) bytes at .*/\1/p' | head -1)
+send=$(printf '0x%x' $((${sbase:-0} + ${ssize:-0})))
+ebs_ret=$(tr -d '\r' <"$log" | sed -n 's/.*trace: cpu 0: ExitBootServices called at 0x[0-9a-f]*, returns to \(0x[0-9a-f]*\).*/\1/p' | head -1)
+start_kernel=$(tr -d '\r' <"$log" | sed -n 's/^TVLINUX: kallsyms: \([0-9a-f]*\) T start_kernel$/0x\1/p' | head -1)
+read -r link_base phys_base _ < <(tv_vmlinux_bases "$LINUX_VMLINUX" 0x1600000)
+# linuxload's end: its base plus the end of its last PT_LOAD segment.
+lend=$(python3 -c 'import sys,struct; f=open(sys.argv[1],"rb").read(); ph,n=struct.unpack_from("<Q",f,0x20)[0],struct.unpack_from("<H",f,0x38)[0]; print(hex(int(sys.argv[2],16)+max(struct.unpack_from("<Q",f,ph+i*56+16)[0]+struct.unpack_from("<Q",f,ph+i*56+40)[0] for i in range(n) if struct.unpack_from("<I",f,ph+i*56)[0]==1)))' "$TV_BUILD/linuxload.so" "${lbase:-0}")
+if [ -z "$lbase" ] || [ -z "$sbase" ] || [ -z "$ebs_ret" ] || [ -z "$start_kernel" ] || [ -z "$link_base" ]; then
+	tv_fail "$T: the logs place the code" "linuxload ${lbase:-?}, stub ${sbase:-?}, EBS return ${ebs_ret:-?}, start_kernel ${start_kernel:-?}, vmlinux ${link_base:-?}"
+	tv_keep_log "$log"
+	exit 0
+fi
+tv_ok "$T: the logs place the code: linuxload at $lbase, the EFI stub at $sbase, ExitBootServices returns to $ebs_ret, start_kernel at $start_kernel"
+
+# One pass over each CPU's taken transfers (the instruction flow as text
+# is ~20 GB for this boot: too slow for `make test`): the first position
+# of each milestone, transfers in the probe's user-space code, and decode
+# errors before and after the kernel's entry.  Milestones: a transfer in
+# linuxload, then in the kernel's EFI stub (which calls ExitBootServices),
+# then in the kernel's identity-mapped text at its physical load address
+# (startup_64 at 0x1600000 onwards), then the call of start_kernel.  mawk
+# has no 64-bit integers: addresses are compared as the decoder prints
+# them (0x, lowercase, no leading zeros), equal strings, and ranges among
+# strings of one length.
+decode_cpu() {
+	"$TV_BUILD/tracevisor" pt-decode --raw "$cap/cpu$1.pt" -q --no-symbols --branches \
+		--elf "$TV_BUILD/linuxload.so@$lbase" --elf "$LINUX_VMLINUZ@$sbase" \
+		--elf "$LINUX_VMLINUX@$link_base" --elf "$LINUX_VMLINUX@$phys_base" \
+		--elf "$LINUX_PROBE@0x20000000" 2>"$work/decode$1.err" |
+		awk -v llo="$lbase" -v lhi="$lend" -v slo="$sbase" -v shi="$send" -v sk="$start_kernel" '
+		# Strings, never numbers: doubles would merge 64-bit addresses.
+		BEGIN { llo = llo ""; lhi = lhi ""; slo = slo ""; shi = shi ""; sk = sk "" }
+		function first(k) { if (!(k in pos)) { pos[k] = n; order = order " " k } }
+		function in_range(a, lo, hi) { return length(a) == length(lo) && a >= lo && a < hi }
+		/^\[error/ { if ("startup_64" in pos) ek++; else ef++; next }
+		$2 != "->" { next }
+		{
+			f = $1 ""; t = $3 ""; n++
+			if (in_range(f, llo, lhi)) first("linuxload")
+			if (in_range(f, slo, shi)) first("efi_stub")
+			if (length(f) == 9 && f >= "0x1600000" && f < "0x3000000") first("startup_64")
+			if (t == sk) first("start_kernel")
+			if (length(f) == 10 && f >= "0x20001000" && f < "0x20100000") user++
+		}
+		END { printf "branches %d user %d errors_before_kernel %d errors_kernel_user %d order%s\n", n, user, ef, ek, order }'
+}
+decode_cpu 0 >"$work/cpu0.result"
+decode_cpu 1 >"$work/cpu1.result"
+r0=$(cat "$work/cpu0.result") r1=$(cat "$work/cpu1.result")
+order=$(sed -n 's/.* order \(.*\)/\1/p' "$work/cpu0.result")
+if [ "$order" = "linuxload efi_stub startup_64 start_kernel" ]; then
+	tv_ok "$T: cpu 0 decodes, in order, linuxload, the kernel's EFI stub, startup_64's identity-mapped text and the call of start_kernel ($r0)"
+else
+	tv_fail "$T: cpu 0 decodes, in order, linuxload, the kernel's EFI stub, startup_64's identity-mapped text and the call of start_kernel" "got '$order': $r0"
+fi
+u0=$(sed -n 's/.* user \([0-9]*\) .*/\1/p' "$work/cpu0.result") u1=$(sed -n 's/.* user \([0-9]*\) .*/\1/p' "$work/cpu1.result")
+if [ "${u0:-0}" -gt 0 ] || [ "${u1:-0}" -gt 0 ]; then
+	tv_ok "$T: the probe's user-space code decodes (cpu 0: ${u0:-0}, cpu 1: ${u1:-0} taken transfers)"
+else
+	tv_fail "$T: the probe's user-space code decodes" "cpu 0: $r0; cpu 1: $r1"
+fi
+
+# Figures (docs/BENCHMARKS.md).
+tsc_hz=$(sed -n 's/.* ticks at \([0-9]*\) Hz.*/\1/p' "$work/info.txt" | head -1)
+span=$(sed -n 's/^time span: \([0-9.]*\) s.*/\1/p' "$work/info.txt")
+mb=$(sed -n 's/.*recording: .* \([0-9.]*\) MB (.*/\1/p' "$work/cap/record.stderr" | tail -1)
+stalls=$(tr -d '\r' <"$log" | grep -E 'trace: cpu [01]: window 1 stalled' | sed 's/.*window 1 stalled /stalled /' | tr '\n' ';')
+echo "# $T: cpu0 $(stat -c %s "$cap/cpu0.pt") PT bytes, cpu1 $(stat -c %s "$cap/cpu1.pt") PT bytes," \
+	"${span:-?} s emulated (TSC at ${tsc_hz:-?} Hz), Bochs run $host_s s host, receiver ${mb:-?} MB," \
+	"$(awk -v m="${mb:-0}" -v s="$host_s" 'BEGIN { if (s > 0) printf "%.2f", m / s; else print "?" }') MB/s over the run;" \
+	"$stalls cpu0 decode: $r0; cpu1 decode: $r1"
+tv_keep_log "$log"
+rm -f "$cap/cpu0.pt" "$cap/cpu1.pt" "$cap/trace.tvt"
+exit 0
