@@ -284,9 +284,13 @@ void trace_before_entry(struct per_cpu *cpu, uint32_t exit_reason)
 	trace_trigger_before_entry(cpu, t, exit_reason);
 	if (!trace_be)
 		return;
-	/* Every exit of a window is a read point: the exit stopped the unit. */
+	/*
+	 * Every exit of a window is a read point: the exit stopped the unit.
+	 * One re-sync after the requests (a FILTER request changes the
+	 * filter the backend sees); nothing between drain and prepare does.
+	 */
+	trace_cpu_sync(cpu);
 	if (t->b.active && trace_be->drain) {
-		trace_cpu_sync(cpu);
 		trace_view_begin(&v, cpu);
 		r = trace_be->drain(&t->b, &v);
 		trace_view_flush(&v);
@@ -294,7 +298,6 @@ void trace_before_entry(struct per_cpu *cpu, uint32_t exit_reason)
 	}
 	/* Then the unit on (window open) or off for the entry. */
 	if (trace_be->prepare) {
-		trace_cpu_sync(cpu);
 		trace_view_begin(&v, cpu);
 		r = trace_be->prepare(&t->b, &v);
 		trace_view_flush(&v);
