@@ -173,6 +173,8 @@ enum tv_rec_type {
 	TV_REC_LOST = 11,        /* struct tv_rec_lost */
 	TV_REC_MARKER = 12,      /* struct tv_rec_marker */
 	TV_REC_PT_SYNC = 13,     /* struct tv_rec_pt_sync */
+	TV_REC_CODE = 14,        /* struct tv_rec_code: a code page executed */
+	TV_REC_CODE_DATA = 15,   /* struct tv_rec_code_data: 512 bytes of one */
 	TV_REC_TYPE_MAX
 };
 
@@ -366,6 +368,76 @@ struct tv_rec_pt_sync {
 	uint64_t pt_lost;        /* PT bytes lost so far (OVF, full ToPA) */
 };
 _Static_assert(sizeof(struct tv_rec_pt_sync) == 32, "pt_sync layout");
+
+/*
+ * Code snapshots (docs/SNAPSHOTS.md): the bytes of every guest page that
+ * executes, so a PT (or any) capture decodes without the guest's files.
+ *
+ * The hypervisor takes execute permission away from guest memory in EPT.
+ * The first instruction fetch from a page is an EPT violation: the page
+ * is hashed, a TV_REC_CODE names it (guest-physical and linear page, CR3,
+ * time, content hash), and, when the content is new to this boot (the
+ * hypervisor keeps a table of hashes it has sent), eight TV_REC_CODE_DATA
+ * records follow it in the same stream with the 4 KiB.  The page then
+ * executes freely but is write-protected; a write re-arms it (execute
+ * taken away again, write allowed), so the next execution takes a new
+ * snapshot (TV_CODEF_REARM) - text patching, module loads, exec reusing
+ * the page.  A page whose content was sent already (on any CPU's stream)
+ * costs one TV_REC_CODE: readers index contents by hash over the whole
+ * capture, not per CPU.
+ *
+ * A snapshot is valid for its address space (cr3; kernel pages are mapped
+ * in every one) from its tsc until the next TV_REC_CODE of the same
+ * guest-physical page.
+ */
+#define TV_CODE_PAGE       4096u
+#define TV_CODE_CHUNK      512u     /* bytes per TV_REC_CODE_DATA */
+#define TV_CODE_CHUNKS     (TV_CODE_PAGE / TV_CODE_CHUNK)
+
+/* tv_rec.info of TV_REC_CODE */
+#define TV_CODEF_NEW       (1u << 0)  /* content follows (TV_CODE_CHUNKS CODE_DATA) */
+#define TV_CODEF_REARM     (1u << 1)  /* executed again after a write to the page */
+#define TV_CODEF_LINEAR    (1u << 2)  /* linear is valid (else only gpa is known) */
+#define TV_CODEF_USER      (1u << 3)  /* the fetch was at CPL 3 */
+
+struct tv_rec_code {
+	struct tv_rec h;         /* TV_REC_CODE, info = TV_CODEF_*, aux 0 */
+	uint64_t tsc;
+	uint64_t gpa;            /* guest-physical page (4 KiB aligned) */
+	uint64_t linear;         /* linear page of the fetch (4 KiB aligned) */
+	uint64_t cr3;            /* guest CR3 at the fetch, as the VMCS holds it */
+	uint64_t hash;           /* tv_code_hash of the page's 4 KiB */
+};
+_Static_assert(sizeof(struct tv_rec_code) == 48, "code layout");
+
+struct tv_rec_code_data {
+	struct tv_rec h;         /* TV_REC_CODE_DATA, aux = chunk index 0..7 */
+	uint64_t hash;           /* the page's tv_code_hash */
+	uint8_t bytes[TV_CODE_CHUNK];  /* page bytes [aux * 512, aux * 512 + 512) */
+};
+_Static_assert(sizeof(struct tv_rec_code_data) == 528, "code data layout");
+
+/*
+ * tv_code_hash - 64-bit FNV-1a over the page's 512 little-endian 64-bit
+ * words (one multiply per word: cheap in VMX root without SSE).  Not
+ * cryptographic: it deduplicates contents of one boot (a collision, about
+ * n^2 / 2^65 for n distinct pages, would show a page's older content);
+ * readers check each content they assemble against it.
+ */
+static inline uint64_t tv_code_hash(const void *page)
+{
+	const uint8_t *p = (const uint8_t *)page;
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (unsigned i = 0; i < TV_CODE_PAGE; i += 8) {
+		uint64_t w = 0;
+
+		for (unsigned b = 0; b < 8; b++)
+			w |= (uint64_t)p[i + b] << (8 * b);
+		h = (h ^ w) * 0x100000001b3ull;
+	}
+	return h;
+}
 
 /* 64-bit mask: ~7u alone would zero-extend and clear bits 63:32. */
 #define TV_REC_ALIGN(n) (((n) + 7u) & ~(uint64_t)7u)
