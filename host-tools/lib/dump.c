@@ -229,7 +229,7 @@ void tvh_dump_summary(FILE *out, const struct tvh_stats *s)
 				c->next_seq ? c->next_seq - 1 : 0);
 			fprintf(out, ", lost %" PRIu64 " (gaps %" PRIu64
 				", before first chunk %" PRIu64 ", LOST records %" PRIu64 ")",
-				c->lost_gap + c->lost_head + c->lost_rec, c->lost_gap,
+				tvh_sat_add(c->lost_gap + c->lost_head, c->lost_rec), c->lost_gap,
 				c->lost_head, c->lost_rec);
 		} else {
 			fprintf(out, "cpu%u: no record stream", c->cpu);
@@ -252,19 +252,19 @@ void tvh_dump_summary(FILE *out, const struct tvh_stats *s)
 			if (c->by_type[t])
 				fprintf(out, "  %-15s %" PRIu64 "\n", tvh_rec_type_name(t),
 					c->by_type[t]);
-		gap += c->lost_gap;
-		head += c->lost_head;
-		lost_rec += c->lost_rec;
+		gap = tvh_sat_add(gap, c->lost_gap);
+		head = tvh_sat_add(head, c->lost_head);
+		lost_rec = tvh_sat_add(lost_rec, c->lost_rec);
 		orphan += c->orphan_compact;
 		dup += c->dup;
 		if (c->have_ring) {
-			ring += c->ring.lost_records;
+			ring = tvh_sat_add(ring, c->ring.lost_records);
 			any_ring = true;
 		}
 	}
 	fprintf(out, "lost records: %" PRIu64 " (sequence gaps %" PRIu64
 		", before first chunk %" PRIu64 ", LOST records %" PRIu64 ")",
-		gap + head + lost_rec, gap, head, lost_rec);
+		tvh_sat_add(tvh_sat_add(gap, head), lost_rec), gap, head, lost_rec);
 	if (any_ring)
 		fprintf(out, "; ring counters say %" PRIu64, ring);
 	fputc('\n', out);

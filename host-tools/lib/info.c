@@ -9,6 +9,7 @@
 #include "host-tools/lib/error.h"
 #include "host-tools/lib/info.h"
 #include "host-tools/lib/stream.h"
+#include "host-tools/lib/text.h"
 
 bool tvh_buffers_parse(const char *text, size_t len, struct tvh_buffers *b)
 {
@@ -209,7 +210,7 @@ int tvh_info_write(const struct tvh_info *in, const struct tvt_reader *r,
 			fputs("no TSC", out);
 		}
 		fprintf(out, "; lost %" PRIu64 " records",
-			c->lost_gap + c->lost_head + c->lost_rec);
+			tvh_sat_add(c->lost_gap + c->lost_head, c->lost_rec));
 		if (c->have_ring)
 			fprintf(out, " (ring counter %" PRIu64 ")", c->ring.lost_records);
 		if (c->have_pt)
@@ -233,10 +234,13 @@ int tvh_info_write(const struct tvh_info *in, const struct tvt_reader *r,
 	for (size_t i = 0; i < in->images.n; i++) {
 		const struct tvh_image *im = &in->images.v[i];
 
-		if (im->kind != TV_IMG_FIRMWARE)
-			fprintf(out, "  %s 0x%" PRIx64 "..0x%" PRIx64 " %s\n",
-				tvh_image_kind_name(im->kind), im->base,
-				im->base + im->size, im->name);
+		if (im->kind == TV_IMG_FIRMWARE)
+			continue;
+		/* The name comes from the traced machine: escaped, like dump's. */
+		fprintf(out, "  %s 0x%" PRIx64 "..0x%" PRIx64 " ",
+			tvh_image_kind_name(im->kind), im->base, im->base + im->size);
+		tvh_quoted(out, im->name, strlen(im->name));
+		fputc('\n', out);
 	}
 	tvh_dump_summary(out, s);
 	return ferror(out) ? -TVH_ERR_IO : 0;

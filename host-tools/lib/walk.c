@@ -7,6 +7,7 @@
 
 #include "host-tools/lib/error.h"
 #include "host-tools/lib/le.h"
+#include "host-tools/lib/text.h"
 #include "host-tools/lib/walk.h"
 #include "host-tools/lib/walk_int.h"
 
@@ -161,7 +162,7 @@ static int do_records(struct walk *w, struct cpu_slot *s, const struct tvt_chunk
 				s->part.by_type[rec.type]++;
 			}
 			if (rec.type == TV_REC_LOST)
-				st->lost_rec += rec.u.lost.records;
+				st->lost_rec = tvh_sat_add(st->lost_rec, rec.u.lost.records);
 			else if (rec.type == TV_REC_TIME && rec.u.time.tsc_hz)
 				st->tsc_hz = rec.u.time.tsc_hz;
 			else if (rec.type == TV_REC_PT_SYNC)
@@ -421,8 +422,8 @@ uint64_t tvh_stats_lost(const struct tvh_stats *stats)
 	uint64_t n = 0;
 
 	for (uint32_t i = 0; i < stats->ncpus; i++)
-		n += stats->cpus[i].lost_gap + stats->cpus[i].lost_head +
-		     stats->cpus[i].lost_rec;
+		n = tvh_sat_add(n, tvh_sat_add(stats->cpus[i].lost_gap + stats->cpus[i].lost_head,
+					       stats->cpus[i].lost_rec));
 	return n;
 }
 
