@@ -73,6 +73,10 @@ static uint16_t fixed_size(uint8_t type, uint32_t aux)
 		return sizeof(struct tv_rec_lost);
 	case TV_REC_PT_SYNC:
 		return sizeof(struct tv_rec_pt_sync);
+	case TV_REC_CODE:
+		return sizeof(struct tv_rec_code);
+	case TV_REC_CODE_DATA:
+		return sizeof(struct tv_rec_code_data);
 	default:
 		return 0;
 	}
@@ -156,7 +160,8 @@ static int decode_startstop(struct trace_reader *rd, const uint8_t *p, struct tr
 static int decode_fields(struct trace_reader *rd, const uint8_t *p, struct trace_event *ev)
 {
 	if (ev->type != TV_REC_PAD && ev->type != TV_REC_BRANCH &&
-	    ev->type != TV_REC_BRANCH_COMPACT && ev->type != TV_REC_LBR) {
+	    ev->type != TV_REC_BRANCH_COMPACT && ev->type != TV_REC_LBR &&
+	    ev->type != TV_REC_CODE_DATA) {
 		ev->has_tsc = true;
 		ev->tsc = le64(p + 8);
 	}
@@ -212,6 +217,21 @@ static int decode_fields(struct trace_reader *rd, const uint8_t *p, struct trace
 		ev->u.pt_sync.pt_offset = le64(p + 16);
 		ev->u.pt_sync.pt_lost = le64(p + 24);
 		return 0;
+	case TV_REC_CODE:
+		ev->u.code.gpa = le64(p + 16);
+		ev->u.code.linear = le64(p + 24);
+		ev->u.code.cr3 = le64(p + 32);
+		ev->u.code.hash = le64(p + 40);
+		/* only the TV_CODEF_* bits; pages are 4 KiB aligned */
+		if (ev->info & ~(TV_CODEF_NEW | TV_CODEF_REARM | TV_CODEF_LINEAR | TV_CODEF_USER))
+			return TRACE_ERR_REC_FIELD;
+		return ((ev->u.code.gpa | ev->u.code.linear) & (TV_CODE_PAGE - 1)) ?
+		       TRACE_ERR_REC_FIELD : 0;
+	case TV_REC_CODE_DATA:
+		ev->u.code_data.hash = le64(p + 8);
+		ev->u.code_data.bytes = p + 16;
+		ev->u.code_data.chunk = ev->aux;
+		return ev->aux < TV_CODE_CHUNKS ? 0 : TRACE_ERR_REC_FIELD;
 	default:
 		return TRACE_ERR_REC_TYPE;
 	}
@@ -298,6 +318,7 @@ const char *trace_rec_type_name(unsigned type)
 		[TV_REC_TIME] = "TIME", [TV_REC_LOG] = "LOG",
 		[TV_REC_IMAGE] = "IMAGE", [TV_REC_LOST] = "LOST",
 		[TV_REC_MARKER] = "MARKER", [TV_REC_PT_SYNC] = "PT_SYNC",
+		[TV_REC_CODE] = "CODE", [TV_REC_CODE_DATA] = "CODE_DATA",
 	};
 
 	return name_of(names, ARRAY_LEN(names), type);

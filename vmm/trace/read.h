@@ -100,6 +100,17 @@ struct trace_event {
 			uint64_t pt_offset;
 			uint64_t pt_lost;
 		} pt_sync;
+		struct {                     /* CODE; flags = info (TV_CODEF_*) */
+			uint64_t gpa;
+			uint64_t linear;
+			uint64_t cr3;
+			uint64_t hash;
+		} code;
+		struct {                     /* CODE_DATA (no TSC); chunk = aux */
+			uint64_t hash;
+			const uint8_t *bytes;  /* TV_CODE_CHUNK of them, in the fed buffer */
+			uint32_t chunk;
+		} code_data;
 	} u;
 };
 

@@ -586,6 +586,40 @@ int trace_append_pt_sync(struct tv_trace_ring *r, uint64_t tsc,
 	return put_fixed(r, &p, sizeof(p));
 }
 
+int trace_append_code(struct tv_trace_ring *r, uint64_t tsc, uint8_t info, uint64_t gpa,
+		      uint64_t linear, uint64_t cr3, uint64_t hash)
+{
+	struct tv_rec_code c;
+
+	if (!is_ring(r) || (info & ~(unsigned)(TV_CODEF_NEW | TV_CODEF_REARM | TV_CODEF_LINEAR |
+					       TV_CODEF_USER)))
+		return TRACE_ERR_INVAL;
+	note_tsc(r, tsc);
+	c.h = rec_hdr(TV_REC_CODE, info, sizeof(c), 0);
+	c.tsc = tsc;
+	c.gpa = gpa & ~(uint64_t)(TV_CODE_PAGE - 1);
+	c.linear = linear & ~(uint64_t)(TV_CODE_PAGE - 1);
+	c.cr3 = cr3;
+	c.hash = hash;
+	return put_fixed(r, &c, sizeof(c));
+}
+
+int trace_append_code_data(struct tv_trace_ring *r, uint64_t hash, uint32_t chunk,
+			   const void *bytes)
+{
+	struct {
+		struct tv_rec h;
+		uint64_t hash;
+	} head;
+
+	if (!is_ring(r) || chunk >= TV_CODE_CHUNKS || !bytes)
+		return TRACE_ERR_INVAL;
+	head.h = rec_hdr(TV_REC_CODE_DATA, 0, sizeof(struct tv_rec_code_data), chunk);
+	head.hash = hash;
+	/* The 512 bytes straight from the caller's page: no copy on the stack. */
+	return put_var(r, &head, sizeof(head), (const char *)bytes, TV_CODE_CHUNK);
+}
+
 /* --- consumer ---------------------------------------------------------------------- */
 
 /* Sequence numbers compare modulo 2^64 (a stream may start anywhere). */

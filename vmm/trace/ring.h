@@ -198,6 +198,17 @@ int trace_append_marker(struct tv_trace_ring *r, uint64_t tsc, uint64_t value,
 int trace_append_pt_sync(struct tv_trace_ring *r, uint64_t tsc,
 			 uint64_t pt_offset, uint64_t pt_lost);
 
+/*
+ * Code snapshots (vmm/trace/snap.h): CODE names a page executed (info:
+ * TV_CODEF_* only; gpa and linear are cut to their page); CODE_DATA
+ * carries 512 bytes of its content, chunk 0..TV_CODE_CHUNKS-1 (bytes:
+ * TV_CODE_CHUNK of them).  CODE_DATA has no TSC of its own.
+ */
+int trace_append_code(struct tv_trace_ring *r, uint64_t tsc, uint8_t info, uint64_t gpa,
+		      uint64_t linear, uint64_t cr3, uint64_t hash);
+int trace_append_code_data(struct tv_trace_ring *r, uint64_t hash, uint32_t chunk,
+			   const void *bytes);
+
 /* --- consumer ------------------------------------------------------------- */
 
 /*

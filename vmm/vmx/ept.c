@@ -453,6 +453,41 @@ account:
 	return 0;
 }
 
+/* --- rights of one leaf, any size ------------------------------------------ */
+
+int ept_set_rights(struct ept *ept, uint64_t gpa, unsigned rwx, struct ept_leaf *old)
+{
+	uint64_t *table = ept->pml4, *slot = NULL, e = 0;
+	unsigned level;
+
+	if (old)
+		memset(old, 0, sizeof(*old));
+	if (!rwx || (rwx & ~(unsigned)EPT_RWX))
+		return EPT_ERR_INVAL;
+	/* 29.3.3.1: W without R, or X without R and no execute-only support */
+	if ((rwx & EPT_W) && !(rwx & EPT_R))
+		return EPT_ERR_INVAL;
+	if ((rwx & EPT_X) && !(rwx & EPT_R) && !(ept->cap & EPT_CAP_EXEC_ONLY))
+		return EPT_ERR_INVAL;
+	if (gpa >= EPT_MAX_GPA)
+		return EPT_ERR_RANGE;
+	if (!table)
+		return EPT_ERR_NOT_MAPPED;
+	for (level = EPT_LEVEL_PML4;; level--) {
+		slot = &table[level_index(gpa, level)];
+		e = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+		if (!(e & EPT_RWX))
+			return EPT_ERR_NOT_MAPPED;   /* a not-present leaf or table */
+		if (level == EPT_LEVEL_PT || (level != EPT_LEVEL_PML4 && (e & EPT_LARGE)))
+			break;
+		table = table_va(ept, e & EPT_ADDR_MASK);
+	}
+	if (old)
+		fill_leaf(old, e, level, gpa);
+	__atomic_store_n(slot, (e & ~(uint64_t)EPT_RWX) | rwx, __ATOMIC_RELEASE);
+	return 0;
+}
+
 /* --- text --------------------------------------------------------------- */
 
 const char *ept_strerror(int err)

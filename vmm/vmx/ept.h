@@ -176,6 +176,20 @@ int ept_lookup(const struct ept *ept, uint64_t gpa, struct ept_leaf *out);
 int ept_map_4k(struct ept *ept, struct page_pool *pool, uint64_t gpa,
 	       uint64_t hpa, unsigned rwx, unsigned memtype);
 
+/*
+ * ept_set_rights - give the present leaf that maps gpa, whatever its size
+ * (a 1 GiB or 2 MiB leaf stays one), the rights rwx; its address, memory
+ * type and ignore-PAT stay.  One aligned 64-bit store, so it may run
+ * while guests use the tables; calls are serialized and followed by
+ * INVEPT as for ept_map_4k.  *old (may be NULL) receives the leaf as it
+ * was.  Needs no pool page: the code-snapshot tracker (vmm/trace/snap.c)
+ * uses it where a split is not wanted or not possible.
+ * Returns 0, EPT_ERR_RANGE (gpa >= 2^48), EPT_ERR_NOT_MAPPED (no present
+ * leaf maps gpa) or EPT_ERR_INVAL (rwx 0 or not a valid combination, as
+ * for ept_map_4k).
+ */
+int ept_set_rights(struct ept *ept, uint64_t gpa, unsigned rwx, struct ept_leaf *old);
+
 /* Text for an EPT_ERR_* code ("ok" for 0). */
 const char *ept_strerror(int err);
 
