@@ -24,6 +24,7 @@
 #include "host-tools/lib/ptfast.h"
 #include "host-tools/lib/ptfast_int.h"
 #include "host-tools/lib/ptfast_pkt.h"
+#include "host-tools/lib/pt.h"
 #include "host-tools/lib/sym.h"
 #include "vmm/lib/x86_decode.h"
 
@@ -61,6 +62,9 @@ struct tvh_ptf_decoder {
 	bool have_ip, ip_suppressed;
 	uint64_t tnt;            /* bits not yet used, the next one at ntnt - 1 */
 	unsigned ntnt;
+	bool tnt_fresh;          /* no bit of the TNT packet used yet */
+	uint32_t spin;           /* instructions since a packet was last read */
+	bool spin_enable;        /* enabled, no instruction since: see walk() */
 	uint64_t rs[PTF_RS + 1];
 	uint8_t rs_top, rs_bottom;
 
@@ -420,6 +424,29 @@ static int block_error(struct tvh_ptf_decoder *d, struct ptf_block *b)
 }
 
 /*
+ * The spin bound (pt.h, TVH_PT_ERR_SPIN), counted as tvh_pt_decode counts
+ * it over libipt: instructions since the decoder last read a packet.
+ * libipt reads a TNT packet for the first bit it needs and a TIP for the
+ * transfer that takes it, so that instruction ends a spin (reads) and the
+ * others add to it.  True when the bound is reached in b (its
+ * instructions up to that point are counted).
+ */
+static inline bool spin_block(struct tvh_ptf_decoder *d, const struct ptf_block *b,
+			      bool reads)
+{
+	uint32_t n = b->ninsns - (reads ? 1u : 0u);
+
+	if (d->spin + n >= TVH_PT_SPIN_LIMIT) {
+		d->st.insns += TVH_PT_SPIN_LIMIT - d->spin;
+		d->spin = 0;
+		return true;
+	}
+	d->spin = reads ? 0 : d->spin + n;
+	d->spin_enable = false;
+	return false;
+}
+
+/*
  * Follow the flow from d->ip on the cached TNT bits and, with have_tip,
  * one TIP target (the next indirect or far transfer, or an uncompressed
  * RET, takes it).  Stops where the bits run out (d->ip: the IP after the
@@ -432,7 +459,6 @@ static int run(struct tvh_ptf_decoder *d, bool have_tip, uint64_t tip)
 	struct ptf_block *prev = NULL, *b;
 	int side = 0;
 	uint64_t gen = d->cache.gen;
-	unsigned quiet = 0;      /* blocks since the last bit or TIP used */
 	int ret = 0;
 
 	/* Resume from the block the last run ended in: no hash lookup. */
@@ -446,10 +472,6 @@ static int run(struct tvh_ptf_decoder *d, bool have_tip, uint64_t tip)
 		uint64_t to;
 		int taken;
 
-		/* Direct jumps in a cycle use no trace: the trace cannot be
-		 * for this code (libipt would loop for ever). */
-		if (++quiet > (1u << 20))
-			return -pte_bad_query;
 		b = prev ? prev->succ[side] : NULL;
 		if (!b || b->start != d->ip || b->asid != d->cr3 || b->mode != d->mode) {
 			b = lookup(d, d->ip);
@@ -468,8 +490,10 @@ static int run(struct tvh_ptf_decoder *d, bool have_tip, uint64_t tip)
 				ret = have_tip ? -pte_bad_query : 0;
 				goto stop;
 			}
+			if (spin_block(d, b, d->tnt_fresh))
+				return TVH_PT_ERR_SPIN;
+			d->tnt_fresh = false;
 			d->ntnt--;
-			quiet = 0;
 			taken = (int)(d->tnt >> d->ntnt) & 1;
 			done(d, b);
 			if (taken) {
@@ -486,6 +510,8 @@ static int run(struct tvh_ptf_decoder *d, bool have_tip, uint64_t tip)
 			break;
 		case PTF_E_JMP:
 		case PTF_E_CALL:
+			if (spin_block(d, b, false))
+				return TVH_PT_ERR_SPIN;
 			done(d, b);
 			if (b->end == PTF_E_CALL && !b->nopush)
 				rs_push(d, b->next);
@@ -494,6 +520,8 @@ static int run(struct tvh_ptf_decoder *d, bool have_tip, uint64_t tip)
 			side = 1;
 			break;
 		case PTF_E_CONT:
+			if (spin_block(d, b, false))
+				return TVH_PT_ERR_SPIN;
 			done(d, b);
 			d->ip = b->next;
 			side = 0;
@@ -503,8 +531,10 @@ static int run(struct tvh_ptf_decoder *d, bool have_tip, uint64_t tip)
 				int err;
 
 				/* Compressed RET: a taken TNT bit (SDM 3C 33.4.2.2). */
+				if (spin_block(d, b, d->tnt_fresh))
+					return TVH_PT_ERR_SPIN;
+				d->tnt_fresh = false;
 				d->ntnt--;
-				quiet = 0;
 				if (!((d->tnt >> d->ntnt) & 1)) {
 					d->st.insns += b->ninsns;
 					return -pte_bad_retcomp;
@@ -517,6 +547,8 @@ static int run(struct tvh_ptf_decoder *d, bool have_tip, uint64_t tip)
 			} else {
 				if (!have_tip)
 					goto stop;
+				if (spin_block(d, b, true))
+					return TVH_PT_ERR_SPIN;
 				to = tip;
 				have_tip = false;
 			}
@@ -526,9 +558,10 @@ static int run(struct tvh_ptf_decoder *d, bool have_tip, uint64_t tip)
 		case PTF_E_FAR:
 			if (!have_tip)
 				goto stop;
+			if (spin_block(d, b, true))
+				return TVH_PT_ERR_SPIN;
 			to = tip;
 			have_tip = false;
-			quiet = 0;
 			if (b->end == PTF_E_CALL_IND)
 				rs_push(d, b->next);
 indirect:
@@ -604,9 +637,17 @@ enum ptf_bind { PTF_BIND_NONE, PTF_BIND_DISABLE_IP, PTF_BIND_DISABLE_NOIP };
 static int walk(struct tvh_ptf_decoder *d, bool use_at, uint64_t at,
 		enum ptf_bind kind, uint64_t dis_ip, struct ptf_insn *bound)
 {
+	/*
+	 * libipt reads an event's packet at the first instruction boundary
+	 * after the packet before it: with that instruction when one decided
+	 * the flow, else (tracing just enabled) with the walk's first one.
+	 */
+	bool first_reads = d->spin_enable;
+
 	d->run_start = d->ip;
 	d->run_insns = 0;
-	for (unsigned steps = 0; steps < (1u << 20); steps++) {
+	d->spin = 0;
+	for (;;) {
 		struct ptf_insn in;
 		bool binds = false;
 		int err;
@@ -630,6 +671,14 @@ static int walk(struct tvh_ptf_decoder *d, bool use_at, uint64_t at,
 		}
 		d->st.insns++;
 		d->run_insns++;
+		if (first_reads) {
+			first_reads = false;
+			d->spin_enable = false;
+		} else if (++d->spin >= TVH_PT_SPIN_LIMIT) {
+			d->spin = 0;
+			run_end(d, d->ip + in.len);
+			return TVH_PT_ERR_SPIN;
+		}
 		if (binds) {
 			run_end(d, d->ip + in.len);
 			*bound = in;
@@ -664,8 +713,6 @@ static int walk(struct tvh_ptf_decoder *d, bool use_at, uint64_t at,
 			return -pte_bad_query;
 		}
 	}
-	run_end(d, d->ip);
-	return -pte_bad_query;
 }
 
 /* Walk to the event's IP (async branch or disable, PSB+ or OVF FUP). */
@@ -763,6 +810,8 @@ static void reset_flow(struct tvh_ptf_decoder *d)
 	d->ip_suppressed = false;
 	d->last_ip = 0;
 	d->ntnt = 0;
+	d->spin = 0;
+	d->spin_enable = false;
 	d->rs_top = d->rs_bottom = 0;
 	d->fup_pending = false;
 	d->fup_taken = 0;
@@ -912,6 +961,7 @@ static void psb_open(struct tvh_ptf_decoder *d, const struct psb_hdr *h, size_t 
 	if (h->vmcs)
 		d->vmcs = h->vmcs_v;
 	if (h->fup) {
+		d->spin_enable = true;
 		d->enabled = d->q_enabled = true;
 		d->ip = h->fup_ip;
 		d->last_ip = h->fup_ip;
@@ -963,6 +1013,7 @@ static int packet(struct tvh_ptf_decoder *d, const struct ptf_pkt *pk, size_t po
 			return -pte_bad_query;
 		d->tnt = pk->payload;
 		d->ntnt = pk->nbits;
+		d->tnt_fresh = true;
 		return run(d, false, 0);
 	case PTF_PKT_TIP:
 		update_ip(d, pk);
@@ -997,6 +1048,8 @@ static int packet(struct tvh_ptf_decoder *d, const struct ptf_pkt *pk, size_t po
 		d->enabled = d->q_enabled = true;
 		d->ip = ip;
 		d->ntnt = 0;
+		d->spin = 0;
+		d->spin_enable = true;
 		apply_tip_bound(d);
 		return 0;
 	case PTF_PKT_TIP_PGD:
@@ -1047,6 +1100,8 @@ static int packet(struct tvh_ptf_decoder *d, const struct ptf_pkt *pk, size_t po
 				return err;
 			d->enabled = d->q_enabled = true;
 			d->ip = ip;
+			d->spin = 0;
+			d->spin_enable = true;
 			return 0;
 		}
 		if (d->fup_taken) {
@@ -1202,6 +1257,7 @@ static int decode_range(struct tvh_ptf_decoder *d, const uint8_t *buf, size_t le
 
 			d->ntnt = 30u - (unsigned)__builtin_clz(b);
 			d->tnt = (b >> 1) & ((1u << d->ntnt) - 1);
+			d->tnt_fresh = true;
 			pos++;
 			err = run(d, false, 0);
 			if (err < 0)

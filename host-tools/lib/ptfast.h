@@ -37,7 +37,18 @@
  *  - no time: branches carry no TSC (has_tsc false);
  *  - a MOV CR3 in a block applies a pending PIP after the block.
  * After an error the decoder reports it (TVH_PTF_ERROR, a libipt error
- * code) and resumes at the next PSB, like tvh_pt_decode.
+ * code or TVH_PT_ERR_SPIN) and resumes at the next PSB, like
+ * tvh_pt_decode; libipt resumes at the first PSB after the packets it
+ * has read ahead (the next event or branch packet), so when an error is
+ * followed by a PSB with only timing packets between, libipt skips that
+ * PSB and this decoder does not.
+ *
+ * The spin bound is tvh_pt_decode's (pt.h): TVH_PT_SPIN_LIMIT
+ * instructions without a packet read (counted as libipt reads packets:
+ * a TNT packet at the first bit used, a TIP at its transfer, an event's
+ * packet at the instruction boundary before the event's walk) end the
+ * run with TVH_PT_ERR_SPIN, after the same branches tvh_pt_decode
+ * reports: the code is not what ran.
  *
  * Taken branches are reported as in tvh_pt_decode's branches mode, with
  * one difference: a transfer whose destination is only known from an

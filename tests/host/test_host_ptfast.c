@@ -191,8 +191,6 @@ static void ref_decode(const uint8_t *buf, size_t len, struct pt_image *img,
 	struct pt_config cfg;
 	struct pt_insn_decoder *d;
 	struct ref r = { .f = f };
-	uint64_t at = ~0ull;
-	unsigned stuck = 0;
 
 	memset(f, 0, sizeof(*f));
 	pt_config_init(&cfg);
@@ -205,12 +203,16 @@ static void ref_decode(const uint8_t *buf, size_t len, struct pt_image *img,
 	for (;;) {
 		int st = pt_insn_sync_forward(d);
 
+		uint64_t spin_off = ~0ull;
+		uint32_t spin = 0;
+
 		if (st < 0)
 			break;
 		f->syncs++;
 		for (;;) {
 			struct pt_insn in;
 			struct pt_event ev;
+			uint64_t now = 0;
 
 			while (st >= 0 && (st & pts_event_pending)) {
 				st = pt_insn_event(d, &ev, sizeof(ev));
@@ -227,19 +229,6 @@ static void ref_decode(const uint8_t *buf, size_t len, struct pt_image *img,
 			}
 			if (st < 0 || (st & pts_eos))
 				break;
-			if (!(f->insns & 0xfffff)) {
-				uint64_t now = 0;
-
-				pt_insn_get_offset(d, &now);
-				stuck = now == at ? stuck + 1 : 0;
-				at = now;
-			}
-			if (stuck > 2) {
-				/* libipt loops on an event it never reaches (a
-				 * cycle of direct jumps): call that an error. */
-				st = -pte_internal;
-				break;
-			}
 			memset(&in, 0, sizeof(in));
 			st = pt_insn_next(d, &in, sizeof(in));
 			if (st < 0) {
@@ -252,13 +241,20 @@ static void ref_decode(const uint8_t *buf, size_t len, struct pt_image *img,
 				break;
 			}
 			ref_insn(&r, &in);
+			/* tvh_pt_decode's bound (pt.h): no PT byte read for
+			 * TVH_PT_SPIN_LIMIT instructions ends the run. */
+			if (pt_insn_get_offset(d, &now) == 0) {
+				if (now != spin_off) {
+					spin_off = now;
+					spin = 0;
+				} else if (++spin >= TVH_PT_SPIN_LIMIT) {
+					st = TVH_PT_ERR_SPIN;
+					break;
+				}
+			}
 		}
 		ref_end_run(&r, r.last.ip + r.last.size);
 		r.pending = false;
-		if (st == -pte_internal) {
-			f->errors++;
-			break;
-		}
 		if (st < 0 && st != -pte_eos) {
 			uint64_t eoff = 0;
 
@@ -519,6 +515,16 @@ static bool differential(const uint8_t *buf, size_t len, tvh_ptf_read_fn read,
 					      i < pc.nedges ? (unsigned long long)pc.edges[i].to : 0ull,
 					      i < pc.nedges ? (unsigned long long)pc.edges[i].count : 0ull);
 		}
+		if (getenv("PTF_DEBUG") && pc.nblocks != cov.nblocks) {
+			for (size_t i = 0; i < cov.nblocks || i < pc.nblocks; i++)
+				print_message("run %zu: %llx..%llx x%llu | %llx..%llx x%llu\n", i,
+					      i < cov.nblocks ? (unsigned long long)cov.blocks[i].start : 0ull,
+					      i < cov.nblocks ? (unsigned long long)cov.blocks[i].end : 0ull,
+					      i < cov.nblocks ? (unsigned long long)cov.blocks[i].count : 0ull,
+					      i < pc.nblocks ? (unsigned long long)pc.blocks[i].start : 0ull,
+					      i < pc.nblocks ? (unsigned long long)pc.blocks[i].end : 0ull,
+					      i < pc.nblocks ? (unsigned long long)pc.blocks[i].count : 0ull);
+		}
 		assert_int_equal(pc.nedges, cov.nedges);
 		assert_int_equal(pc.nblocks, cov.nblocks);
 		assert_memory_equal(pc.edges, cov.edges, cov.nedges * sizeof(*cov.edges));
@@ -758,6 +764,8 @@ static void test_garbage(void **state)
 			if (g.len)
 				g.buf[x % g.len] ^= (uint8_t)(1u << (x >> 32) % 8);
 		}
+		if (getenv("PTF_DEBUG"))
+			print_message("garbage case %u\n", s);
 		compared += differential(g.buf, g.len, tvh_ptf_image_read, &g.image, false,
 					 s % 10 ? 2 : 4);
 		ptgen_free(&g);
@@ -784,6 +792,179 @@ static void test_no_code(void **state)
 	tvh_ptf_free(d);
 }
 
+/* ---- code that is not what ran: the spin bound ------------------------------- */
+
+/* 0x5000: je 0x5004; 0x5002: jmp .; 0x5004: jmp *%rax; 0x5006: nops */
+static const uint8_t spin_code[] = { 0x74, 0x02, 0xeb, 0xfe, 0xff, 0xe0, 0x90, 0x90 };
+
+static int spin_read(uint8_t *buf, size_t size, const struct pt_asid *asid, uint64_t ip,
+		     void *ctx)
+{
+	(void)asid;
+	(void)ctx;
+	if (ip < 0x5000 || ip >= 0x5000 + sizeof(spin_code))
+		return -pte_nomap;
+	if (size > 0x5000 + sizeof(spin_code) - ip)
+		size = (size_t)(0x5000 + sizeof(spin_code) - ip);
+	memcpy(buf, spin_code + (ip - 0x5000), size);
+	return (int)size;
+}
+
+struct spin_enc {
+	struct pt_encoder *e;
+	struct pt_config cfg;
+};
+
+static void spin_pkt(struct spin_enc *s, enum pt_packet_type type, uint64_t ip,
+		     uint64_t tnt, uint8_t nbits)
+{
+	struct pt_packet p;
+
+	memset(&p, 0, sizeof(p));
+	p.type = type;
+	switch (type) {
+	case ppt_mode:
+		p.payload.mode.leaf = pt_mol_exec;
+		p.payload.mode.bits.exec.csl = 1;
+		break;
+	case ppt_tip_pge:
+	case ppt_tip_pgd:
+	case ppt_tip:
+	case ppt_fup:
+		p.payload.ip.ipc = ip ? pt_ipc_sext_48 : pt_ipc_suppressed;
+		p.payload.ip.ip = ip;
+		break;
+	case ppt_tnt_8:
+		p.payload.tnt.bit_size = nbits;
+		p.payload.tnt.payload = tnt;
+		break;
+	default:
+		break;
+	}
+	assert_true(pt_enc_next(s->e, &p) > 0);
+}
+
+static void spin_psb(struct spin_enc *s, uint64_t fup)
+{
+	spin_pkt(s, ppt_psb, 0, 0, 0);
+	spin_pkt(s, ppt_mode, 0, 0, 0);
+	if (fup)
+		spin_pkt(s, ppt_fup, fup, 0, 0);
+	spin_pkt(s, ppt_psbend, 0, 0, 0);
+}
+
+struct spin_res {
+	uint64_t branches, errors, syncs;
+	int err;
+};
+
+static int spin_ipt_item(void *ctx, const struct tvh_pt_item *it)
+{
+	struct spin_res *r = ctx;
+
+	r->branches += it->kind == TVH_PT_BRANCH;
+	r->syncs += it->kind == TVH_PT_SYNC;
+	if (it->kind == TVH_PT_ERROR && !r->errors++)
+		r->err = it->err;
+	return 0;
+}
+
+static int spin_fast_item(void *ctx, const struct tvh_ptf_item *it)
+{
+	struct spin_res *r = ctx;
+
+	r->branches += it->kind == TVH_PTF_BRANCH;
+	r->syncs += it->kind == TVH_PTF_SYNC;
+	if (it->kind == TVH_PTF_ERROR && !r->errors++)
+		r->err = it->err;
+	return 0;
+}
+
+/* Both decoders on buf: one spin error each, the same branches before it. */
+static void spin_compare(const uint8_t *buf, size_t len, uint64_t want_syncs)
+{
+	struct pt_image *img = pt_image_alloc("spin");
+	struct tvh_pt_opts po = { .branches = true };
+	struct tvh_ptf_opts fo = { .read = spin_read };
+	struct tvh_ptf_decoder *d = tvh_ptf_alloc(&fo);
+	struct spin_res a = { 0 }, b = { 0 };
+
+	assert_non_null(img);
+	assert_non_null(d);
+	assert_int_equal(pt_image_set_callback(img, spin_read, NULL), 0);
+	assert_int_equal(tvh_pt_decode(buf, len, 0, img, &po, spin_ipt_item, &a, NULL), 0);
+	assert_int_equal(tvh_ptf_decode(d, buf, len, 0, spin_fast_item, &b, NULL), 0);
+	if (getenv("PTF_DEBUG"))
+		print_message("spin: libipt %llu branches %llu errors %llu syncs, ptfast %llu %llu %llu\n",
+			      (unsigned long long)a.branches, (unsigned long long)a.errors,
+			      (unsigned long long)a.syncs, (unsigned long long)b.branches,
+			      (unsigned long long)b.errors, (unsigned long long)b.syncs);
+	assert_int_equal(a.errors, 1);
+	assert_int_equal(a.err, TVH_PT_ERR_SPIN);
+	assert_int_equal(b.errors, 1);
+	assert_int_equal(b.err, TVH_PT_ERR_SPIN);
+	assert_true(a.branches >= TVH_PT_SPIN_LIMIT - 2);
+	assert_int_equal(a.branches, b.branches);
+	assert_int_equal(a.syncs, want_syncs);
+	assert_int_equal(b.syncs, want_syncs);
+	tvh_ptf_free(d);
+	pt_image_free(img);
+}
+
+/*
+ * A `jmp .` the trace does not stay in (a TIP.PGD that never binds; TNT
+ * bits left for a jcc never reached): like tvh_pt_decode, one
+ * TVH_PT_ERR_SPIN after TVH_PT_SPIN_LIMIT instructions without a packet
+ * read, the same branches before it, decoding resumed at the next PSB.
+ */
+static void test_spin_bounded(void **state)
+{
+	uint8_t buf[512];
+	struct spin_enc s;
+	uint64_t len;
+
+	(void)state;
+	for (int sc = 0; sc < 4; sc++) {
+		pt_config_init(&s.cfg);
+		s.cfg.begin = buf;
+		s.cfg.end = buf + sizeof(buf);
+		s.e = pt_alloc_encoder(&s.cfg);
+		assert_non_null(s.e);
+		spin_psb(&s, sc == 2 ? 0x5002 : 0);
+		if (sc == 2) {
+			/* enabled by the PSB+ at the loop */
+			spin_pkt(&s, ppt_tip_pgd, 0x9000, 0, 0);
+			spin_pkt(&s, ppt_tip_pge, 0x5004, 0, 0);
+		} else if (sc == 3) {
+			/* je not taken, an interrupt never reached */
+			spin_pkt(&s, ppt_tip_pge, 0x5000, 0, 0);
+			spin_pkt(&s, ppt_tnt_8, 0, 0x0, 1);
+			spin_pkt(&s, ppt_fup, 0x9000, 0, 0);
+			spin_pkt(&s, ppt_tip, 0x5004, 0, 0);
+			spin_pkt(&s, ppt_tnt_8, 0, 0x1, 1);
+		} else if (sc == 0) {
+			spin_pkt(&s, ppt_tip_pge, 0x5002, 0, 0);
+			spin_pkt(&s, ppt_tip_pgd, 0x9000, 0, 0);
+			/* libipt reads ahead to the next event packet (a PSB
+			 * right here would be read and skipped by its resync). */
+			spin_pkt(&s, ppt_tip_pge, 0x5004, 0, 0);
+		} else {
+			/* je not taken, then the loop: one bit left */
+			spin_pkt(&s, ppt_tip_pge, 0x5000, 0, 0);
+			spin_pkt(&s, ppt_tnt_8, 0, 0x1, 2);
+			spin_pkt(&s, ppt_tnt_8, 0, 0x1, 1);
+		}
+		/* Then a run that decodes: enable at the indirect jump, which
+		 * the disable binds to. */
+		spin_psb(&s, 0);
+		spin_pkt(&s, ppt_tip_pge, 0x5004, 0, 0);
+		spin_pkt(&s, ppt_tip_pgd, 0x5006, 0, 0);
+		assert_int_equal(pt_enc_get_offset(s.e, &len), 0);
+		pt_free_encoder(s.e);
+		spin_compare(buf, (size_t)len, 2);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -794,6 +975,7 @@ int main(void)
 		cmocka_unit_test(test_generated_big),
 		cmocka_unit_test(test_small_cache),
 		cmocka_unit_test(test_garbage),
+		cmocka_unit_test(test_spin_bounded),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
