@@ -542,6 +542,7 @@ int tvh_chrome_write(struct tvt_reader *r, const struct tvh_chrome_opts *o,
 	tvh_progress_restart(o->progress, "chrome (2/2: events)");
 	if (o->pt_image) {
 		tvh_ptbr_init(&b, &inner_ops, &ch, o->pt_image, NULL);
+		b.opts.snap = o->snap;
 		ch.ptbr = &b;
 		wo.want_pt = true;
 		ret = tvh_walk(r, &wo, pass2_pt, &ch, &cs->walk);

@@ -58,6 +58,7 @@ struct tvh_chrome_opts {
 	bool sequence_time;              /* ignore the TSC */
 	struct tvh_progress *progress;   /* per pass; may be NULL */
 	struct pt_image *pt_image;       /* decode PT over it; NULL: PT only counted */
+	const struct tvh_snap *snap;     /* code snapshots beside it (snap.h); may be NULL */
 };
 
 struct tvh_chrome_stats {

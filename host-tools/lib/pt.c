@@ -17,13 +17,36 @@
 
 /* ---- cuts: losses the record stream counts ------------------------------- */
 
+/* Every PT_SYNC's time, for decoding code snapshots at the right time. */
+static int time_on_event(struct tvh_pt_cuts *c, const struct trace_event *rec)
+{
+	if (!rec->has_tsc)
+		return 0;
+	if (c->nt == c->tcap) {
+		size_t cap = c->tcap ? 2 * c->tcap : 64;
+		struct tvh_pt_time *v = realloc(c->t, cap * sizeof(*v));
+
+		if (!v)
+			return -TVH_ERR_NOMEM;
+		c->t = v;
+		c->tcap = cap;
+	}
+	c->t[c->nt].offset = rec->u.pt_sync.pt_offset;
+	c->t[c->nt++].tsc = rec->tsc;
+	return 0;
+}
+
 /* A PT_SYNC whose pt_lost grew adds a cut at its pt_offset. */
 static int cuts_on_event(struct tvh_pt_cuts *c, const struct tvh_event *ev)
 {
 	uint64_t lost;
+	int ret;
 
 	if (ev->kind != TVH_EV_RECORD || ev->rec->type != TV_REC_PT_SYNC)
 		return 0;
+	ret = time_on_event(c, ev->rec);
+	if (ret)
+		return ret;
 	lost = ev->rec->u.pt_sync.pt_lost;
 	if (lost <= c->last_lost) {
 		c->last_lost = lost;      /* equal, or the producer started over */
@@ -49,6 +72,15 @@ static int cmp_cut(const void *a, const void *b)
 	const struct tvh_pt_cut *x = a, *y = b;
 
 	return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+static int cmp_time(const void *a, const void *b)
+{
+	const struct tvh_pt_time *x = a, *y = b;
+
+	if (x->offset != y->offset)
+		return x->offset < y->offset ? -1 : 1;
+	return x->tsc < y->tsc ? -1 : x->tsc > y->tsc;
 }
 
 /* Sort by offset and merge cuts at the same offset. */
@@ -199,6 +231,10 @@ int tvh_pt_collect_finish(struct tvh_pt_collector *c, int ret)
 		ret = split_at_cuts(out, &c->cuts);
 	out->cuts = c->cuts.v;
 	out->ncuts = c->cuts.n;
+	if (c->cuts.nt)
+		qsort(c->cuts.t, c->cuts.nt, sizeof(*c->cuts.t), cmp_time);
+	out->times = c->cuts.t;
+	out->ntimes = c->cuts.nt;
 	memset(&c->cuts, 0, sizeof(c->cuts));
 	for (size_t i = 0; i < out->ncuts; i++)
 		out->cut_bytes += out->cuts[i].lost;
@@ -211,6 +247,7 @@ void tvh_pt_stream_free(struct tvh_pt_stream *s)
 		free(s->runs[i].data);
 	free(s->runs);
 	free(s->cuts);
+	free(s->times);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -361,6 +398,7 @@ int64_t tvh_pt_extract(struct tvt_reader *r, uint32_t cpu, FILE *out,
 		list_items(&x, runs_out);
 	free(x.items);
 	free(x.cuts.v);
+	free(x.cuts.t);
 	if (ret)
 		return ret;
 	if (fflush(out) || ferror(out))
@@ -398,6 +436,18 @@ int tvh_pt_image(const struct tvh_symtab *st, struct pt_image **out)
 	return 0;
 }
 
+/* ---- code snapshots -------------------------------------------------------- */
+
+int tvh_pt_snap_read(uint8_t *buffer, size_t size, const struct pt_asid *asid,
+		     uint64_t ip, void *context)
+{
+	struct tvh_pt_mem *m = context;
+	uint64_t cr3 = asid && asid->cr3 != pt_asid_no_cr3 ? asid->cr3 : 0;
+	size_t n = tvh_snap_cursor_read(&m->cur, cr3, ip, m->tsc, buffer, size);
+
+	return n ? (int)n : -pte_nomap;
+}
+
 /* ---- decoding ------------------------------------------------------------ */
 
 struct dec {
@@ -410,6 +460,8 @@ struct dec {
 	bool pending;            /* branches mode: the last insn was a transfer */
 	struct pt_insn last;
 	bool have_last;
+	struct tvh_pt_mem *mem;  /* code snapshots: its tsc follows the decoder */
+	size_t ti;               /* o->times[ti - 1]: the last at or before the offset */
 };
 
 static uint64_t dec_offset(const struct dec *x)
@@ -418,6 +470,28 @@ static uint64_t dec_offset(const struct dec *x)
 
 	pt_insn_get_offset(x->d, &off);
 	return x->base + off;
+}
+
+/*
+ * Keep the snapshot clock at the decoder's time: TSC (with MTC/CYC) when
+ * the stream has timing packets, else the PT_SYNC record written at or
+ * before the current offset (offsets only grow within a decode).
+ */
+static void mem_clock(struct dec *x)
+{
+	const struct tvh_pt_opts *o = x->o;
+	uint64_t tsc, off;
+
+	if (pt_insn_time(x->d, &tsc, NULL, NULL) >= 0 && tsc) {
+		x->mem->tsc = tsc;
+		return;
+	}
+	if (!o->ntimes)
+		return;
+	off = dec_offset(x);
+	while (x->ti < o->ntimes && o->times[x->ti].offset <= off)
+		x->ti++;
+	x->mem->tsc = x->ti ? o->times[x->ti - 1].tsc : 0;
 }
 
 static int report(struct dec *x, struct tvh_pt_item *it)
@@ -526,6 +600,7 @@ int tvh_pt_decode(const uint8_t *buf, size_t len, uint64_t offset,
 	struct tvh_pt_stats local;
 	struct dec x = { .base = offset, .o = opts ? opts : &defaults, .fn = fn,
 			 .ctx = ctx, .st = stats ? stats : &local };
+	struct pt_image *own = NULL;
 	uint64_t last_sync = 0;
 	bool synced_once = false;
 	int status, ret = 0;
@@ -541,12 +616,30 @@ int tvh_pt_decode(const uint8_t *buf, size_t len, uint64_t offset,
 		if (pt_cpu_errata(&cfg.errata, &cfg.cpu) < 0)
 			return -TVH_ERR_PT;
 	}
+	if (!tvh_snap_empty(x.o->snap)) {
+		/* Per decode, so each thread of a parallel decode has its own clock. */
+		x.mem = malloc(sizeof(*x.mem));
+		if (!x.mem)
+			return -TVH_ERR_NOMEM;
+		tvh_snap_cursor_init(&x.mem->cur, x.o->snap);
+		x.mem->tsc = 0;
+		if (!image) {
+			image = own = pt_image_alloc("snapshots");
+			if (!own) {
+				free(x.mem);
+				return -TVH_ERR_NOMEM;
+			}
+		}
+		pt_image_set_callback(image, tvh_pt_snap_read, x.mem);
+	}
 	x.d = pt_insn_alloc_decoder(&cfg);
-	if (!x.d)
-		return -TVH_ERR_PT;
+	if (!x.d) {
+		ret = -TVH_ERR_PT;
+		goto out;
+	}
 	if (image && pt_insn_set_image(x.d, image) < 0) {
-		pt_insn_free_decoder(x.d);
-		return -TVH_ERR_PT;
+		ret = -TVH_ERR_PT;
+		goto out;
 	}
 	for (;;) {
 		struct tvh_pt_item it;
@@ -599,6 +692,8 @@ int tvh_pt_decode(const uint8_t *buf, size_t len, uint64_t offset,
 				break;
 			}
 			memset(&insn, 0, sizeof(insn));
+			if (x.mem)
+				mem_clock(&x);
 			status = pt_insn_next(x.d, &insn, sizeof(insn));
 			if (status < 0) {
 				/* The instruction may be good even when the next step is not. */
@@ -635,7 +730,13 @@ int tvh_pt_decode(const uint8_t *buf, size_t len, uint64_t offset,
 		if (ret)
 			break;
 	}
+out:
 	pt_insn_free_decoder(x.d);
+	if (x.mem) {
+		pt_image_set_callback(image, NULL, NULL);
+		free(x.mem);
+	}
+	pt_image_free(own);
 	return ret;
 }
 

@@ -25,6 +25,7 @@
 #include <stdio.h>
 
 #include "host-tools/lib/progress.h"
+#include "host-tools/lib/snap.h"
 #include "host-tools/lib/sym.h"
 #include "host-tools/lib/tvt.h"
 #include "host-tools/lib/walk.h"
@@ -47,6 +48,12 @@ struct tvh_pt_cut {
 	uint64_t lost;           /* how much pt_lost grew (ToPA STOP: 1, size unknown) */
 };
 
+/* A PT_SYNC record's time: the producer's TSC when the stream was at offset. */
+struct tvh_pt_time {
+	uint64_t offset;
+	uint64_t tsc;
+};
+
 struct tvh_pt_stream {
 	struct tvh_pt_run *runs;
 	size_t nruns;
@@ -55,6 +62,8 @@ struct tvh_pt_stream {
 	struct tvh_pt_cut *cuts; /* sorted by offset, one per offset */
 	size_t ncuts;
 	uint64_t cut_bytes;      /* sum of cuts[].lost */
+	struct tvh_pt_time *times;    /* PT_SYNC times, sorted by offset */
+	size_t ntimes;
 };
 
 /*
@@ -75,13 +84,16 @@ struct tvh_pt_cuts {
 	struct tvh_pt_cut *v;
 	size_t n, cap;
 	uint64_t last_lost;      /* the previous PT_SYNC's pt_lost */
+	struct tvh_pt_time *t;   /* every PT_SYNC's (offset, tsc) */
+	size_t nt, tcap;
 };
 
 /*
  * tvh_pt_collect's parts, for walk callbacks that do more than collect
  * (one CPU's events only): tvh_pt_collect_event takes TVH_EV_PT bytes,
  * TVH_EV_PT_GAP counts and PT_SYNC records into *s (zeroed first) and
- * ignores the rest; tvh_pt_collect_finish(c, ret) moves the cuts into *s
+ * ignores the rest; tvh_pt_collect_finish(c, ret) moves the cuts and
+ * PT_SYNC times into *s
  * and, when ret is 0, splits the runs at them.  Both return 0 or
  * -TVH_ERR_NOMEM (finish: ret when nonzero); *s is the caller's to free.
  */
@@ -107,7 +119,10 @@ int64_t tvh_pt_extract(struct tvt_reader *r, uint32_t cpu, FILE *out,
 /*
  * tvh_pt_image - a libipt image holding every executable PT_LOAD segment
  * of st's modules at its run-time address (any address space).  Returns
- * 0 or -TVH_ERR_NOMEM, -TVH_ERR_PT.
+ * 0 or -TVH_ERR_NOMEM, -TVH_ERR_PT.  Code snapshots are not sections:
+ * tvh_pt_decode with opts->snap sets the image's read-memory callback for
+ * the length of the decode (libipt reads sections first, so --image
+ * files win where they map an address).
  */
 int tvh_pt_image(const struct tvh_symtab *st, struct pt_image **out);
 
@@ -138,7 +153,28 @@ typedef int (*tvh_pt_fn)(void *ctx, const struct tvh_pt_item *it);
 struct tvh_pt_opts {
 	struct pt_cpu cpu;       /* family/model/stepping for errata; vendor 0 = unknown */
 	bool branches;           /* report TVH_PT_BRANCH (taken transfers) instead of TVH_PT_INSN */
+	/*
+	 * Code snapshots (may be NULL): what the image's files do not map is
+	 * read from the store, for the decoder's address space (PIP's CR3)
+	 * and time: the decoder's (pt_insn_time, TSC packets), else the
+	 * latest of times[] at or before the decoder's offset, else 0.
+	 */
+	const struct tvh_snap *snap;
+	const struct tvh_pt_time *times;   /* sorted by offset; may be NULL */
+	size_t ntimes;
 };
+
+/*
+ * tvh_pt_snap_read - libipt's read_memory_callback_t over a store:
+ * context is a struct tvh_pt_mem whose tsc the caller keeps current.
+ * Returns the bytes read or -pte_nomap.
+ */
+struct tvh_pt_mem {
+	struct tvh_snap_cursor cur;
+	uint64_t tsc;
+};
+int tvh_pt_snap_read(uint8_t *buffer, size_t size, const struct pt_asid *asid,
+		     uint64_t ip, void *context);
 
 /*
  * TVH_PT_ERR_SPIN - a TVH_PT_ERROR of our own (outside libipt's error
@@ -166,10 +202,12 @@ struct tvh_pt_stats {
 
 /*
  * tvh_pt_decode - decode buf[0..len) (stream offset `offset`) with the
- * pt_insn decoder over image (NULL: nothing mapped, every instruction
- * fails with -pte_nomap).  Errors are reported through fn (TVH_PT_ERROR,
+ * pt_insn decoder over image (NULL: nothing mapped but opts->snap, if
+ * any; with neither every instruction fails with -pte_nomap).  With
+ * opts->snap the image's read-memory callback is replaced during the
+ * call: an image serves one decode at a time.  Errors are reported through fn (TVH_PT_ERROR,
  * counted) and decoding resumes at the next PSB.  Returns 0, fn's nonzero
- * value, or -TVH_ERR_PT when the decoder cannot be set up.
+ * value, or -TVH_ERR_PT when the decoder cannot be set up, -TVH_ERR_NOMEM.
  */
 int tvh_pt_decode(const uint8_t *buf, size_t len, uint64_t offset,
 		  struct pt_image *image, const struct tvh_pt_opts *opts,

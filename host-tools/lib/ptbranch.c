@@ -202,6 +202,9 @@ static int ptbr_decode(struct ptbr_cpu *pc)
 		}
 		if (ret)
 			break;
+		/* This CPU's PT_SYNC times: the snapshots' clock without TSC packets. */
+		b->opts.times = ps->times;
+		b->opts.ntimes = ps->ntimes;
 		ret = tvh_pt_decode(run->data, run->len, run->offset, b->image,
 				    &b->opts, ptbr_item, pc, &st);
 		b->stats.errors += st.errors;

@@ -24,7 +24,8 @@
  *  3. a snapshot of any address space valid at tsc (shared libraries,
  *     a binary mapped at the same address in another process);
  *  4. the earliest of any address space starting after tsc;
- *  5. the latest of any address space (its validity ended before tsc).
+ *  5. the latest whose validity ended before tsc, this address space
+ *     first, then any.
  * tsc 0 therefore means the earliest snapshot.  CR3 values are compared
  * on bits 51:12 (the PCID in 11:0, and PT's PIP packets carry no bits
  * below 5).
@@ -122,5 +123,27 @@ int tvh_snap_lookup(const struct tvh_snap *s, uint64_t cr3, uint64_t ip,
  */
 size_t tvh_snap_read(const struct tvh_snap *s, uint64_t cr3, uint64_t ip,
 		     uint64_t tsc, uint8_t *buf, size_t len);
+
+/*
+ * A reader's cursor: tvh_snap_read with a small cache of the pages it
+ * looked up last (exact on cr3, page and tsc, so it never changes an
+ * answer), for a decoder that reads every instruction's bytes.  One
+ * cursor per thread; the store is shared.
+ */
+#define TVH_SNAP_CURSOR_WAYS 64u
+struct tvh_snap_cursor {
+	const struct tvh_snap *s;
+	struct {
+		uint64_t linear;     /* 1 (not a page address): empty */
+		uint64_t cr3;        /* masked */
+		uint64_t tsc;
+		const uint8_t *page; /* NULL: no snapshot */
+	} e[TVH_SNAP_CURSOR_WAYS];
+	uint64_t hits, misses;
+};
+
+void tvh_snap_cursor_init(struct tvh_snap_cursor *c, const struct tvh_snap *s);
+size_t tvh_snap_cursor_read(struct tvh_snap_cursor *c, uint64_t cr3, uint64_t ip,
+			    uint64_t tsc, uint8_t *buf, size_t len);
 
 #endif /* TVH_SNAP_H */

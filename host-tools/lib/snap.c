@@ -1,0 +1,461 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * snap.c - the code snapshot store (see snap.h).
+ *
+ * Loading keeps two tables: contents by hash (open addressing; a slot
+ * assembles its chunks, then holds the verified page) and the snapshots
+ * in arrival order.  tvh_snap_finish resolves each snapshot's content,
+ * computes validity ends (sorted by gpa, then time) and sorts an index
+ * by linear page for lookups (binary search, then a scan of that page's
+ * snapshots: a page has a handful, one per re-arm or address space).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "host-tools/lib/error.h"
+#include "host-tools/lib/snap.h"
+
+#define PAGE_MASK (~(uint64_t)(TV_CODE_PAGE - 1))
+#define ALL_CHUNKS ((uint8_t)((1u << TV_CODE_CHUNKS) - 1))
+
+enum slot_state { SLOT_FREE = 0, SLOT_ASSEMBLING, SLOT_GOOD };
+
+struct content {
+	uint64_t hash;
+	uint8_t *page;           /* TV_CODE_PAGE bytes once a chunk came */
+	uint8_t have;            /* bitmap of chunks present (assembling) */
+	uint8_t state;           /* enum slot_state */
+};
+
+struct snapshot {
+	uint64_t gpa, linear, cr3, tsc, end, hash;
+	const uint8_t *page;     /* the content, NULL when missing */
+	uint32_t cpu;
+	uint8_t flags;
+};
+
+struct tvh_snap {
+	struct content *tab;     /* power-of-two size, at most 1/2 full */
+	size_t tab_size, tab_used;
+	struct snapshot *snaps;
+	size_t nsnaps, cap;
+	const struct snapshot **by_linear;   /* after finish: with linear and content */
+	size_t nlinear;
+	struct tvh_snap_stats st;
+	bool finished;
+};
+
+/* ---- contents by hash ----------------------------------------------------- */
+
+static size_t slot_of(uint64_t hash, size_t size)
+{
+	/* The hash is FNV-1a already; fold the high bits in for small tables. */
+	return (size_t)(hash ^ (hash >> 29) ^ (hash >> 47)) & (size - 1);
+}
+
+static struct content *content_find(const struct tvh_snap *s, uint64_t hash)
+{
+	size_t i;
+
+	if (!s->tab_size)
+		return NULL;
+	for (i = slot_of(hash, s->tab_size); s->tab[i].state != SLOT_FREE;
+	     i = (i + 1) & (s->tab_size - 1))
+		if (s->tab[i].hash == hash)
+			return &s->tab[i];
+	return NULL;
+}
+
+static int content_grow(struct tvh_snap *s)
+{
+	size_t size = s->tab_size ? 2 * s->tab_size : 1024;
+	struct content *tab = calloc(size, sizeof(*tab));
+
+	if (!tab)
+		return -TVH_ERR_NOMEM;
+	for (size_t k = 0; k < s->tab_size; k++) {
+		size_t i;
+
+		if (s->tab[k].state == SLOT_FREE)
+			continue;
+		for (i = slot_of(s->tab[k].hash, size); tab[i].state != SLOT_FREE;
+		     i = (i + 1) & (size - 1))
+			;
+		tab[i] = s->tab[k];
+	}
+	free(s->tab);
+	s->tab = tab;
+	s->tab_size = size;
+	return 0;
+}
+
+/* The slot of hash, made (assembling, no chunk) when new; NULL: no memory. */
+static struct content *content_get(struct tvh_snap *s, uint64_t hash)
+{
+	struct content *c = content_find(s, hash);
+	size_t i;
+
+	if (c)
+		return c;
+	if (2 * (s->tab_used + 1) > s->tab_size && content_grow(s))
+		return NULL;
+	for (i = slot_of(hash, s->tab_size); s->tab[i].state != SLOT_FREE;
+	     i = (i + 1) & (s->tab_size - 1))
+		;
+	c = &s->tab[i];
+	c->hash = hash;
+	c->state = SLOT_ASSEMBLING;
+	s->tab_used++;
+	return c;
+}
+
+static int add_chunk(struct tvh_snap *s, uint64_t hash, uint32_t chunk,
+		     const uint8_t *bytes)
+{
+	struct content *c = content_get(s, hash);
+
+	if (!c)
+		return -TVH_ERR_NOMEM;
+	if (c->state == SLOT_GOOD)
+		return 0;                /* sent again (two CPUs raced): have it */
+	if (!c->page) {
+		c->page = malloc(TV_CODE_PAGE);
+		if (!c->page)
+			return -TVH_ERR_NOMEM;
+	}
+	memcpy(c->page + (size_t)chunk * TV_CODE_CHUNK, bytes, TV_CODE_CHUNK);
+	c->have |= (uint8_t)(1u << chunk);
+	if (c->have != ALL_CHUNKS)
+		return 0;
+	if (tv_code_hash(c->page) == hash) {
+		c->state = SLOT_GOOD;
+		s->st.contents++;
+		s->st.bytes += TV_CODE_PAGE;
+	} else {
+		/* Damaged on the way, or chunks of two contents: never guess. */
+		s->st.bad_hash++;
+		c->have = 0;             /* a later good copy may still come */
+	}
+	return 0;
+}
+
+/* ---- building ------------------------------------------------------------- */
+
+struct tvh_snap *tvh_snap_new(void)
+{
+	return calloc(1, sizeof(struct tvh_snap));
+}
+
+static int add_code(struct tvh_snap *s, uint32_t cpu, const struct trace_event *r)
+{
+	struct snapshot *sn;
+
+	s->st.records++;
+	if (r->info & TV_CODEF_NEW)
+		s->st.new_records++;
+	if (r->info & TV_CODEF_REARM)
+		s->st.rearms++;
+	if (r->info & TV_CODEF_USER)
+		s->st.user++;
+	if (!(r->info & TV_CODEF_LINEAR))
+		s->st.no_linear++;
+	if (s->nsnaps == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 256;
+		struct snapshot *v = realloc(s->snaps, cap * sizeof(*v));
+
+		if (!v)
+			return -TVH_ERR_NOMEM;
+		s->snaps = v;
+		s->cap = cap;
+	}
+	sn = &s->snaps[s->nsnaps++];
+	memset(sn, 0, sizeof(*sn));
+	sn->gpa = r->u.code.gpa & PAGE_MASK;
+	sn->linear = r->u.code.linear & PAGE_MASK;
+	sn->cr3 = r->u.code.cr3;
+	sn->tsc = r->tsc;
+	sn->hash = r->u.code.hash;
+	sn->cpu = cpu;
+	sn->flags = r->info;
+	return 0;
+}
+
+int tvh_snap_add(struct tvh_snap *s, const struct tvh_event *ev)
+{
+	const struct trace_event *r = ev->rec;
+
+	if (s->finished || !r)
+		return 0;
+	if (ev->kind == TVH_EV_MALFORMED) {
+		if (r->type == TV_REC_CODE || r->type == TV_REC_CODE_DATA)
+			s->st.bad_records++;
+		return 0;
+	}
+	if (ev->kind != TVH_EV_RECORD)
+		return 0;
+	if (r->type == TV_REC_CODE)
+		return add_code(s, ev->cpu, r);
+	if (r->type != TV_REC_CODE_DATA)
+		return 0;
+	s->st.data_records++;
+	if (r->aux >= TV_CODE_CHUNKS) {  /* the reader checks it; a store never trusts */
+		s->st.bad_records++;
+		return 0;
+	}
+	return add_chunk(s, r->u.code_data.hash, r->aux, r->u.code_data.bytes);
+}
+
+static int cmp_gpa_time(const void *a, const void *b)
+{
+	const struct snapshot *x = a, *y = b;
+
+	if (x->gpa != y->gpa)
+		return x->gpa < y->gpa ? -1 : 1;
+	if (x->tsc != y->tsc)
+		return x->tsc < y->tsc ? -1 : 1;
+	return x->cpu < y->cpu ? -1 : x->cpu > y->cpu;
+}
+
+static int cmp_linear_time(const void *a, const void *b)
+{
+	const struct snapshot *x = *(const struct snapshot *const *)a;
+	const struct snapshot *y = *(const struct snapshot *const *)b;
+
+	if (x->linear != y->linear)
+		return x->linear < y->linear ? -1 : 1;
+	if (x->tsc != y->tsc)
+		return x->tsc < y->tsc ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+int tvh_snap_finish(struct tvh_snap *s)
+{
+	size_t n = 0;
+
+	if (s->finished)
+		return 0;
+	for (size_t k = 0; k < s->tab_size; k++) {
+		const struct content *c = &s->tab[k];
+
+		if (c->state == SLOT_ASSEMBLING && c->have)
+			s->st.missing_chunks +=
+				TV_CODE_CHUNKS - (uint64_t)__builtin_popcount(c->have);
+	}
+	/* Arrival order is lost here; nothing after finish needs it. */
+	if (s->nsnaps)
+		qsort(s->snaps, s->nsnaps, sizeof(*s->snaps), cmp_gpa_time);
+	for (size_t i = 0; i < s->nsnaps; i++) {
+		struct snapshot *sn = &s->snaps[i];
+		const struct content *c = content_find(s, sn->hash);
+
+		sn->page = c && c->state == SLOT_GOOD ? c->page : NULL;
+		if (!sn->page)
+			s->st.missing_data++;
+		if (!i || s->snaps[i - 1].gpa != sn->gpa)
+			s->st.pages++;
+		sn->end = i + 1 < s->nsnaps && s->snaps[i + 1].gpa == sn->gpa ?
+			  s->snaps[i + 1].tsc : UINT64_MAX;
+		if (sn->page && (sn->flags & TV_CODEF_LINEAR))
+			n++;
+	}
+	if (n) {
+		s->by_linear = malloc(n * sizeof(*s->by_linear));
+		if (!s->by_linear)
+			return -TVH_ERR_NOMEM;
+		for (size_t i = 0; i < s->nsnaps; i++)
+			if (s->snaps[i].page && (s->snaps[i].flags & TV_CODEF_LINEAR))
+				s->by_linear[s->nlinear++] = &s->snaps[i];
+		qsort(s->by_linear, s->nlinear, sizeof(*s->by_linear), cmp_linear_time);
+	}
+	s->finished = true;
+	return 0;
+}
+
+static int load_fn(void *ctx, const struct tvh_event *ev)
+{
+	return tvh_snap_add(ctx, ev);
+}
+
+int tvh_snap_load(struct tvt_reader *r, struct tvh_progress *progress,
+		  struct tvh_snap **out)
+{
+	struct tvh_walk_opts wo = { .cpu = -1, .want_pt = false, .progress = progress };
+	struct tvh_snap *s = tvh_snap_new();
+	struct tvh_stats st;
+	int ret;
+
+	*out = NULL;
+	if (!s)
+		return -TVH_ERR_NOMEM;
+	ret = tvh_walk(r, &wo, load_fn, s, &st);
+	tvh_stats_free(&st);
+	if (!ret)
+		ret = tvh_snap_finish(s);
+	if (ret) {
+		tvh_snap_free(s);
+		return ret;
+	}
+	*out = s;
+	return 0;
+}
+
+void tvh_snap_free(struct tvh_snap *s)
+{
+	if (!s)
+		return;
+	for (size_t k = 0; k < s->tab_size; k++)
+		free(s->tab[k].page);
+	free(s->tab);
+	free(s->snaps);
+	free(s->by_linear);
+	free(s);
+}
+
+bool tvh_snap_empty(const struct tvh_snap *s)
+{
+	return !s || !s->nlinear;
+}
+
+void tvh_snap_get_stats(const struct tvh_snap *s, struct tvh_snap_stats *st)
+{
+	if (s)
+		*st = s->st;
+	else
+		memset(st, 0, sizeof(*st));
+}
+
+/* ---- lookup --------------------------------------------------------------- */
+
+/* Index of the first by_linear entry whose page is >= linear. */
+static size_t first_of(const struct tvh_snap *s, uint64_t linear)
+{
+	size_t lo = 0, hi = s->nlinear;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->by_linear[mid]->linear < linear)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+enum {
+	R_SAME_VALID, R_SAME_NEXT, R_ANY_VALID, R_ANY_NEXT, R_SAME_PAST, R_ANY_PAST,
+	R_MAX
+};
+
+int tvh_snap_lookup(const struct tvh_snap *s, uint64_t cr3, uint64_t ip,
+		    uint64_t tsc, struct tvh_snap_hit *hit)
+{
+	const struct snapshot *best[R_MAX] = { NULL };
+	uint64_t linear = ip & PAGE_MASK, q = cr3 & TVH_SNAP_CR3_MASK;
+
+	if (!s || !s->finished)
+		return -TVH_ERR_NOT_FOUND;
+	/* Ascending time: "latest" rules take the last match, "next" the first. */
+	for (size_t i = first_of(s, linear);
+	     i < s->nlinear && s->by_linear[i]->linear == linear; i++) {
+		const struct snapshot *sn = s->by_linear[i];
+		bool same = !q || !(sn->flags & TV_CODEF_USER) ||
+			    (sn->cr3 & TVH_SNAP_CR3_MASK) == q;
+
+		if (sn->tsc <= tsc && tsc < sn->end) {
+			best[same ? R_SAME_VALID : R_ANY_VALID] = sn;
+			if (same)
+				best[R_ANY_VALID] = sn;
+		} else if (sn->tsc > tsc) {
+			if (same && !best[R_SAME_NEXT])
+				best[R_SAME_NEXT] = sn;
+			if (!best[R_ANY_NEXT])
+				best[R_ANY_NEXT] = sn;
+		} else {
+			if (same)
+				best[R_SAME_PAST] = sn;
+			best[R_ANY_PAST] = sn;
+		}
+	}
+	for (unsigned r = 0; r < R_MAX; r++) {
+		const struct snapshot *sn = best[r];
+
+		if (!sn)
+			continue;
+		hit->page = sn->page;
+		hit->linear = sn->linear;
+		hit->gpa = sn->gpa;
+		hit->cr3 = sn->cr3;
+		hit->start = sn->tsc;
+		hit->end = sn->end;
+		hit->hash = sn->hash;
+		hit->flags = sn->flags;
+		hit->cpu = sn->cpu;
+		return 0;
+	}
+	return -TVH_ERR_NOT_FOUND;
+}
+
+size_t tvh_snap_read(const struct tvh_snap *s, uint64_t cr3, uint64_t ip,
+		     uint64_t tsc, uint8_t *buf, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		struct tvh_snap_hit hit;
+		uint64_t at = ip + done;
+		size_t off = (size_t)(at & (TV_CODE_PAGE - 1));
+		size_t n = TV_CODE_PAGE - off;
+
+		if (tvh_snap_lookup(s, cr3, at, tsc, &hit))
+			break;
+		if (n > len - done)
+			n = len - done;
+		memcpy(buf + done, hit.page + off, n);
+		done += n;
+	}
+	return done;
+}
+
+/* ---- cursor --------------------------------------------------------------- */
+
+void tvh_snap_cursor_init(struct tvh_snap_cursor *c, const struct tvh_snap *s)
+{
+	memset(c, 0, sizeof(*c));
+	c->s = s;
+	for (unsigned i = 0; i < TVH_SNAP_CURSOR_WAYS; i++)
+		c->e[i].linear = 1;
+}
+
+size_t tvh_snap_cursor_read(struct tvh_snap_cursor *c, uint64_t cr3, uint64_t ip,
+			    uint64_t tsc, uint8_t *buf, size_t len)
+{
+	uint64_t q = cr3 & TVH_SNAP_CR3_MASK;
+	size_t done = 0;
+
+	while (done < len) {
+		uint64_t at = ip + done, linear = at & PAGE_MASK;
+		size_t off = (size_t)(at & (TV_CODE_PAGE - 1));
+		size_t n = TV_CODE_PAGE - off;
+		unsigned w = (unsigned)((linear >> 12) % TVH_SNAP_CURSOR_WAYS);
+
+		if (c->e[w].linear != linear || c->e[w].cr3 != q || c->e[w].tsc != tsc) {
+			struct tvh_snap_hit hit;
+
+			c->misses++;
+			c->e[w].linear = linear;
+			c->e[w].cr3 = q;
+			c->e[w].tsc = tsc;
+			c->e[w].page = tvh_snap_lookup(c->s, q, at, tsc, &hit) ? NULL : hit.page;
+		} else {
+			c->hits++;
+		}
+		if (!c->e[w].page)
+			break;
+		if (n > len - done)
+			n = len - done;
+		memcpy(buf + done, c->e[w].page + off, n);
+		done += n;
+	}
+	return done;
+}
