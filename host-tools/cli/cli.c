@@ -169,6 +169,8 @@ void common_free(struct common *c)
 	}
 	tvh_regions_free(&c->regions);
 	free(c->elfs);
+	tvh_snap_free(c->snap);
+	c->snap = NULL;
 }
 
 int open_trace(const char *arg, struct tvt_reader *r)
@@ -467,6 +469,49 @@ int finish_walk(int ret, const struct tvh_stats *s, const char *path)
 	return tvh_stats_damaged(s) ? EXIT_DAMAGED : EXIT_OK;
 }
 
+/* Whether r has a PT chunk (stops at the first): snapshots serve PT only. */
+static bool has_pt(struct tvt_reader *r)
+{
+	struct tvt_chunk ch;
+	bool found = false;
+	int ret;
+
+	tvt_reader_rewind(r);
+	while ((ret = tvt_next_chunk(r, &ch)) != 0)
+		if (ret > 0 && ch.kind == TVT_KIND_PT) {
+			found = true;
+			break;
+		}
+	tvt_reader_rewind(r);
+	return found;
+}
+
+int load_snapshots(struct common *c, struct tvt_reader *r)
+{
+	struct tvh_snap_stats ss;
+	int ret;
+
+	if (c->snap || !has_pt(r))
+		return 0;
+	ret = tvh_snap_load(r, NULL, &c->snap);
+	tvt_reader_rewind(r);
+	if (ret)
+		return ret;
+	tvh_snap_get_stats(c->snap, &ss);
+	if (ss.records && !c->quiet)
+		fprintf(stderr, "tracevisor %s: code snapshots: %" PRIu64 " pages, %" PRIu64
+			" contents (%" PRIu64 " KiB), %" PRIu64 " missing, %" PRIu64
+			" bad hash: PT code %s\n", cmd_name, ss.pages, ss.contents,
+			ss.bytes >> 10, ss.missing_data, ss.bad_hash,
+			c->st.nmods ? "from the modules, then the snapshots" : "from the snapshots");
+	return 0;
+}
+
+bool have_code(const struct common *c)
+{
+	return c->st.nmods || !tvh_snap_empty(c->snap);
+}
+
 /* Say, for each CPU with PT bytes, that they need --image to be decoded. */
 void warn_pt_undecoded(const struct tvh_stats *s, const char *what)
 {
@@ -492,11 +537,17 @@ int pt_walk(struct common *c, struct tvt_reader *r, struct tvh_walk_opts *wo,
 	int ret;
 
 	memset(pr, 0, sizeof(*pr));
-	if (!c->st.nmods) {
+	ret = load_snapshots(c, r);
+	if (ret) {
+		memset(s, 0, sizeof(*s));
+		return ret;
+	}
+	if (!have_code(c)) {
 		ret = tvh_pwalk(r, wo, threads, ops, ctx, s);
 		if (!ret)
-			warn_pt_undecoded(s, "PT needs the code to be decoded: give the "
-					  "modules with --image PATH[@BASE] (or --image-dir)");
+			warn_pt_undecoded(s, "PT needs the code to be decoded: the capture has"
+					  " no code snapshots; give the modules with"
+					  " --image PATH[@BASE] (or --image-dir)");
 		return ret;
 	}
 	ret = tvh_pt_image(&c->st, &img);
@@ -505,6 +556,7 @@ int pt_walk(struct common *c, struct tvt_reader *r, struct tvh_walk_opts *wo,
 		return ret;
 	}
 	tvh_ptbr_init(&b, ops, ctx, img, NULL);
+	b.opts.snap = c->snap;
 	wo->want_pt = true;
 	ret = tvh_pwalk(r, wo, threads, &tvh_ptbr_ops, &b, s);
 	pt_image_free(img);

@@ -20,6 +20,7 @@
 #include "host-tools/lib/progress.h"
 #include "host-tools/lib/ptbranch.h"
 #include "host-tools/lib/pwalk.h"
+#include "host-tools/lib/snap.h"
 #include "host-tools/lib/sym.h"
 #include "host-tools/lib/tvt.h"
 #include "host-tools/lib/walk.h"
@@ -44,6 +45,7 @@ struct common {
 	bool progress;
 	struct tvh_symtab st;
 	struct tvh_progress prog;
+	struct tvh_snap *snap;   /* code snapshots of the capture (load_snapshots) */
 };
 
 /*
@@ -139,8 +141,10 @@ void print_sym(struct tvh_symtab *st, uint64_t a);
 	"stream is decoded with libipt over the modules' code bytes (the ELF/PE\n" \
 	"files given) and each taken transfer is used as a branch; PT losses\n" \
 	"(gaps, PT_SYNC cuts) and decode errors are PT_GAP lines and restart\n" \
-	"decoding at the next PSB.  Without modules PT cannot be decoded: each\n" \
-	"CPU with PT bytes is named on stderr.\n"
+	"decoding at the next PSB.  Code the modules do not hold comes from the\n" \
+	"capture's code snapshots (code_snapshots, on by default with PT), so a\n" \
+	"capture with snapshots decodes with no --image.  With neither PT cannot\n" \
+	"be decoded: each CPU with PT bytes is named on stderr.\n"
 #define COMMON_HELP \
 	"  -q, --quiet         no progress or summary on stderr\n" \
 	"      --progress      progress on stderr even for small files\n" \
@@ -165,11 +169,20 @@ int open_with_modules(struct common *c, struct tvt_reader *r, const char *path);
 int parse_threads(const char *arg, unsigned *threads);
 /* A walk's exit status: walk_failed, else damage warned and EXIT_DAMAGED. */
 int finish_walk(int ret, const struct tvh_stats *s, const char *path);
+/*
+ * load_snapshots - when r has Intel PT, its code snapshots into c->snap
+ * (a records pass; counts said on stderr unless -q), so PT decodes
+ * without --image.  r is rewound.  0 or tvh_snap_load's error.
+ */
+int load_snapshots(struct common *c, struct tvt_reader *r);
+/* Whether PT can be decoded: modules given or snapshots loaded. */
+bool have_code(const struct common *c);
 /* Say, for each CPU with PT bytes, that they were not decoded (what: why). */
 void warn_pt_undecoded(const struct tvh_stats *s, const char *what);
 /*
  * pt_walk - tvh_pwalk(ops, ctx), with each CPU's Intel PT stream decoded
- * into branch records for ops (ptbranch.h) when modules are loaded.
+ * into branch records for ops (ptbranch.h) when modules are loaded or the
+ * capture has code snapshots (load_snapshots, called here).
  * Returns tvh_pwalk's value, -TVH_ERR_PT (image setup).
  */
 int pt_walk(struct common *c, struct tvt_reader *r, struct tvh_walk_opts *wo,

@@ -14,7 +14,7 @@
 
 void pt_decode_usage(FILE *f)
 {
-	fputs("Usage: tracevisor pt-decode FILE.tvt --cpu N --elf PATH[@BASE]...\n"
+	fputs("Usage: tracevisor pt-decode FILE.tvt --cpu N [--elf PATH[@BASE]...]\n"
 	      "       tracevisor pt-decode --raw FILE.pt --elf PATH[@BASE]...\n"
 	      "Decode a CPU's Intel PT stream with libipt's instruction-flow decoder\n"
 	      "over an image built from the ELF files' executable segments, and\n"
@@ -22,7 +22,10 @@ void pt_decode_usage(FILE *f)
 	      "Decode errors are printed with their stream offset; decoding resumes\n"
 	      "at the next PSB.  The stream is decoded in runs split at gaps between\n"
 	      "PT chunks and at the losses the CPU's PT_SYNC records count (pt_lost\n"
-	      "grew: a cut), each printed as a [gap ...] line.\n"
+	      "grew: a cut), each printed as a [gap ...] line.  Code the ELF files\n"
+	      "do not hold is read from the capture's code snapshots (the page as it\n"
+	      "was at the decoder's time in its address space): a capture with\n"
+	      "snapshots decodes with no --elf.\n"
 	      "\n"
 	      "  --cpu N             the CPU (required with a .tvt)\n"
 	      "  --elf PATH[@BASE]   code for the decoder and symbols (repeatable)\n"
@@ -191,8 +194,6 @@ int cmd_pt_decode(int argc, char **argv)
 		ret = usage_error("missing --cpu N");
 		goto out;
 	}
-	if (!c.nelfs)
-		msg("no --elf given: every instruction will fail to decode (no code)");
 	ret = load_elfs(&c);
 	if (ret)
 		goto out;
@@ -222,6 +223,13 @@ int cmd_pt_decode(int argc, char **argv)
 		ret = open_trace(argv[optind], &r);
 		if (ret)
 			goto out;
+		ret = load_snapshots(&c, &r);
+		if (ret) {
+			tvt_reader_close(&r);
+			ret = walk_failed(ret, argv[optind]);
+			goto out;
+		}
+		po.pt.snap = c.snap;
 		progress_init(&c, &r, "pt-decode");
 		ret = tvh_pt_collect(&r, (uint32_t)c.cpu, &ps, &s, &c.prog);
 		tvh_progress_done(&c.prog);
@@ -236,7 +244,12 @@ int cmd_pt_decode(int argc, char **argv)
 			goto out;
 		}
 		damaged = tvh_stats_damaged(&s);
+		po.pt.times = ps.times;
+		po.pt.ntimes = ps.ntimes;
 	}
+	if (!have_code(&c))
+		msg("no --elf given and no code snapshots in the capture: every"
+		    " instruction will fail to decode (no code)");
 	pp.st = po.no_symbols ? NULL : &c.st;
 	for (size_t i = 0; i < ps.nruns; i++) {
 		const struct tvh_pt_run *run = &ps.runs[i];

@@ -88,8 +88,16 @@ int cmd_timeline(int argc, char **argv)
 		ret = EXIT_ERR;
 		goto out;
 	}
-	/* PT needs the code bytes: the modules' executable segments. */
-	if (c.st.nmods && tvh_pt_image(&c.st, &img)) {
+	/* PT needs the code bytes: the modules' segments, else snapshots. */
+	ret = load_snapshots(&c, &r);
+	if (ret) {
+		msg("%s: code snapshots: %s", argv[optind], tvh_errstr(ret));
+		discard_out(out, c.out);
+		tvt_reader_close(&r);
+		ret = EXIT_ERR;
+		goto out;
+	}
+	if (have_code(&c) && tvh_pt_image(&c.st, &img)) {
 		msg("cannot set up the PT decoder's image");
 		discard_out(out, c.out);
 		tvt_reader_close(&r);
@@ -99,7 +107,8 @@ int cmd_timeline(int argc, char **argv)
 	progress_init(&c, &r, cmd_name);
 	co = (struct tvh_chrome_opts){ .st = &c.st, .cpu = c.cpu,
 				       .sequence_time = seq_time,
-				       .progress = &c.prog, .pt_image = img };
+				       .progress = &c.prog, .pt_image = img,
+				       .snap = c.snap };
 	ret = tvh_chrome_write(&r, &co, out, &cs);
 	if (img)
 		pt_image_free(img);
@@ -133,8 +142,9 @@ int cmd_timeline(int argc, char **argv)
 			    "decoding resumed at the next PSB): wrong or missing --image "
 			    "code, or damaged PT", cs.pt.errors);
 		if (!cs.pt_decoded)
-			warn_pt_undecoded(&cs.walk, "PT needs the code to be decoded: give "
-					  "the modules with --image PATH[@BASE] (or --image-dir)");
+			warn_pt_undecoded(&cs.walk, "PT needs the code to be decoded: the "
+					  "capture has no code snapshots; give the modules with "
+					  "--image PATH[@BASE] (or --image-dir)");
 		ret = finish_walk(0, &cs.walk, argv[optind]);
 		if (ret == EXIT_OK && cs.pt.errors)
 			ret = EXIT_DAMAGED;
