@@ -91,8 +91,9 @@ $(HOST_TOOL_TESTS): $(BUILD)/host/%: $(BUILD)/host-tools-asan/tests/host/%.o \
 	@echo "  HOSTLD  $@"
 	$(Q)$(HOST_CC) $(HOST_TOOLS_ASAN_CFLAGS) -o $@ $^ $(HOST_TOOLS_LIBS) -lcmocka
 
-# The CLI test drives the sanitized CLI next to it.
+# The CLI test drives the sanitized CLI next to it (test_host_snap too).
 $(BUILD)/host/test_host_cli: | $(HOST_TOOL_ASAN)
+$(BUILD)/host/test_host_snap: | $(HOST_TOOL_ASAN)
 
 -include $(HOST_TOOLS_OBJS:.o=.d) $(HOST_TOOLS_ASAN_OBJS:.o=.d) \
 	$(BUILD)/host-tools/host-tools/cli/main.d $(BUILD)/host-tools-asan/host-tools/cli/main.d \

@@ -1,0 +1,779 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_host_snap.c - the code snapshot store (host-tools/lib/snap.c) and
+ * PT decoding from it (pt.c's read-memory callback, the CLI without
+ * --image).
+ *
+ * Captures are built by hand: TV_REC_CODE / TV_REC_CODE_DATA records as
+ * the hypervisor writes them (vmm/trace/format.h), in .tvt chunks of one
+ * or several CPUs.  The end-to-end cases take the code pages of
+ * pt_fixture.c's program from its ELF file, so decoding from snapshots
+ * can be compared with decoding over the file itself.
+ */
+#define _GNU_SOURCE
+#include <elf.h>
+#include <intel-pt.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "host-tools/lib/error.h"
+#include "host-tools/lib/pt.h"
+#include "host-tools/lib/snap.h"
+#include "host-tools/lib/sym.h"
+#include "tests/host/helpers.h"
+#include "tests/host/pt_fixture.h"
+
+#define PG TV_CODE_PAGE
+
+/* ---- building records -------------------------------------------------------- */
+
+static void rb_code(struct recbuf *b, uint8_t flags, uint64_t tsc, uint64_t gpa,
+		    uint64_t linear, uint64_t cr3, uint64_t hash)
+{
+	struct tv_rec_code r;
+
+	memset(&r, 0, sizeof(r));
+	r.h.type = TV_REC_CODE;
+	r.h.info = flags;
+	r.h.size = sizeof(r);
+	r.tsc = tsc;
+	r.gpa = gpa;
+	r.linear = linear;
+	r.cr3 = cr3;
+	r.hash = hash;
+	rb_raw(b, &r, sizeof(r));
+	b->count++;
+}
+
+static void rb_chunk(struct recbuf *b, uint64_t hash, unsigned chunk, const uint8_t *page)
+{
+	struct tv_rec_code_data r;
+
+	memset(&r, 0, sizeof(r));
+	r.h.type = TV_REC_CODE_DATA;
+	r.h.size = sizeof(r);
+	r.h.aux = chunk;
+	r.hash = hash;
+	memcpy(r.bytes, page + (size_t)chunk * TV_CODE_CHUNK, TV_CODE_CHUNK);
+	rb_raw(b, &r, sizeof(r));
+	b->count++;
+}
+
+/* A snapshot as the hypervisor writes it: CODE, and the chunks when new. */
+static void rb_snap(struct recbuf *b, uint8_t flags, uint64_t tsc, uint64_t gpa,
+		    uint64_t linear, uint64_t cr3, const uint8_t *page)
+{
+	uint64_t h = tv_code_hash(page);
+
+	rb_code(b, flags | TV_CODEF_LINEAR, tsc, gpa, linear, cr3, h);
+	if (flags & TV_CODEF_NEW)
+		for (unsigned k = 0; k < TV_CODE_CHUNKS; k++)
+			rb_chunk(b, h, k, page);
+}
+
+static void fill(uint8_t *page, uint8_t seed)
+{
+	for (unsigned i = 0; i < PG; i++)
+		page[i] = (uint8_t)(seed + i * 7);
+}
+
+/* The store of a capture made of per-CPU record buffers, in that order. */
+static struct tvh_snap *load(struct th_tvt *t, const struct recbuf *const *bufs,
+			     const uint32_t *cpus, unsigned n)
+{
+	struct tvt_reader r;
+	struct tvh_snap *s = NULL;
+
+	th_tvt_begin(t, "m", 1);
+	for (unsigned i = 0; i < n; i++)
+		th_tvt_records(t, cpus[i], 0, bufs[i]);
+	th_tvt_end(t);
+	assert_int_equal(tvt_reader_open_mem(&r, t->buf, t->len), 0);
+	assert_int_equal(tvh_snap_load(&r, NULL, &s), 0);
+	assert_non_null(s);
+	tvt_reader_close(&r);
+	return s;
+}
+
+static const uint8_t *page_at(const struct tvh_snap *s, uint64_t cr3, uint64_t ip,
+			      uint64_t tsc)
+{
+	struct tvh_snap_hit hit;
+
+	if (tvh_snap_lookup(s, cr3, ip, tsc, &hit))
+		return NULL;
+	return hit.page;
+}
+
+/* ---- the store ---------------------------------------------------------------- */
+
+/* One content named by two snapshots: stored once, found from both. */
+static void test_dedup_by_hash(void **state)
+{
+	static uint8_t p[PG];
+	struct recbuf b = { 0 };
+	const struct recbuf *bufs[] = { &b };
+	const uint32_t cpus[] = { 0 };
+	struct tvh_snap_stats st;
+	struct th_tvt t;
+	struct tvh_snap *s;
+
+	(void)state;
+	fill(p, 1);
+	rb_snap(&b, TV_CODEF_NEW, 100, 0x10000, 0xffffffff81000000ull, 0x1000, p);
+	rb_snap(&b, 0, 200, 0x20000, 0xffffffff81001000ull, 0x1000, p);
+	s = load(&t, bufs, cpus, 1);
+	tvh_snap_get_stats(s, &st);
+	assert_int_equal(st.records, 2);
+	assert_int_equal(st.new_records, 1);
+	assert_int_equal(st.data_records, TV_CODE_CHUNKS);
+	assert_int_equal(st.pages, 2);
+	assert_int_equal(st.contents, 1);
+	assert_int_equal(st.bytes, PG);
+	assert_int_equal(st.bad_hash, 0);
+	assert_int_equal(st.missing_data, 0);
+	assert_false(tvh_snap_empty(s));
+	assert_non_null(page_at(s, 0x1000, 0xffffffff81000010ull, 150));
+	assert_ptr_equal(page_at(s, 0x1000, 0xffffffff81000010ull, 150),
+			 page_at(s, 0x1000, 0xffffffff81001ff0ull, 250));
+	assert_memory_equal(page_at(s, 0x1000, 0xffffffff81001000ull, 250), p, PG);
+	assert_null(page_at(s, 0x1000, 0xffffffff81002000ull, 250));
+	tvh_snap_free(s);
+	th_tvt_free(&t);
+	rb_free(&b);
+}
+
+/*
+ * The content came on CPU 0's stream, split over two .tvt chunks; CPU 1
+ * only names it, and its chunk comes first in the file.
+ */
+static void test_content_split_across_cpus(void **state)
+{
+	static uint8_t p[PG];
+	struct recbuf a = { 0 }, a2 = { 0 }, c1 = { 0 };
+	struct tvh_snap_stats st;
+	struct th_tvt t;
+	struct tvt_reader r;
+	struct tvh_snap *s;
+	uint64_t h;
+	uint8_t buf[32];
+
+	(void)state;
+	fill(p, 9);
+	h = tv_code_hash(p);
+	rb_code(&c1, TV_CODEF_LINEAR | TV_CODEF_USER, 300, 0x7000, 0x400000, 0x5000, h);
+	rb_code(&a, TV_CODEF_NEW | TV_CODEF_LINEAR | TV_CODEF_USER, 200, 0x7000, 0x400000,
+		0x4000, h);
+	for (unsigned k = 0; k < 3; k++)
+		rb_chunk(&a, h, k, p);
+	for (unsigned k = 3; k < TV_CODE_CHUNKS; k++)
+		rb_chunk(&a2, h, k, p);
+	th_tvt_begin(&t, "m", 1);
+	th_tvt_records(&t, 1, 0, &c1);
+	th_tvt_records(&t, 0, 0, &a);
+	th_tvt_records(&t, 0, a.count, &a2);
+	th_tvt_end(&t);
+	assert_int_equal(tvt_reader_open_mem(&r, t.buf, t.len), 0);
+	assert_int_equal(tvh_snap_load(&r, NULL, &s), 0);
+	tvt_reader_close(&r);
+	tvh_snap_get_stats(s, &st);
+	assert_int_equal(st.records, 2);
+	assert_int_equal(st.contents, 1);
+	assert_int_equal(st.pages, 1);
+	assert_int_equal(st.missing_data, 0);
+	assert_int_equal(st.missing_chunks, 0);
+	assert_int_equal(st.user, 2);
+	/* CPU 1's snapshot, in its own address space, has the bytes. */
+	assert_int_equal(tvh_snap_read(s, 0x5000, 0x400ff0, 400, buf, 16), 16);
+	assert_memory_equal(buf, p + 0xff0, 16);
+	tvh_snap_free(s);
+	th_tvt_free(&t);
+	rb_free(&a);
+	rb_free(&a2);
+	rb_free(&c1);
+}
+
+/* A content whose bytes do not match its hash is dropped and counted. */
+static void test_bad_hash_rejected(void **state)
+{
+	static uint8_t p[PG];
+	struct recbuf b = { 0 };
+	const struct recbuf *bufs[] = { &b };
+	const uint32_t cpus[] = { 0 };
+	struct tvh_snap_stats st;
+	struct th_tvt t;
+	struct tvh_snap *s;
+	uint64_t h;
+
+	(void)state;
+	fill(p, 3);
+	h = tv_code_hash(p);
+	rb_code(&b, TV_CODEF_NEW | TV_CODEF_LINEAR, 10, 0x1000, 0x1000, 0, h);
+	p[700] ^= 0x40;                  /* damaged in chunk 1 */
+	for (unsigned k = 0; k < TV_CODE_CHUNKS; k++)
+		rb_chunk(&b, h, k, p);
+	s = load(&t, bufs, cpus, 1);
+	tvh_snap_get_stats(s, &st);
+	assert_int_equal(st.bad_hash, 1);
+	assert_int_equal(st.contents, 0);
+	assert_int_equal(st.bytes, 0);
+	assert_int_equal(st.missing_data, 1);
+	assert_true(tvh_snap_empty(s));
+	assert_null(page_at(s, 0, 0x1000, 10));
+	tvh_snap_free(s);
+	th_tvt_free(&t);
+	rb_free(&b);
+}
+
+/* A chunk lost on the way: the content is missing, never guessed. */
+static void test_missing_chunk_counted(void **state)
+{
+	static uint8_t p[PG];
+	struct recbuf b = { 0 };
+	const struct recbuf *bufs[] = { &b };
+	const uint32_t cpus[] = { 0 };
+	struct tvh_snap_stats st;
+	struct th_tvt t;
+	struct tvh_snap *s;
+	uint64_t h;
+	uint8_t buf[8];
+
+	(void)state;
+	fill(p, 5);
+	h = tv_code_hash(p);
+	rb_code(&b, TV_CODEF_NEW | TV_CODEF_LINEAR, 10, 0x3000, 0x3000, 0, h);
+	for (unsigned k = 0; k < TV_CODE_CHUNKS; k++)
+		if (k != 6)
+			rb_chunk(&b, h, k, p);
+	/* And a snapshot whose content never came at all. */
+	rb_code(&b, TV_CODEF_LINEAR, 20, 0x4000, 0x4000, 0, 0x1234);
+	s = load(&t, bufs, cpus, 1);
+	tvh_snap_get_stats(s, &st);
+	assert_int_equal(st.missing_chunks, 1);
+	assert_int_equal(st.missing_data, 2);
+	assert_int_equal(st.contents, 0);
+	assert_int_equal(st.bad_hash, 0);
+	assert_int_equal(tvh_snap_read(s, 0, 0x3000, 10, buf, sizeof(buf)), 0);
+	tvh_snap_free(s);
+	th_tvt_free(&t);
+	rb_free(&b);
+}
+
+/*
+ * A patched kernel page: snapshot at 100, written (re-armed) and
+ * snapshotted again at 500.  The older content before 500, the newer
+ * from it; tsc 0 (unknown) is the earliest; just before the first
+ * snapshot (a decoder's time lags the first execution) the first.
+ */
+static void test_resnapshot_by_time(void **state)
+{
+	static uint8_t p1[PG], p2[PG];
+	struct recbuf b0 = { 0 }, b1 = { 0 };
+	const struct recbuf *bufs[] = { &b0, &b1 };
+	const uint32_t cpus[] = { 0, 1 };
+	struct tvh_snap_stats st;
+	struct tvh_snap_hit hit;
+	struct th_tvt t;
+	struct tvh_snap *s;
+	const uint64_t lin = 0xffffffff81234000ull;
+
+	(void)state;
+	fill(p1, 11);
+	memcpy(p2, p1, PG);
+	memset(p2 + 0x100, 0x90, 5);     /* a call turned into a 5-byte nop */
+	rb_snap(&b0, TV_CODEF_NEW, 100, 0x1234000, lin, 0x1000, p1);
+	/* The re-snapshot happens on the other CPU, under another CR3. */
+	rb_snap(&b1, TV_CODEF_NEW | TV_CODEF_REARM, 500, 0x1234000, lin, 0x2000, p2);
+	s = load(&t, bufs, cpus, 2);
+	tvh_snap_get_stats(s, &st);
+	assert_int_equal(st.pages, 1);
+	assert_int_equal(st.contents, 2);
+	assert_int_equal(st.rearms, 1);
+	assert_memory_equal(page_at(s, 0x1000, lin + 0x100, 300), p1, PG);
+	assert_memory_equal(page_at(s, 0x2000, lin + 0x100, 499), p1, PG);
+	assert_memory_equal(page_at(s, 0x1000, lin + 0x100, 500), p2, PG);
+	assert_memory_equal(page_at(s, 0x3000, lin + 0x100, 9999), p2, PG);
+	assert_memory_equal(page_at(s, 0, lin, 0), p1, PG);
+	assert_memory_equal(page_at(s, 0x1000, lin, 90), p1, PG);
+	assert_int_equal(tvh_snap_lookup(s, 0x1000, lin + 5, 300, &hit), 0);
+	assert_int_equal(hit.start, 100);
+	assert_int_equal(hit.end, 500);
+	assert_int_equal(hit.gpa, 0x1234000);
+	assert_int_equal(hit.linear, lin);
+	assert_int_equal(hit.cpu, 0);
+	assert_int_equal(tvh_snap_lookup(s, 0x1000, lin + 5, 700, &hit), 0);
+	assert_int_equal(hit.end, UINT64_MAX);
+	assert_int_equal(hit.cpu, 1);
+	assert_int_equal(hit.flags & TV_CODEF_REARM, TV_CODEF_REARM);
+	tvh_snap_free(s);
+	th_tvt_free(&t);
+	rb_free(&b0);
+	rb_free(&b1);
+}
+
+/*
+ * User pages: a process's own snapshot first; a page of the same binary
+ * that another process snapshotted (a shared page executes without a
+ * new exit) when it has none; CR3's PCID bits do not matter.
+ */
+static void test_fallback_any_address_space(void **state)
+{
+	static uint8_t pa[PG], pb[PG], pk[PG];
+	struct recbuf b = { 0 };
+	const struct recbuf *bufs[] = { &b };
+	const uint32_t cpus[] = { 0 };
+	struct th_tvt t;
+	struct tvh_snap *s;
+	const uint8_t U = TV_CODEF_USER;
+
+	(void)state;
+	fill(pa, 21);
+	fill(pb, 22);
+	fill(pk, 23);
+	rb_snap(&b, TV_CODEF_NEW | U, 100, 0xa000, 0x400000, 0xa000, pa);
+	rb_snap(&b, TV_CODEF_NEW | U, 1000, 0xb000, 0x400000, 0xb000, pb);
+	rb_snap(&b, TV_CODEF_NEW, 50, 0xc000, 0xffffffff81000000ull, 0xa000, pk);
+	s = load(&t, bufs, cpus, 1);
+	/* Own address space, valid: A's; B's from its snapshot on. */
+	assert_memory_equal(page_at(s, 0xa000, 0x400010, 2000), pa, PG);
+	assert_memory_equal(page_at(s, 0xb000, 0x400010, 2000), pb, PG);
+	/* B just before its snapshot: its own upcoming one, not A's valid one. */
+	assert_memory_equal(page_at(s, 0xb000, 0x400010, 900), pb, PG);
+	/* Another process with no snapshot of the page: any address space. */
+	assert_memory_equal(page_at(s, 0xd000, 0x400010, 500), pa, PG);
+	assert_memory_equal(page_at(s, 0xd000, 0x400010, 5000), pb, PG);
+	/* PCID bits (11:0) ignored. */
+	assert_memory_equal(page_at(s, 0xb000 | 0x5, 0x400010, 2000), pb, PG);
+	/* Kernel pages belong to every address space. */
+	assert_memory_equal(page_at(s, 0xb000, 0xffffffff81000abcull, 2000), pk, PG);
+	assert_memory_equal(page_at(s, 0, 0xffffffff81000abcull, 2000), pk, PG);
+	tvh_snap_free(s);
+	th_tvt_free(&t);
+	rb_free(&b);
+}
+
+/* Reads across a page boundary; a page without a snapshot ends the read. */
+static void test_read_across_pages(void **state)
+{
+	static uint8_t p1[PG], p2[PG];
+	struct recbuf b = { 0 };
+	const struct recbuf *bufs[] = { &b };
+	const uint32_t cpus[] = { 0 };
+	struct tvh_snap_cursor cur;
+	struct th_tvt t;
+	struct tvh_snap *s;
+	uint8_t buf[32];
+
+	(void)state;
+	fill(p1, 31);
+	fill(p2, 32);
+	rb_snap(&b, TV_CODEF_NEW, 10, 0x50000, 0x7000, 0, p1);
+	rb_snap(&b, TV_CODEF_NEW, 20, 0x90000, 0x8000, 0, p2);
+	/* gpa only: counted, never looked up by address. */
+	rb_code(&b, 0, 30, 0x60000, 0, 0, tv_code_hash(p1));
+	s = load(&t, bufs, cpus, 1);
+	assert_int_equal(tvh_snap_read(s, 0, 0x7ff8, 30, buf, 16), 16);
+	assert_memory_equal(buf, p1 + PG - 8, 8);
+	assert_memory_equal(buf + 8, p2, 8);
+	assert_int_equal(tvh_snap_read(s, 0, 0x8ffa, 30, buf, 16), 6);
+	assert_memory_equal(buf, p2 + PG - 6, 6);
+	assert_int_equal(tvh_snap_read(s, 0, 0x9000, 30, buf, 16), 0);
+	/* The cursor answers the same, from its cache the second time. */
+	tvh_snap_cursor_init(&cur, s);
+	memset(buf, 0, sizeof(buf));
+	assert_int_equal(tvh_snap_cursor_read(&cur, 0, 0x7ff8, 30, buf, 16), 16);
+	assert_memory_equal(buf + 8, p2, 8);
+	assert_int_equal(tvh_snap_cursor_read(&cur, 0, 0x7ff8, 30, buf, 16), 16);
+	assert_memory_equal(buf, p1 + PG - 8, 8);
+	assert_int_equal(cur.misses, 2);
+	assert_int_equal(cur.hits, 2);
+	assert_int_equal(tvh_snap_cursor_read(&cur, 0, 0x9000, 30, buf, 16), 0);
+	{
+		struct tvh_snap_stats st;
+
+		tvh_snap_get_stats(s, &st);
+		assert_int_equal(st.no_linear, 1);
+		assert_int_equal(st.pages, 3);
+	}
+	tvh_snap_free(s);
+	th_tvt_free(&t);
+	rb_free(&b);
+}
+
+/* Records with bad fields are malformed for the reader: counted, not used. */
+static void test_bad_records(void **state)
+{
+	static uint8_t p[PG];
+	struct recbuf b = { 0 };
+	const struct recbuf *bufs[] = { &b };
+	const uint32_t cpus[] = { 0 };
+	struct tvh_snap_stats st;
+	struct th_tvt t;
+	struct tvh_snap *s;
+	uint64_t h;
+
+	(void)state;
+	fill(p, 41);
+	h = tv_code_hash(p);
+	rb_code(&b, TV_CODEF_NEW | TV_CODEF_LINEAR, 10, 0x1000, 0x1000, 0, h);
+	for (unsigned k = 0; k < TV_CODE_CHUNKS; k++)
+		rb_chunk(&b, h, k == 7 ? 9 : k, p);      /* chunk index 9 */
+	s = load(&t, bufs, cpus, 1);
+	tvh_snap_get_stats(s, &st);
+	assert_int_equal(st.bad_records, 1);
+	assert_int_equal(st.contents, 0);
+	assert_int_equal(st.missing_chunks, 1);
+	tvh_snap_free(s);
+	th_tvt_free(&t);
+	rb_free(&b);
+	/* An empty store, and none at all. */
+	s = tvh_snap_new();
+	assert_non_null(s);
+	assert_int_equal(tvh_snap_finish(s), 0);
+	assert_true(tvh_snap_empty(s));
+	assert_int_equal(tvh_snap_read(s, 0, 0, 0, (uint8_t *)&h, 8), 0);
+	tvh_snap_free(s);
+	assert_true(tvh_snap_empty(NULL));
+	tvh_snap_get_stats(NULL, &st);
+	assert_int_equal(st.records, 0);
+}
+
+/* ---- decoding from snapshots ---------------------------------------------------- */
+
+static struct pt_fixture fx;
+static struct tvh_symtab fst;       /* the fixture's ELF */
+static struct pt_image *file_image;
+static uint8_t code_page[PG];        /* the page holding the program */
+static uint64_t code_lin;
+
+static int setup(void **state)
+{
+	const struct tvh_module *m;
+	uint8_t *file;
+	size_t flen;
+
+	(void)state;
+	if (ptf_build(&fx))
+		return -1;
+	tvh_symtab_init(&fst);
+	if (tvh_symtab_add(&fst, fx.elf) || tvh_pt_image(&fst, &file_image))
+		return -1;
+	/* The executable segment's bytes at their addresses: what a snapshot holds. */
+	code_lin = ptf_sym(&fx, "_start") & ~(uint64_t)(PG - 1);
+	if ((ptf_sym(&fx, "i_ret") & ~(uint64_t)(PG - 1)) != code_lin)
+		return -1;                          /* one page, as the tests assume */
+	file = th_read_file(fx.elf, &flen);
+	m = &fst.mods[0];
+	for (unsigned k = 0; k < m->nsegs; k++) {
+		const struct tvh_segment *sg = &m->segs[k];
+
+		if (!(sg->flags & PF_X))
+			continue;
+		for (uint64_t a = sg->vaddr; a < sg->vaddr + sg->filesz; a++)
+			if (a >= code_lin && a < code_lin + PG &&
+			    sg->offset + (a - sg->vaddr) < flen)
+				code_page[a - code_lin] = file[sg->offset + (a - sg->vaddr)];
+	}
+	free(file);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	pt_image_free(file_image);
+	tvh_symtab_free(&fst);
+	ptf_free(&fx);
+	return 0;
+}
+
+struct flow {
+	uint64_t ip[64];
+	unsigned n, errors, syncs;
+};
+
+static int on_item(void *ctx, const struct tvh_pt_item *it)
+{
+	struct flow *f = ctx;
+
+	if (it->kind == TVH_PT_INSN && f->n < 64)
+		f->ip[f->n++] = it->insn->ip;
+	if (it->kind == TVH_PT_ERROR)
+		f->errors++;
+	if (it->kind == TVH_PT_SYNC)
+		f->syncs++;
+	return 0;
+}
+
+static unsigned count_ip(const struct flow *f, uint64_t ip)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < f->n; i++)
+		n += f->ip[i] == ip;
+	return n;
+}
+
+/* The program's page with func's `add $1,%edx` turned into `ret`. */
+static void patched_page(uint8_t *out)
+{
+	memcpy(out, code_page, PG);
+	out[ptf_sym(&fx, "i_add") - code_lin] = 0xc3;
+}
+
+/*
+ * A capture with the program's PT on CPU 0 and its page's snapshot (the
+ * content on CPU 1's stream), decoded with no file: the same instructions
+ * as over the ELF file, in pt_decode and through the PT_SYNC clock.
+ */
+static void test_decode_equals_file(void **state)
+{
+	uint8_t pt[512];
+	size_t len = 0;
+	struct recbuf r0 = { 0 }, r1 = { 0 };
+	struct th_tvt t;
+	struct tvt_reader r;
+	struct tvh_snap *s;
+	struct tvh_pt_stream ps;
+	struct tvh_pt_opts o = { 0 };
+	struct flow ff = { 0 }, fs = { 0 }, fn = { 0 };
+	struct pt_image *empty;
+
+	(void)state;
+	ptf_encode(&fx, pt, sizeof(pt), &len, 1);
+	rb_pt_sync(&r0, 1000, 0, 0);
+	rb_code(&r0, TV_CODEF_LINEAR | TV_CODEF_USER, 1001, 0x77000, code_lin, 0x9000,
+		tv_code_hash(code_page));
+	rb_snap(&r1, TV_CODEF_NEW | TV_CODEF_USER, 900, 0x77000, code_lin, 0x8000, code_page);
+	th_tvt_begin(&t, "m", 1);
+	th_tvt_chunk(&t, 0, TVT_KIND_PT, TVT_CHUNK_F_STREAM_START, 0, pt, len);
+	th_tvt_records(&t, 0, 0, &r0);
+	th_tvt_records(&t, 1, 0, &r1);
+	th_tvt_end(&t);
+	assert_int_equal(tvt_reader_open_mem(&r, t.buf, t.len), 0);
+	assert_int_equal(tvh_snap_load(&r, NULL, &s), 0);
+	assert_int_equal(tvh_pt_collect(&r, 0, &ps, NULL, NULL), 0);
+	assert_int_equal(ps.nruns, 1);
+	assert_int_equal(ps.ntimes, 1);
+	assert_int_equal(ps.times[0].tsc, 1000);
+
+	/* Over the file. */
+	assert_int_equal(tvh_pt_decode(ps.runs[0].data, ps.runs[0].len, 0, file_image,
+				       NULL, on_item, &ff, NULL), 0);
+	assert_int_equal(ff.errors, 0);
+	assert_int_equal(ff.n, fx.nflow);
+	/* No image at all, only the snapshots. */
+	o.snap = s;
+	o.times = ps.times;
+	o.ntimes = ps.ntimes;
+	assert_int_equal(tvh_pt_decode(ps.runs[0].data, ps.runs[0].len, 0, NULL, &o,
+				       on_item, &fs, NULL), 0);
+	assert_int_equal(fs.errors, 0);
+	assert_int_equal(fs.n, ff.n);
+	assert_memory_equal(fs.ip, ff.ip, ff.n * sizeof(ff.ip[0]));
+	/* An empty image of the tools (no modules) with the snapshots: the same. */
+	{
+		struct tvh_symtab none;
+
+		tvh_symtab_init(&none);
+		assert_int_equal(tvh_pt_image(&none, &empty), 0);
+		tvh_symtab_free(&none);
+	}
+	assert_int_equal(tvh_pt_decode(ps.runs[0].data, ps.runs[0].len, 0, empty, &o,
+				       on_item, &fn, NULL), 0);
+	assert_int_equal(fn.n, ff.n);
+	assert_memory_equal(fn.ip, ff.ip, ff.n * sizeof(ff.ip[0]));
+	/* The callback is the decode's only: afterwards the image maps nothing. */
+	memset(&fn, 0, sizeof(fn));
+	assert_int_equal(tvh_pt_decode(ps.runs[0].data, ps.runs[0].len, 0, empty, NULL,
+				       on_item, &fn, NULL), 0);
+	assert_int_equal(fn.n, 0);
+	assert_true(fn.errors >= 1);
+	pt_image_free(empty);
+	/* Parallel decoding: one image per thread, each with its own clock. */
+	{
+		struct pt_image *imgs[2] = { NULL, NULL };
+		struct tvh_pt_stats st;
+
+		assert_int_equal(tvh_pt_decode_parallel(ps.runs[0].data, ps.runs[0].len, 0,
+							imgs, 2, &o, NULL, NULL, &st), 0);
+		assert_int_equal(st.insns, fx.nflow);
+		assert_int_equal(st.errors, 0);
+	}
+	tvh_pt_stream_free(&ps);
+	tvh_snap_free(s);
+	tvt_reader_close(&r);
+	th_tvt_free(&t);
+	rb_free(&r0);
+	rb_free(&r1);
+}
+
+/* Decode one run with TSC packets over a store of two contents of the page. */
+static void decode_two(uint64_t t_first, const uint8_t *first, uint64_t t_second,
+		       const uint8_t *second, const struct tvh_pt_time *times,
+		       size_t ntimes, bool tsc_packets, struct flow *f)
+{
+	uint8_t pt[512];
+	size_t len = 0;
+	struct tvh_snap *s = tvh_snap_new();
+	struct tvh_pt_opts o = { 0 };
+	struct recbuf b = { 0 };
+	struct tvh_stream st;
+	struct trace_event rec;
+	struct tvh_event ev;
+
+	assert_non_null(s);
+	if (tsc_packets)
+		ptf_encode_tsc(&fx, pt, sizeof(pt), &len, 1000, 10);
+	else
+		ptf_encode(&fx, pt, sizeof(pt), &len, 1);
+	rb_snap(&b, TV_CODEF_NEW, t_first, 0x5000, code_lin, 0, first);
+	rb_snap(&b, TV_CODEF_NEW | TV_CODEF_REARM, t_second, 0x5000, code_lin, 0, second);
+	/* Built by hand from the records, as a walk would (tvh_snap_add). */
+	tvh_stream_init(&st);
+	tvh_stream_feed(&st, b.p, b.len, 0, false);
+	memset(&ev, 0, sizeof(ev));
+	ev.kind = TVH_EV_RECORD;
+	ev.rec = &rec;
+	while (tvh_next_record(&st, &rec) > 0)
+		assert_int_equal(tvh_snap_add(s, &ev), 0);
+	assert_int_equal(tvh_snap_finish(s), 0);
+	o.snap = s;
+	o.times = times;
+	o.ntimes = ntimes;
+	memset(f, 0, sizeof(*f));
+	assert_int_equal(tvh_pt_decode(pt, len, 0, NULL, &o, on_item, f, NULL), 0);
+	tvh_snap_free(s);
+	rb_free(&b);
+}
+
+/*
+ * A page patched during the trace: the decoder reads the content valid at
+ * its time (TSC packets 1000..1070), the older one before the
+ * re-snapshot, the newer after.
+ */
+static void test_decode_patched_page_by_time(void **state)
+{
+	static uint8_t bad[PG];
+	const uint64_t add = ptf_sym(&fx, "i_add"), ret = ptf_sym(&fx, "i_ret");
+	struct flow f;
+
+	(void)state;
+	patched_page(bad);
+	/* The right content valid all along, the patch comes after the trace. */
+	decode_two(1, code_page, 5000, bad, NULL, 0, true, &f);
+	assert_int_equal(f.errors, 0);
+	assert_int_equal(f.n, fx.nflow);
+	for (unsigned i = 0; i < fx.nflow; i++)
+		assert_int_equal(f.ip[i], fx.flow[i]);
+	/* The patched content valid during the trace: func is a bare ret. */
+	decode_two(1, bad, 5000, code_page, NULL, 0, true, &f);
+	assert_int_equal(f.errors, 0);
+	assert_int_equal(count_ip(&f, add), 3);
+	assert_int_equal(count_ip(&f, ret), 0);
+	assert_int_equal(f.n, fx.nflow - 3);
+	/* Patched at 1015: the first call runs the old code, the last the new. */
+	decode_two(1, code_page, 1015, bad, NULL, 0, true, &f);
+	assert_int_equal(f.errors, 0);
+	assert_true(count_ip(&f, ret) >= 1);
+	assert_true(count_ip(&f, ret) <= 2);
+	assert_int_equal(f.ip[2], add);
+	assert_int_equal(f.ip[3], ret);
+}
+
+/* Without TSC packets the PT_SYNC records' times are the clock. */
+static void test_decode_clock_from_pt_sync(void **state)
+{
+	static uint8_t bad[PG];
+	const struct tvh_pt_time at2000 = { .offset = 0, .tsc = 2000 };
+	struct flow f;
+
+	(void)state;
+	patched_page(bad);
+	/* Patched before 500, fixed at 1500: at 2000 the fixed one. */
+	decode_two(1, bad, 1500, code_page, &at2000, 1, false, &f);
+	assert_int_equal(f.errors, 0);
+	assert_int_equal(f.n, fx.nflow);
+	/* No time at all: the earliest (the patched one). */
+	decode_two(1, bad, 1500, code_page, NULL, 0, false, &f);
+	assert_int_equal(f.n, fx.nflow - 3);
+}
+
+/* The CLI: pt-decode and script decode a capture with snapshots, no --image. */
+static void test_cli_without_image(void **state)
+{
+	uint8_t pt[512];
+	size_t len = 0;
+	struct recbuf r0 = { 0 };
+	struct th_tvt t;
+	char *path, *cmd, *out = NULL, *err = NULL, *want;
+
+	(void)state;
+	ptf_encode(&fx, pt, sizeof(pt), &len, 1);
+	rb_pt_sync(&r0, 1000, 0, 0);
+	rb_snap(&r0, TV_CODEF_NEW, 900, 0x77000, code_lin, 0x8000, code_page);
+	th_tvt_begin(&t, "m", 1);
+	th_tvt_chunk(&t, 0, TVT_KIND_PT, TVT_CHUNK_F_STREAM_START, 0, pt, len);
+	th_tvt_records(&t, 0, 0, &r0);
+	th_tvt_end(&t);
+	path = th_tvt_save(&t, "snap.tvt");
+
+	assert_true(asprintf(&cmd, "'%s' pt-decode '%s' --cpu 0", th_cli(), path) > 0);
+	assert_int_equal(th_run(cmd, &out, &err), 0);
+	assert_true(th_contains(err, "code snapshots: 1 pages, 1 contents (4 KiB), 0 missing"));
+	assert_true(asprintf(&want, "%u instructions", fx.nflow) > 0);
+	assert_true(th_contains(err, want));
+	assert_true(th_contains(err, " 0 decode errors"));
+	free(want);
+	assert_true(asprintf(&want, "%llx", (unsigned long long)ptf_sym(&fx, "i_ret")) > 0);
+	assert_true(th_contains(out, want));
+	free(want);
+	free(cmd);
+	free(out);
+	free(err);
+
+	assert_true(asprintf(&cmd, "'%s' script '%s' --no-symbols", th_cli(), path) > 0);
+	assert_int_equal(th_run(cmd, &out, &err), 0);
+	assert_null(strstr(err, "PT needs the code"));
+	assert_true(asprintf(&want, "into %u branches, 1 syncs, 0 decode errors", fx.ntaken) > 0);
+	assert_true(th_contains(err, want));
+	free(want);
+	assert_true(asprintf(&want, "0x%llx => 0x%llx",
+			     (unsigned long long)fx.taken[0].from,
+			     (unsigned long long)fx.taken[0].to) > 0);
+	assert_true(th_contains(out, want));
+	free(want);
+	free(cmd);
+	free(out);
+	free(err);
+	free(path);
+	th_tvt_free(&t);
+	rb_free(&r0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_dedup_by_hash),
+		cmocka_unit_test(test_content_split_across_cpus),
+		cmocka_unit_test(test_bad_hash_rejected),
+		cmocka_unit_test(test_missing_chunk_counted),
+		cmocka_unit_test(test_resnapshot_by_time),
+		cmocka_unit_test(test_fallback_any_address_space),
+		cmocka_unit_test(test_read_across_pages),
+		cmocka_unit_test(test_bad_records),
+		cmocka_unit_test(test_decode_equals_file),
+		cmocka_unit_test(test_decode_patched_page_by_time),
+		cmocka_unit_test(test_decode_clock_from_pt_sync),
+		cmocka_unit_test(test_cli_without_image),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
