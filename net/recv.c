@@ -404,11 +404,17 @@ int recv_feed(struct receiver *r, const void *dgram, size_t len, uint64_t addr)
 		r->st.by_error[-err]++;
 		return err;
 	}
+	cpu = m.stream & TVP_STREAM_CPU_MASK;
+	/* A stream beyond our table is refused before it can open (or evict) a session. */
+	if ((m.type == TVP_DATA || m.type == TVP_PT || m.type == TVP_LOSS) && cpu >= RECV_MAX_CPUS) {
+		r->st.malformed++;
+		r->st.by_error[-PROTO_ERR_STREAM]++;
+		return PROTO_ERR_STREAM;
+	}
 	s = find_or_create(r, m.session);
 	s->addr = addr;
 	s->last_active = r->clock;
 	s->datagrams++;
-	cpu = m.stream & TVP_STREAM_CPU_MASK;
 	switch (m.type) {
 	case TVP_HELLO:
 		if (!s->have_hello) {

@@ -314,9 +314,8 @@ void cap_summary(const struct cap *c, FILE *f)
 
 	fprintf(f, "session %016" PRIx64 " from %s, machine ", c->session,
 		c->peer[0] ? c->peer : "?");
-	if (c->have_hello)
-		fprintf(f, "'%.*s'", (int)field_len(c->hello.machine, TVP_MACHINE_LEN),
-			c->hello.machine);
+	if (c->have_hello)   /* the machine's bytes: quoted, escaped (no terminal control) */
+		tvh_quoted(f, c->hello.machine, field_len(c->hello.machine, TVP_MACHINE_LEN));
 	else
 		fputs("unknown (no HELLO)", f);
 	fprintf(f, "%s\n", c->closed ? "" : " (open)");
@@ -681,6 +680,25 @@ int cap_stream_start(struct cap *c, uint32_t cpu, uint64_t seq)
 	return 0;
 }
 
+/* Close the cpuN.pt written least recently (cap_pt reopens it to append). */
+static void pt_close_lru(struct cap *c)
+{
+	struct cap_cpu *lru = NULL;
+
+	for (uint32_t i = 0; i < c->ncpus; i++) {
+		struct cap_cpu *p = c->cpus[i];
+
+		if (p && p->pt && (!lru || p->pt_stamp < lru->pt_stamp))
+			lru = p;
+	}
+	if (!lru)
+		return;
+	if (fclose(lru->pt))
+		cap_io(c);
+	lru->pt = NULL;
+	c->pt_open--;
+}
+
 int cap_pt(struct cap *c, uint32_t cpu, uint64_t offset, const void *bytes, size_t len)
 {
 	struct cap_cpu *p;
@@ -700,16 +718,23 @@ int cap_pt(struct cap *c, uint32_t cpu, uint64_t offset, const void *bytes, size
 	if (!p->pt) {
 		char name[32], path[CAP_DIR_MAX + 32];
 
+		/* File descriptors are bounded: the least recently written file goes. */
+		if (c->pt_open >= CAP_PT_OPEN_MAX)
+			pt_close_lru(c);
 		snprintf(name, sizeof(name), "cpu%u.pt", cpu);
 		if (path_in(c, path, sizeof(path), name))
 			return cap_fail(c, -TVH_ERR_INVALID);
-		p->pt = fopen(path, "wb");
+		p->pt = fopen(path, p->have_pt ? "ab" : "wb");
 		if (!p->pt)
 			return cap_io(c);
-		p->have_pt = true;
-		p->pt_first = offset;
-		p->pt_next = offset;
+		c->pt_open++;
+		if (!p->have_pt) {
+			p->have_pt = true;
+			p->pt_first = offset;
+			p->pt_next = offset;
+		}
 	}
+	p->pt_stamp = ++c->pt_clock;
 	if (offset != p->pt_next)
 		p->pt_gap_bytes += offset - p->pt_next;
 	/* The raw file is the concatenation; gaps are in losses.json. */
@@ -737,9 +762,27 @@ int cap_loss(struct cap *c, uint32_t cpu, uint64_t first, uint64_t count)
 	p = cpu_get(c, cpu);
 	if (!p)
 		return cap_fail(c, -TVH_ERR_NOMEM);
-	/* Insert [first, end), merge with neighbours, count only new records. */
-	for (i = 0; i < p->nloss && p->loss[i].end < first; i++)
-		;
+	/*
+	 * Insert [first, end), merge with neighbours, count only new records.
+	 * The ranges are sorted and disjoint: the first that ends at or after
+	 * first is found by bisection (O(log n) per notice; a notice after the
+	 * last range, the usual case, moves nothing).
+	 */
+	if (end < first)
+		end = UINT64_MAX;   /* a range that wraps stops at the end of the space */
+	{
+		size_t lo = 0, hi = p->nloss;
+
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (p->loss[mid].end < first)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		i = lo;
+	}
 	if (i == p->nloss || p->loss[i].first > end) {
 		if (p->nloss == p->loss_cap) {
 			size_t ncap = p->loss_cap ? p->loss_cap * 2 : 8;
@@ -754,27 +797,30 @@ int cap_loss(struct cap *c, uint32_t cpu, uint64_t first, uint64_t count)
 		p->loss[i].first = first;
 		p->loss[i].end = end;
 		p->nloss++;
-		p->lost += count;
-		c->lost += count;
+		p->lost += end - first;
+		c->lost += end - first;
 		return 0;
 	}
 	/* Overlaps or touches loss[i] (and maybe those after it). */
 	{
-		uint64_t before = ranges_total(p->loss, p->nloss), after;
+		uint64_t before = 0, added;
 		size_t j = i;
 
-		if (first < p->loss[i].first)
-			p->loss[i].first = first;
+		/* Only the ranges merged change: their sum before, the union after. */
 		while (j + 1 < p->nloss && p->loss[j + 1].first <= end)
 			j++;
+		for (size_t k = i; k <= j; k++)
+			before += p->loss[k].end - p->loss[k].first;
+		if (first < p->loss[i].first)
+			p->loss[i].first = first;
 		if (p->loss[j].end > end)
 			end = p->loss[j].end;
 		p->loss[i].end = end;
 		memmove(p->loss + i + 1, p->loss + j + 1, (p->nloss - j - 1) * sizeof(*p->loss));
 		p->nloss -= j - i;
-		after = ranges_total(p->loss, p->nloss);
-		p->lost += after - before;
-		c->lost += after - before;
+		added = (p->loss[i].end - p->loss[i].first) - before;
+		p->lost += added;
+		c->lost += added;
 	}
 	return 0;
 }
@@ -885,6 +931,7 @@ int cap_close(struct cap *c, uint64_t now_ns)
 				if (fclose(p->pt))
 					cap_io(c);
 				p->pt = NULL;
+				c->pt_open--;
 			}
 		}
 		err = tvt_writer_finish(&c->w);
@@ -896,6 +943,14 @@ int cap_close(struct cap *c, uint64_t now_ns)
 			cap_io(c);
 		c->f = NULL;
 	}
+	/* Nothing more is written: the runs' memory (up to REC_BEGIN_BYTES held
+	 * before a HELLO) goes now, not when the summary is dropped. */
+	for (uint32_t i = 0; i < c->ncpus; i++)
+		if (c->cpus[i]) {
+			free(c->cpus[i]->run);
+			c->cpus[i]->run = NULL;
+			c->cpus[i]->run_len = c->cpus[i]->run_cap = 0;
+		}
 	c->closed = true;
 	c->end_ns = now_ns;
 	if (!c->dir[0])
@@ -917,8 +972,10 @@ void cap_free(struct cap *c)
 
 		if (!p)
 			continue;
-		if (p->pt)
+		if (p->pt) {
 			fclose(p->pt);
+			c->pt_open--;
+		}
 		free(p->run);
 		free(p->loss);
 		free(p->missing);

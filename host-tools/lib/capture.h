@@ -55,6 +55,8 @@
 #define CAP_RUN_BYTES     (64u << 10)  /* a records run becomes a chunk */
 #define CAP_DIR_MAX       4096u
 #define CAP_MACHINE_DIR   64u          /* bytes of the machine name in the dir name */
+#define CAP_PT_OPEN_MAX   16u          /* cpuN.pt files open at once (least recently
+				        * written closed first, reopened to append) */
 
 struct cap_range {
 	uint64_t first;          /* first record */
@@ -100,7 +102,8 @@ struct cap_cpu {
 	size_t nloss, loss_cap;
 	uint64_t lost;           /* records in loss[] */
 	/* PT */
-	FILE *pt;                /* cpuN.pt, opened on the first PT bytes */
+	FILE *pt;                /* cpuN.pt while open (CAP_PT_OPEN_MAX), or NULL */
+	uint64_t pt_stamp;       /* c->pt_clock at its last write */
 	bool have_pt;
 	uint64_t pt_first, pt_next;  /* stream offsets */
 	uint64_t pt_bytes;       /* received */
@@ -130,6 +133,8 @@ struct cap {
 	uint32_t ncpus;          /* one past the highest CPU seen */
 	uint64_t records, bytes, lost, pt_bytes;  /* totals */
 	uint64_t pending;        /* record bytes held in memory before cap_begin */
+	unsigned pt_open;        /* cpuN.pt files open */
+	uint64_t pt_clock;
 	bool closed;
 	bool have_buffers;       /* the first CONFIG "buffers" record (meta.json "buffers") */
 	struct tvh_buffers buffers;

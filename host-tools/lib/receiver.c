@@ -36,6 +36,21 @@
 #define REC_CTL_TRIES      10
 #define REC_RCVBUF         (8 << 20)
 /*
+ * Hostile input (docs/PROTOCOL.md, "Threat model"):
+ * - a session is bound to the address and port of its first datagram;
+ *   datagrams with its id from anywhere else are dropped ("foreign"),
+ *   except that a HELLO from elsewhere replaces a session that never sent
+ *   one (unverified state gives way to a machine that says who it is);
+ * - every reply to a session is bounded by REC_AMPLIFY times the bytes its
+ *   address sent us (QUIC's anti-amplification rule, RFC 9000 8.1), so a
+ *   spoofed source gets back at most that;
+ * - a verified session (HELLO seen and answered) is never evicted for an
+ *   unverified one; unverified sessions give way, least recently heard
+ *   first, and one silent for REC_STALE_NS gives way to a new HELLO.
+ */
+#define REC_AMPLIFY        3u
+#define REC_STALE_NS       30000000000ull
+/*
  * Delayed ACKs (recv_set_ack_every) go out when no datagram waits, but
  * not more often than every REC_ACK_GAP_NS: an emulator's user network
  * may hand the machine one datagram per socket per tick (Bochs's slirp:
@@ -86,7 +101,10 @@ struct rec_cpu {
 struct rec_session {
 	bool used;
 	bool closed;
-	struct sockaddr_in peer;  /* where its first datagram came from */
+	bool verified;            /* its HELLO came from peer and was answered */
+	struct sockaddr_in peer;  /* where its first datagram came from: the only source taken */
+	uint64_t rx_peer;         /* bytes received from peer (REC_AMPLIFY budget) */
+	uint64_t tx_peer;         /* bytes sent to peer */
 	uint64_t addr;            /* recv.c's token for the last source */
 	uint64_t id;
 	struct cap cap;
@@ -115,7 +133,11 @@ struct rec {
 	uint64_t wrong_direction;  /* receiver-to-machine types sent at us */
 	uint64_t over_limit;       /* sessions beyond --machines / RECV_MAX_SESSIONS */
 	uint64_t late;             /* datagrams of sessions already closed */
+	uint64_t foreign;          /* a session's id from another address or port */
+	uint64_t evicted;          /* unverified sessions dropped for a newer one */
+	uint64_t amp_limited;      /* replies cut or held back by REC_AMPLIFY */
 	uint64_t send_errors;
+	unsigned nverified;        /* sessions whose HELLO came (what --machines counts) */
 	/* progress */
 	bool tty;
 	uint64_t t0, last_status, last_flush;
@@ -223,10 +245,23 @@ static void send_to(struct rec *r, uint64_t addr, const void *buf, size_t len)
 		r->send_errors++;
 }
 
+/* May we send len more bytes to s's peer (REC_AMPLIFY)? */
+static bool amp_ok(const struct rec_session *s, size_t len)
+{
+	return s->tx_peer + len <= REC_AMPLIFY * s->rx_peer;
+}
+
 static void ctl_send(struct rec *r, struct rec_session *s, uint64_t now)
 {
 	if (s->ctl_len <= 0 || s->ctl_tries >= REC_CTL_TRIES)
 		return;
+	if (!amp_ok(s, (size_t)s->ctl_len)) {
+		/* Wait for the machine to send more: a spoofed HELLO gets one START. */
+		r->amp_limited++;
+		s->ctl_next_ns = now + REC_CTL_RETRY_NS;
+		return;
+	}
+	s->tx_peer += (uint64_t)s->ctl_len;
 	send_to(r, s->addr, s->ctl, (size_t)s->ctl_len);
 	s->ctl_tries++;
 	s->ctl_next_ns = now + REC_CTL_RETRY_NS;
@@ -306,20 +341,48 @@ static void cb_reply(void *ctx, uint64_t session, const struct tvp_control_reply
 	struct rec_session *s = open_session(r, session);
 	static const char *const ops[] = { "nop", "start", "stop", "filters", "marker" };
 
+	bool ours;
+
 	if (!s)
 		return;
+	/*
+	 * Only the session's peer gets here (on_datagram drops other sources).
+	 * Our own command's retries stop only for its counter and op; a reply
+	 * to a command from elsewhere (tracevisor control) is only printed.
+	 */
+	ours = s->ctl_counter && rep->counter == s->ctl_counter && rep->op == TVP_CTL_START;
 	s->replies++;
-	if (rep->counter == s->ctl_counter)
+	if (ours)
 		s->ctl_len = 0;          /* answered: no more resends */
 	if (!r->o.quiet) {
 		if (r->drawn)
 			fputs("\r\033[K", stderr);
 		r->drawn = false;
 		fprintf(stderr, "tracevisor record: session %016" PRIx64 ": control %s (counter %"
-			PRIu64 ") %s\n", session, rep->op < 5 ? ops[rep->op] : "?", rep->counter,
+			PRIu64 ") %s%s\n", session, rep->op < 5 ? ops[rep->op] : "?", rep->counter,
 			rep->status == 0 ? "applied" : rep->status == TVP_CTL_EUNSUPPORTED ?
-			"not supported by the machine" : "refused by the machine");
+			"not supported by the machine" : "refused by the machine",
+			ours ? "" : " (a command not sent by this receiver)");
 	}
+}
+
+/*
+ * An ACK cut to the ranges that fit in room bytes (ranges beyond those
+ * sent are asked for in a later ACK anyway, docs/PROTOCOL.md "ACK"), into
+ * out; its length, or 0 when not even the bare ACK fits.
+ */
+static size_t ack_trim(const uint8_t *p, size_t len, size_t room, uint8_t *out, size_t cap)
+{
+	struct proto_msg m;
+	size_t bare = sizeof(struct tvp_hdr) + sizeof(struct tvp_ack);
+	int n;
+
+	if (room < bare || proto_decode(p, len, &m) || m.type != TVP_ACK)
+		return 0;
+	if (m.u.ack.a.nranges > (room - bare) / sizeof(struct tvp_range))
+		m.u.ack.a.nranges = (uint16_t)((room - bare) / sizeof(struct tvp_range));
+	n = proto_encode_ack(out, cap, m.session, m.stream, &m.u.ack.a, m.u.ack.ranges);
+	return n > 0 ? (size_t)n : 0;
 }
 
 /* Everything we send goes through here: count the NACKs as they leave. */
@@ -327,8 +390,24 @@ static int cb_send(void *ctx, uint64_t addr, const void *buf, size_t len)
 {
 	struct rec *r = ctx;
 	const uint8_t *p = buf;
+	struct rec_session *as = len >= sizeof(struct tvp_hdr) ? open_session(r, tvh_le64(p + 8)) : NULL;
+	uint8_t cut[TVP_MAX_DATAGRAM];
 
-	send_to(r, addr, buf, len);
+	if (as && !amp_ok(as, len)) {
+		uint64_t room = REC_AMPLIFY * as->rx_peer - as->tx_peer;
+
+		r->amp_limited++;
+		if (as->tx_peer > REC_AMPLIFY * as->rx_peer || p[5] != TVP_ACK)
+			return 0;
+		len = ack_trim(p, len, room > sizeof(cut) ? sizeof(cut) : (size_t)room, cut,
+			       sizeof(cut));
+		if (!len)
+			return 0;
+		p = cut;
+	}
+	if (as)
+		as->tx_peer += len;
+	send_to(r, addr, p, len);
 	if (len >= sizeof(struct tvp_hdr) + sizeof(struct tvp_ack) && p[5] == TVP_ACK) {
 		struct rec_session *s = open_session(r, tvh_le64(p + 8));
 		uint16_t stream = tvh_le16(p + 16);
@@ -429,7 +508,8 @@ static void session_finish(struct rec *r, struct rec_session *s, bool report)
 	err = cap_close(&s->cap, rec_wall_ns());
 	cap_result(s, err);
 	s->closed = true;
-	r->nclosed++;
+	if (s->verified)
+		r->nclosed++;     /* --machines counts machines that said HELLO */
 	r->cur = NULL;
 	if (report) {
 		if (r->drawn) {
@@ -462,15 +542,160 @@ static bool receiver_only(uint8_t type)
 	return type == TVP_HELLO_ACK || type == TVP_ACK || type == TVP_CONTROL;
 }
 
+static bool same_addr(const struct sockaddr_in *a, const struct sockaddr_in *b)
+{
+	return a->sin_addr.s_addr == b->sin_addr.s_addr && a->sin_port == b->sin_port;
+}
+
+/*
+ * Forget an unverified session (no HELLO): what it held goes, and so does
+ * its slot, so that its id is not "late" if the machine comes back.  A
+ * capture it had begun on disk (PT bytes, or 3 s of records) is closed
+ * as usual; nothing is created for it otherwise.
+ */
+static void session_discard(struct rec *r, struct rec_session *s)
+{
+	if (s->cap.f) {
+		session_finish(r, s, true);
+	} else {
+		s->closed = true;     /* callbacks from recv_close find no session */
+		recv_close(r->rx, s->id);
+	}
+	session_free(s);
+	r->nsessions--;
+	r->evicted++;
+}
+
+/* A session that delivered nothing and never said HELLO: no directory for it. */
+static bool session_empty(const struct rec_session *s)
+{
+	return !s->verified && !s->cap.f && !s->cap.records && !s->cap.lost && !s->cap.pt_bytes;
+}
+
+static unsigned open_verified(const struct rec *r)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < REC_MAX_SESSIONS; i++)
+		n += r->s[i].used && !r->s[i].closed && r->s[i].verified;
+	return n;
+}
+
+/*
+ * Room in net/recv.c's table (RECV_MAX_SESSIONS) for a new session: the
+ * unverified session heard from least recently gives way; for a HELLO,
+ * failing that, a verified one silent for REC_STALE_NS.  Returns false
+ * when every open session is verified and alive (over-limit).
+ */
+static bool make_room(struct rec *r, bool hello, uint64_t now)
+{
+	struct rec_session *v = NULL;
+
+	if (open_sessions(r) < RECV_MAX_SESSIONS)
+		return true;
+	for (unsigned i = 0; i < REC_MAX_SESSIONS; i++) {
+		struct rec_session *s = &r->s[i];
+
+		if (s->used && !s->closed && !s->verified &&
+		    (!v || s->last_rx_ns < v->last_rx_ns))
+			v = s;
+	}
+	if (v) {
+		session_discard(r, v);
+		return true;
+	}
+	for (unsigned i = 0; hello && i < REC_MAX_SESSIONS; i++) {
+		struct rec_session *s = &r->s[i];
+
+		if (s->used && !s->closed && now - s->last_rx_ns >= REC_STALE_NS &&
+		    (!v || s->last_rx_ns < v->last_rx_ns))
+			v = s;
+	}
+	if (!v)
+		return false;
+	session_finish(r, v, true);
+	return true;
+}
+
+/* A datagram of an unknown session id: open one for it if it deserves it. */
+static struct rec_session *session_new(struct rec *r, const uint8_t *buf, size_t len,
+				       uint64_t id, const struct sockaddr_in *from, uint64_t now)
+{
+	struct proto_msg m;
+	struct rec_session *s;
+	unsigned slot;
+	char peer[64];
+	int err;
+
+	/* Only a datagram that decodes, and that net/recv.c will take, opens a session. */
+	err = proto_decode(buf, len, &m);
+	if (err) {
+		r->rejected[err < 0 && err > -PROTO_ERR_COUNT ? -err : 0]++;
+		return NULL;
+	}
+	if (receiver_only(m.type)) {
+		r->wrong_direction++;
+		return NULL;
+	}
+	if ((m.type == TVP_DATA || m.type == TVP_PT || m.type == TVP_LOSS) &&
+	    (m.stream & TVP_STREAM_CPU_MASK) >= RECV_MAX_CPUS) {
+		r->rejected[-PROTO_ERR_STREAM]++;
+		return NULL;
+	}
+	for (slot = 0; slot < REC_MAX_SESSIONS; slot++)
+		if (r->s[slot].used && r->s[slot].closed && r->s[slot].id == id) {
+			r->late++;
+			return NULL;
+		}
+	/* --machines N: N machines said HELLO; nobody else gets in. */
+	if ((r->o.machines && r->nverified >= r->o.machines) ||
+	    (m.type == TVP_HELLO && r->o.machines && open_verified(r) >= r->o.machines) ||
+	    !make_room(r, m.type == TVP_HELLO, now)) {
+		r->over_limit++;
+		return NULL;
+	}
+	for (slot = 0; slot < REC_MAX_SESSIONS && r->s[slot].used; slot++)
+		;
+	if (slot == REC_MAX_SESSIONS) {
+		/* The table keeps closed sessions for their summary: reuse the oldest. */
+		for (unsigned i = 0; i < REC_MAX_SESSIONS; i++)
+			if (r->s[i].closed && (slot == REC_MAX_SESSIONS ||
+					       r->s[i].created_ns < r->s[slot].created_ns))
+				slot = i;
+		if (slot == REC_MAX_SESSIONS) {
+			r->over_limit++;
+			return NULL;
+		}
+		session_free(&r->s[slot]);
+	}
+	s = &r->s[slot];
+	memset(s, 0, sizeof(*s));
+	rec_addr_str(from, peer, sizeof(peer));
+	if (cap_init(&s->cap, r->o.outdir, id, peer, rec_wall_ns())) {
+		r->over_limit++;
+		return NULL;
+	}
+	s->used = true;
+	s->peer = *from;
+	s->id = id;
+	s->created_ns = now;
+	s->last_rx_ns = now;
+	r->nsessions++;
+	if (!r->o.quiet) {
+		if (r->drawn)
+			fputs("\r\033[K", stderr);
+		r->drawn = false;
+		fprintf(stderr, "tracevisor record: new session %016" PRIx64 " from %s\n", id, peer);
+	}
+	return s;
+}
+
 /* A datagram from the network: never trusted. */
 static void on_datagram(struct rec *r, const uint8_t *buf, size_t len,
 			const struct sockaddr_in *from, uint64_t now)
 {
 	struct rec_session *s;
 	uint64_t id;
-	/* net/recv.c holds RECV_MAX_SESSIONS at once (it would evict one). */
-	unsigned limit = r->o.machines && r->o.machines < RECV_MAX_SESSIONS ? r->o.machines :
-			 RECV_MAX_SESSIONS;
 	int err;
 
 	r->datagrams++;
@@ -481,63 +706,27 @@ static void on_datagram(struct rec *r, const uint8_t *buf, size_t len,
 	}
 	id = tvh_le64(buf + 8);
 	s = id ? open_session(r, id) : NULL;
-	if (!s) {
+	if (s && !same_addr(&s->peer, from)) {
 		struct proto_msg m;
-		unsigned slot;
-		char peer[64];
 
-		/* Only a datagram that decodes opens a session. */
-		err = proto_decode(buf, len, &m);
-		if (err) {
-			r->rejected[err < 0 && err > -PROTO_ERR_COUNT ? -err : 0]++;
+		/*
+		 * The id travels in clear: another source may only replace a
+		 * session that never said HELLO, and only with a HELLO.  A
+		 * verified session is never renamed or retargeted.
+		 */
+		if (s->verified || buf[5] != TVP_HELLO || proto_decode(buf, len, &m)) {
+			r->foreign++;
 			return;
 		}
-		if (receiver_only(m.type)) {
-			r->wrong_direction++;
-			return;
-		}
-		for (slot = 0; slot < REC_MAX_SESSIONS; slot++)
-			if (r->s[slot].used && r->s[slot].closed && r->s[slot].id == id) {
-				r->late++;
-				return;
-			}
-		if (open_sessions(r) >= limit || (r->o.machines && r->nsessions >= r->o.machines)) {
-			r->over_limit++;
-			return;
-		}
-		for (slot = 0; slot < REC_MAX_SESSIONS && r->s[slot].used; slot++)
-			;
-		if (slot == REC_MAX_SESSIONS) {
-			/* The table keeps closed sessions for their summary: reuse the oldest. */
-			for (unsigned i = 0; i < REC_MAX_SESSIONS; i++)
-				if (r->s[i].closed && (slot == REC_MAX_SESSIONS ||
-						       r->s[i].created_ns < r->s[slot].created_ns))
-					slot = i;
-			if (slot == REC_MAX_SESSIONS) {
-				r->over_limit++;
-				return;
-			}
-			session_free(&r->s[slot]);
-		}
-		s = &r->s[slot];
-		memset(s, 0, sizeof(*s));
-		rec_addr_str(from, peer, sizeof(peer));
-		if (cap_init(&s->cap, r->o.outdir, id, peer, rec_wall_ns())) {
-			r->over_limit++;
-			return;
-		}
-		s->used = true;
-		s->peer = *from;
-		s->id = id;
-		s->created_ns = now;
-		r->nsessions++;
-		if (!r->o.quiet) {
-			if (r->drawn)
-				fputs("\r\033[K", stderr);
-			r->drawn = false;
-			fprintf(stderr, "tracevisor record: new session %016" PRIx64 " from %s\n", id, peer);
-		}
+		session_discard(r, s);
+		s = NULL;
 	}
+	if (!s) {
+		s = session_new(r, buf, len, id, from, now);
+		if (!s)
+			return;
+	}
+	s->rx_peer += len;
 	s->addr = addr_token(from);
 	r->cur = s;
 	err = recv_feed(r->rx, buf, len, s->addr);
@@ -549,6 +738,10 @@ static void on_datagram(struct rec *r, const uint8_t *buf, size_t len,
 	if (err) {
 		r->rejected[err < 0 && err > -PROTO_ERR_COUNT ? -err : 0]++;
 		return;
+	}
+	if (buf[5] == TVP_HELLO && !s->verified) {
+		s->verified = true;   /* answered with a HELLO_ACK to this address */
+		r->nverified++;
 	}
 	s->last_rx_ns = now;
 	s->datagrams++;
@@ -655,8 +848,9 @@ static void print_receiver_summary(const struct rec *r, FILE *f, uint64_t elapse
 		if (r->rejected[i])
 			fprintf(f, " %s=%" PRIu64, names[i] ? names[i] : "?", r->rejected[i]);
 	fprintf(f, " wrong-direction=%" PRIu64 "; not taken: over-limit=%" PRIu64 " late=%" PRIu64
+		" foreign=%" PRIu64 " evicted=%" PRIu64 "; amplification-limited=%" PRIu64
 		"; send-errors=%" PRIu64 "\n", r->wrong_direction, r->over_limit, r->late,
-		r->send_errors);
+		r->foreign, r->evicted, r->amp_limited, r->send_errors);
 }
 
 /* ---- main loop ----------------------------------------------------------------- */
@@ -756,8 +950,12 @@ static void rec_periodic(struct rec *r, uint64_t now)
 			if (err && !s->cap_err)
 				s->cap_err = err;
 		}
-		if (r->o.idle > 0 && now - s->last_rx_ns >= (uint64_t)(r->o.idle * 1e9))
-			session_finish(r, s, true);
+		if (r->o.idle > 0 && now - s->last_rx_ns >= (uint64_t)(r->o.idle * 1e9)) {
+			if (session_empty(s))
+				session_discard(r, s);
+			else
+				session_finish(r, s, true);
+		}
 	}
 	if (flush)
 		r->last_flush = now;
@@ -825,6 +1023,8 @@ static int rec_run(struct rec *r)
 		fputs("\r\033[K", stderr);
 	r->drawn = false;
 	for (unsigned i = 0; i < REC_MAX_SESSIONS; i++) {
+		if (r->s[i].used && !r->s[i].closed && session_empty(&r->s[i]))
+			session_discard(r, &r->s[i]);
 		session_finish(r, &r->s[i], true);
 		if (r->s[i].cap_err && !ret)
 			ret = r->s[i].cap_err;
