@@ -243,6 +243,7 @@ static void trace_setup_from_config(struct vmx_boot_params *p, const struct tv_c
 	p->trace.pmi_every = cfg->trace_pmi_every;
 	p->trace.wait_ms = cfg->trace_wait_ms;
 	p->trace.stall_tsc = cfg->trace_stall_tsc;
+	p->trace.code_snapshots = cfg->code_snapshots;
 	if (cfg->trace_pmi && chosen != TV_SOURCE_LBR && chosen != TV_SOURCE_BTS &&
 	    chosen != TV_SOURCE_PT) {
 		/* only source = auto gets here (config_parse refuses mtf/btf) */

@@ -280,6 +280,7 @@ static void layout_request(const struct vmx_boot_params *p, UINTN ncpu, const st
 	req->guest_bytes = needs->guest_bytes;
 	req->hidden_bytes = needs->hidden_bytes;
 	req->hidden_align = needs->hidden_align;
+	req->pool_extra_bytes = needs->pool_bytes;   /* code snapshots: EPT splits, tables */
 	if (!req->ntraced) {   /* nothing traces: no trace parts at all */
 		req->ntraced = 0;
 		req->ring_bytes = req->guest_bytes = req->hidden_bytes = req->hidden_align = 0;

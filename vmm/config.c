@@ -49,6 +49,7 @@ void config_defaults(struct tv_config *cfg)
 	cfg->bts_buffer_kb = CONFIG_BTS_BUFFER_KB_DEFAULT;
 	cfg->trace_wait_ms = CONFIG_WAIT_MS_DEFAULT;
 	cfg->trace_stall_tsc = 0;      /* keep */
+	cfg->code_snapshots = 0;       /* auto: on with source = pt (docs/SNAPSHOTS.md) */
 	cfg->npci_hide = 0;
 }
 

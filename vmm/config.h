@@ -109,6 +109,7 @@ struct tv_config {
 	uint32_t trace_pmi_every;      /* pmi_every: bts threshold / lbr counter period, 0 = default */
 	uint32_t trace_wait_ms;        /* overflow = wait: the bound of one wait, ms */
 	uint8_t trace_stall_tsc;       /* stall_tsc: enum trace_stall_tsc */
+	uint8_t code_snapshots;        /* code_snapshots: enum trace_snap_mode (0 = auto) */
 	uint32_t npci_hide;
 	struct pci_bdf pci_hide[CONFIG_PCI_HIDE_MAX];  /* pci_hide = BB:DD.F,... */
 };

@@ -104,6 +104,22 @@ int config_key_stall_tsc(struct tv_config *cfg, const char *val, char *err, size
 	return 0;
 }
 
+/* code_snapshots (docs/SNAPSHOTS.md): auto, on or off; auto = on with source = pt. */
+int config_key_code_snapshots(struct tv_config *cfg, const char *val, char *err, size_t errlen)
+{
+	if (!strcmp(val, "auto"))
+		cfg->code_snapshots = TRACE_SNAP_AUTO;
+	else if (!strcmp(val, "on"))
+		cfg->code_snapshots = TRACE_SNAP_ON;
+	else if (!strcmp(val, "off"))
+		cfg->code_snapshots = TRACE_SNAP_OFF;
+	else {
+		snprintf(err, errlen, "code_snapshots must be auto, on or off");
+		return -1;
+	}
+	return 0;
+}
+
 /*
  * A receiver means the trace streams while it is made: wait (nothing
  * lost while the receiver answers) unless the file says otherwise.
@@ -563,4 +579,7 @@ void config_log_trace(const struct tv_config *cfg)
 		 config_pt_buffer_kb(cfg), cfg->pt_buffer_kb ? "" : " (from trace_buffer_kb)",
 		 config_pt_topa_kb(cfg), cfg->pt_topa_kb == config_pt_topa_kb(cfg) ? "" : " (derived)",
 		 cfg->bts_buffer_kb);
+	log_info("config: code_snapshots=%s",
+		 cfg->code_snapshots == TRACE_SNAP_ON ? "on" :
+		 cfg->code_snapshots == TRACE_SNAP_OFF ? "off" : "auto (on with source = pt)");
 }

@@ -9,6 +9,7 @@
 #include "vmm/trace/engine.h"
 #include "vmm/trace/poweroff.h"
 #include "vmm/trace/serial_export.h"
+#include "vmm/trace/snap.h"
 
 #include <string.h>
 
@@ -143,6 +144,7 @@ void hv_init(const struct hv_boot_info *bi)
 	preempt_hook_install(&bi->poll);
 	trace_engine_init(&bi->trace, hv_read_phys, NULL, hv_trace_window);
 	trace_trigger_arm(bi->ept, bi->pool);
+	trace_snap_arm(bi->ept, bi->pool);   /* after the trigger: it finds its page executable */
 	hv_net_on = false;
 	if (bi->net_ops && bi->net.enabled) {
 		hv_net_on = bi->net_ops->start(&hv.net, bi->cpus, bi->ncpus) == 0;

@@ -39,7 +39,8 @@ static bool page_multiple(uint64_t n)
 static int check(const struct hv_layout_req *r, uint64_t base_pa)
 {
 	if (!r->ncpus || r->ntraced > r->ncpus || !page_multiple(base_pa) || !page_multiple(r->ring_bytes) ||
-	    !page_multiple(r->guest_bytes) || !page_multiple(r->hidden_bytes))
+	    !page_multiple(r->guest_bytes) || !page_multiple(r->hidden_bytes) ||
+	    !page_multiple(r->pool_extra_bytes) || r->pool_extra_bytes > UINT64_MAX / 2)
 		return HV_LAYOUT_EINVAL;
 	if (r->hidden_bytes &&
 	    (r->hidden_align < HV_PAGE || (r->hidden_align & (r->hidden_align - 1)) ||
@@ -67,7 +68,7 @@ int hv_layout_compute(const struct hv_layout_req *r, uint64_t base_pa, struct hv
 	l->nic_dma_bytes = page_up(r->nic_dma_bytes, &c.overflow);
 	l->exporter_bytes = page_up(r->exporter_bytes, &c.overflow);
 	l->percpu_bytes = HV_PERCPU_BYTES;
-	l->pool_bytes = HV_POOL_BYTES;
+	l->pool_bytes = HV_POOL_BYTES + r->pool_extra_bytes;   /* bounded by check() */
 	l->ring_bytes = r->ring_bytes;
 	l->guest_bytes = r->guest_bytes;
 	l->hidden_bytes = r->hidden_bytes;

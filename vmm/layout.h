@@ -60,6 +60,11 @@ struct hv_layout_req {
 	uint64_t guest_bytes;
 	uint64_t hidden_bytes;
 	uint64_t hidden_align;      /* a power of two >= HV_PAGE when hidden_bytes */
+	/*
+	 * Page-pool bytes beyond HV_POOL_BYTES, from trace_engine_needs()
+	 * (pool_bytes: code snapshots' EPT splits and tables); a page multiple.
+	 */
+	uint64_t pool_extra_bytes;
 };
 
 /*

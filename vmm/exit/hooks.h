@@ -58,6 +58,15 @@ struct exit_hooks {
 	 */
 	bool (*ept_fetch)(struct per_cpu *cpu, uint64_t gpa, uint64_t guest_rax);
 	/*
+	 * ept_write - an EPT violation caused by a data write at gpa (exit
+	 * qualification bit 1, SDM 3C 28.2.1), asked before the generic
+	 * path: true when the page was write-protected by the tracer (code
+	 * snapshots: vmm/trace/snap.h) and the exit is dealt with; the
+	 * instruction is retried.
+	 * NULL: false (the violation is handled as any other).
+	 */
+	bool (*ept_write)(struct per_cpu *cpu, uint64_t gpa);
+	/*
 	 * guest_reset - the guest reset the machine (triple fault), just
 	 * before the reset: the last chance to close and export a window.
 	 * NULL: nothing.

@@ -83,6 +83,8 @@ bool trace_mtf_window(const struct trace_cpu *t);
 void trace_guest_reset(void);                      /* MAXPHYADDR, at init */
 void trace_guest_set_reader(gmem_read_phys_fn read_phys, void *ctx);
 uint64_t trace_guest_ip(void);                     /* CS.base + RIP */
+/* Guest-physical bytes through the engine's reader: 0, or -1 (none, or not readable). */
+int trace_guest_read_phys(uint64_t gpa, void *buf, size_t len);
 uint64_t trace_guest_rsp(void);
 void trace_view_begin(struct trace_view *v, struct per_cpu *cpu);
 void trace_view_flush(struct trace_view *v);       /* write back what was set */

@@ -15,6 +15,7 @@
 #include "vmm/trace/cpu.h"
 #include "vmm/trace/hooks.h"
 #include "vmm/trace/read.h"
+#include "vmm/trace/snap.h"
 #include "vmm/vmx/vcpu.h"
 
 struct trace_setup trace_cfg;
@@ -34,6 +35,7 @@ void trace_engine_init(const struct trace_setup *s, gmem_read_phys_fn read_phys,
 	window_done = on_window;
 	trace_guest_set_reader(read_phys, read_ctx);
 	trace_trigger_reset();
+	trace_snap_reset();
 	trace_guest_reset();
 	trace_hcall_register(trace_cfg.source != TV_SOURCE_NONE);
 	trace_hooks_register();
@@ -238,6 +240,7 @@ int trace_stop(struct per_cpu *cpu, enum tv_trigger why)
 	trace_view_begin(&v, cpu);
 	trace_be->close(&t->b, &v);
 	trace_view_flush(&v);
+	trace_snap_window_stop(cpu);   /* its LOG record inside the window */
 	trace_append_stop(t->b.ring, hw_rdtsc(), why, trace_guest_ip());
 	trace_be->log_stop(&t->b, trace_trigger_name(why));
 	trace_stall_log(t);

@@ -38,6 +38,11 @@ void trace_guest_set_reader(gmem_read_phys_fn read_phys, void *ctx)
 	phys_ctx = ctx;
 }
 
+int trace_guest_read_phys(uint64_t gpa, void *buf, size_t len)
+{
+	return phys_reader ? phys_reader(phys_ctx, gpa, buf, len) : -1;
+}
+
 uint64_t trace_guest_ip(void)
 {
 	return vmcs_get(VMCS_GUEST_CS_BASE) + vmcs_get(VMCS_GUEST_RIP);

@@ -14,6 +14,26 @@
 #include "vmm/trace/engine.h"
 #include "vmm/trace/msr_policy.h"
 #include "vmm/trace/poweroff.h"
+#include "vmm/trace/snap.h"
+
+/*
+ * Before every entry: a CPU whose EPT TLB may hold rights that code
+ * snapshots changed on another CPU flushes it first (snap.h), then the
+ * engine's work.
+ */
+static void hook_before_entry(struct per_cpu *cpu, uint32_t exit_reason)
+{
+	trace_snap_before_entry(cpu);
+	trace_before_entry(cpu, exit_reason);
+}
+
+/* An execute violation: the address trigger's page first, then code snapshots. */
+static bool hook_ept_fetch(struct per_cpu *cpu, uint64_t gpa, uint64_t guest_rax)
+{
+	if (trace_trigger_fetch(cpu, gpa, guest_rax))
+		return true;
+	return trace_snap_fetch(cpu, gpa);
+}
 
 /* The guest resets the machine: close the window, which exports it. */
 static void hook_guest_reset(struct per_cpu *cpu)
@@ -71,12 +91,13 @@ static int hook_msr_write(struct exit_ctx *ctx, uint32_t msr, uint64_t value)
 }
 
 static const struct exit_hooks trace_exit_hooks = {
-	.before_entry = trace_before_entry,   /* same signature: no adapter hop */
+	.before_entry = hook_before_entry,
 	.nmi_exit = trace_nmi_exit,
 	.owns_db = trace_owns_db,
 	.db_exit = exit_debug_exception,
 	.mtf_exit = exit_monitor_trap,
-	.ept_fetch = trace_trigger_fetch,
+	.ept_fetch = hook_ept_fetch,
+	.ept_write = trace_snap_write,
 	.guest_reset = hook_guest_reset,
 	.guest_sleep = hook_guest_sleep,
 	.msr_intercepts = trace_msr_intercepts,

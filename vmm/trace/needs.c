@@ -9,6 +9,7 @@
 #include "vmm/trace/backend.h"
 #include "vmm/trace/engine.h"
 #include "vmm/trace/needs.h"
+#include "vmm/trace/snap.h"
 #include "vmm/vmx/vmx_defs.h"
 
 int trace_engine_needs(const struct trace_setup *s, struct trace_needs *n)
@@ -41,6 +42,8 @@ int trace_engine_needs(const struct trace_setup *s, struct trace_needs *n)
 	}
 	if (!n->hidden_bytes)
 		n->hidden_align = 0;
+	if (trace_snap_wanted(s))
+		n->pool_bytes = TRACE_SNAP_POOL_BYTES;
 	return 0;
 }
 

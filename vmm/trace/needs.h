@@ -41,6 +41,12 @@ struct trace_needs {
 	uint64_t hidden_align;      /* ... aligned to this (a power of two; 0 if none) */
 	uint64_t guest_bytes;       /* per traced CPU: backend memory the guest's EPT maps RW */
 	/*
+	 * Once, not per CPU: page-pool bytes beyond the boot's own
+	 * (HV_POOL_BYTES), for code snapshots (vmm/trace/snap.h,
+	 * TRACE_SNAP_POOL_BYTES: its tables and the EPT splits); 0: none.
+	 */
+	uint64_t pool_bytes;
+	/*
 	 * What that memory holds, for the log and the capture (the backend's
 	 * mem op; 0 / NULL: none): the byte stream ring the exporter takes
 	 * (pt: pt_buffer_kb) and the trace hardware's output buffer (pt: the

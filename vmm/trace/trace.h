@@ -116,6 +116,7 @@ struct trace_setup {
 	uint32_t pmi_every;       /* bts: threshold, lbr: counter period (records); 0 = default */
 	uint32_t wait_ms;         /* overflow = wait: the bound of one wait (0 = TRACE_WAIT_MS_DEFAULT) */
 	uint8_t stall_tsc;        /* enum trace_stall_tsc (vmm/trace/stall.h) */
+	uint8_t code_snapshots;   /* enum trace_snap_mode (vmm/trace/snap.h); 0 = auto */
 	/*
 	 * Per-CPU buffer sizes in bytes, from the config (docs/CONFIG.md:
 	 * pt_buffer_kb, pt_topa_kb, bts_buffer_kb); 0 = the default below.
@@ -125,6 +126,13 @@ struct trace_setup {
 	uint64_t pt_ring_bytes;   /* pt: the stream ring the drains fill (a power of two) */
 	uint64_t pt_topa_bytes;   /* pt: the ToPA output regions together (a power of two) */
 	uint64_t bts_buf_bytes;   /* bts: the BTS buffer (a power of two), after the DS page */
+};
+
+/* code_snapshots (docs/SNAPSHOTS.md): auto is on with source = pt. */
+enum trace_snap_mode {
+	TRACE_SNAP_AUTO = 0,
+	TRACE_SNAP_ON = 1,
+	TRACE_SNAP_OFF = 2,
 };
 
 /* The sizes a 0 in struct trace_setup stands for (the config's defaults). */

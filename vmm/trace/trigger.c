@@ -236,7 +236,8 @@ static int kentry_arm(struct per_cpu *cpu)
 		return -1;
 	}
 	rc = ept_lookup(trig_ept, ret & ~0xfffull, &leaf);
-	if (rc || !(leaf.rwx & EPT_X)) {
+	/* Readable guest memory: code snapshots may have taken X already (snap.h). */
+	if (rc || !(leaf.rwx & EPT_R)) {
 		log_err("trace: cpu %u: kernel_entry: %#llx cannot be trapped", cpu->index,
 			(unsigned long long)ret);
 		return -1;
