@@ -117,6 +117,29 @@ void tvh_dump_fields(FILE *out, const struct trace_event *r, struct tvh_symtab *
 			r->u.pt_sync.pt_offset, r->u.pt_sync.pt_lost);
 		tsc(out, r);
 		break;
+	case TV_REC_CODE:
+		fprintf(out, "gpa=0x%" PRIx64 " linear=", r->u.code.gpa);
+		if (r->info & TV_CODEF_LINEAR)
+			addr(out, r->u.code.linear, st);
+		else
+			fputs("?", out);
+		fprintf(out, " cr3=0x%" PRIx64 " hash=%016" PRIx64 "%s%s%s",
+			r->u.code.cr3, r->u.code.hash,
+			r->info & TV_CODEF_NEW ? " new" : "",
+			r->info & TV_CODEF_REARM ? " rearm" : "",
+			r->info & TV_CODEF_USER ? " user" : "");
+		tsc(out, r);
+		break;
+	case TV_REC_CODE_DATA:
+		/* The first bytes only: the page is in the file, `pt-decode` reads it. */
+		fprintf(out, "hash=%016" PRIx64 " chunk=%u bytes=0x%x..0x%x:",
+			r->u.code_data.hash, r->u.code_data.chunk,
+			r->u.code_data.chunk * TV_CODE_CHUNK,
+			(r->u.code_data.chunk + 1) * TV_CODE_CHUNK);
+		for (unsigned i = 0; i < 16; i++)
+			fprintf(out, " %02x", r->u.code_data.bytes[i]);
+		fputs(" ...", out);
+		break;
 	default:
 		fprintf(out, "type=%u size=%u", r->type, r->size);
 		break;

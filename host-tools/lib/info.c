@@ -72,16 +72,79 @@ void tvh_buffers_json(FILE *out, const struct tvh_buffers *b)
 		b->output_region_bytes, b->drain_us);
 }
 
+bool tvh_snap_log_parse(const char *text, size_t len, uint32_t *cpu,
+			struct tvh_snap_counter *v, unsigned *n)
+{
+	static const char tag[] = "snap: cpu ";
+	size_t i = sizeof(tag) - 1;
+	uint64_t c = 0;
+	unsigned k = 0;
+
+	if (!text || len <= i || memcmp(text, tag, i))
+		return false;
+	if (text[i] < '0' || text[i] > '9')
+		return false;
+	for (; i < len && text[i] >= '0' && text[i] <= '9'; i++) {
+		c = c * 10 + (uint64_t)(text[i] - '0');
+		if (c > UINT32_MAX)
+			return false;
+	}
+	if (i + 1 >= len || text[i] != ':' || text[i + 1] != ' ')
+		return false;
+	i += 2;
+	/* "NAME VALUE" items, ", " between: the value is the last word. */
+	while (i < len && k < TVH_SNAP_COUNTERS) {
+		size_t start = i, end, sp;
+		uint64_t val = 0;
+		bool digits = false, over = false;
+
+		while (i < len && text[i] != ',')
+			i++;
+		end = i;
+		for (sp = end; sp > start && text[sp - 1] != ' '; sp--)
+			;
+		for (size_t j = sp; j < end; j++) {
+			if (text[j] < '0' || text[j] > '9') {
+				digits = false;
+				break;
+			}
+			if (val > (UINT64_MAX - 9) / 10)
+				over = true;
+			val = val * 10 + (uint64_t)(text[j] - '0');
+			digits = true;
+		}
+		if (digits && !over && sp > start + 1) {
+			size_t nl = sp - 1 - start;
+
+			if (nl >= sizeof(v[k].name))
+				nl = sizeof(v[k].name) - 1;
+			memcpy(v[k].name, text + start, nl);
+			v[k].name[nl] = '\0';
+			v[k++].value = val;
+		}
+		while (i < len && (text[i] == ',' || text[i] == ' '))
+			i++;
+	}
+	*cpu = (uint32_t)c;
+	*n = k;
+	return k > 0;
+}
+
 void tvh_info_init(struct tvh_info *in)
 {
 	memset(in, 0, sizeof(*in));
 	tvh_cputab_init(&in->cpus, sizeof(struct tvh_info_cpu));
+	in->snap = tvh_snap_new();
+	if (!in->snap)
+		in->err = -TVH_ERR_NOMEM;
 }
 
 void tvh_info_free(struct tvh_info *in)
 {
 	tvh_cputab_free(&in->cpus, NULL);
 	tvh_images_free(&in->images);
+	tvh_snap_free(in->snap);
+	in->snap = NULL;
 }
 
 int tvh_info_event(void *ctx, const struct tvh_event *ev)
@@ -90,6 +153,12 @@ int tvh_info_event(void *ctx, const struct tvh_event *ev)
 	const struct trace_event *r = ev->rec;
 	struct tvh_info_cpu *c;
 
+	if (in->snap) {
+		int ret = tvh_snap_add(in->snap, ev);
+
+		if (ret)
+			return ret;
+	}
 	if (ev->kind != TVH_EV_RECORD)
 		return 0;
 	c = tvh_cputab_get(&in->cpus, ev->cpu);
@@ -110,6 +179,18 @@ int tvh_info_event(void *ctx, const struct tvh_event *ev)
 	case TV_REC_START:
 		c->windows++;
 		break;
+	case TV_REC_LOG: {
+		struct tvh_snap_counter v[TVH_SNAP_COUNTERS];
+		uint32_t who;
+		unsigned n;
+
+		/* The counters are the CPU's since boot: the last line counts. */
+		if (tvh_snap_log_parse(r->u.text.text, r->u.text.len, &who, v, &n)) {
+			memcpy(c->snap, v, n * sizeof(v[0]));
+			c->nsnap = n;
+		}
+		break;
+	}
 	case TV_REC_BRANCH:
 	case TV_REC_BRANCH_COMPACT:
 	case TV_REC_LBR:
@@ -173,6 +254,56 @@ static void buffers_line(FILE *out, const struct tvh_buffers *b)
 	if (b->drain_us)
 		fprintf(out, ", drain tick %" PRIu32 " us", b->drain_us);
 	fputc('\n', out);
+}
+
+/* The code snapshots: what the records hold, then the hypervisor's counters. */
+static void snap_lines(const struct tvh_info *in, FILE *out)
+{
+	struct tvh_snap_counter sum[TVH_SNAP_COUNTERS];
+	struct tvh_snap_stats ss;
+	unsigned nsum = 0, cpus = 0;
+
+	/* Idempotent; the store is the info's own (pointer member of a const). */
+	if (!in->snap || tvh_snap_finish(in->snap))
+		return;
+	tvh_snap_get_stats(in->snap, &ss);
+	if (ss.records || ss.data_records) {
+		fprintf(out, "code snapshots: %" PRIu64 " (new %" PRIu64 ", re-armed %"
+			PRIu64 ", user %" PRIu64 "), %" PRIu64 " pages, %" PRIu64
+			" contents = ", ss.records, ss.new_records, ss.rearms, ss.user,
+			ss.pages, ss.contents);
+		size(out, ss.bytes);
+		fprintf(out, "; bad hash %" PRIu64 ", missing %" PRIu64 " (chunks %"
+			PRIu64 "), bad records %" PRIu64 "\n", ss.bad_hash,
+			ss.missing_data, ss.missing_chunks, ss.bad_records);
+	}
+	/* Summed by name over the CPUs, in the order the first line gives. */
+	for (uint32_t i = 0; i < in->cpus.len; i++) {
+		const struct tvh_info_cpu *c = tvh_cputab_peek(&in->cpus, i);
+
+		if (!c || !c->nsnap)
+			continue;
+		cpus++;
+		for (unsigned k = 0; k < c->nsnap; k++) {
+			unsigned j;
+
+			for (j = 0; j < nsum && strcmp(sum[j].name, c->snap[k].name); j++)
+				;
+			if (j == nsum) {
+				if (nsum == TVH_SNAP_COUNTERS)
+					continue;
+				sum[nsum] = c->snap[k];
+				sum[nsum++].value = 0;
+			}
+			sum[j].value = tvh_sat_add(sum[j].value, c->snap[k].value);
+		}
+	}
+	if (!cpus)
+		return;
+	fputs("  hypervisor:", out);
+	for (unsigned j = 0; j < nsum; j++)
+		fprintf(out, "%s %s %" PRIu64, j ? "," : "", sum[j].name, sum[j].value);
+	fprintf(out, " (%u CPU%s)\n", cpus, cpus == 1 ? "" : "s");
 }
 
 int tvh_info_write(const struct tvh_info *in, const struct tvt_reader *r,
@@ -242,6 +373,7 @@ int tvh_info_write(const struct tvh_info *in, const struct tvt_reader *r,
 		tvh_quoted(out, im->name, strlen(im->name));
 		fputc('\n', out);
 	}
+	snap_lines(in, out);
 	tvh_dump_summary(out, s);
 	return ferror(out) ? -TVH_ERR_IO : 0;
 }

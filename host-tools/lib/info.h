@@ -15,6 +15,7 @@
 
 #include "host-tools/lib/cputab.h"
 #include "host-tools/lib/images.h"
+#include "host-tools/lib/snap.h"
 #include "host-tools/lib/tvt.h"
 #include "host-tools/lib/walk.h"
 
@@ -43,6 +44,20 @@ bool tvh_buffers_parse(const char *text, size_t len, struct tvh_buffers *b);
 /* tvh_buffers_json - b as a JSON object, the names of struct tvh_buffers. */
 void tvh_buffers_json(FILE *out, const struct tvh_buffers *b);
 
+/*
+ * The hypervisor's code snapshot counters: a LOG record per CPU at window
+ * stop, "snap: cpu N: NAME VALUE, NAME VALUE, ..." (vmm/trace/snap.c;
+ * names as written, e.g. "fetch exits").  tvh_snap_log_parse fills up to
+ * TVH_SNAP_COUNTERS of them and *cpu; false when text is not such a line.
+ */
+#define TVH_SNAP_COUNTERS 12u
+struct tvh_snap_counter {
+	char name[24];
+	uint64_t value;
+};
+bool tvh_snap_log_parse(const char *text, size_t len, uint32_t *cpu,
+			struct tvh_snap_counter *v, unsigned *n);
+
 struct tvh_info_cpu {
 	bool have_buffers;
 	struct tvh_buffers buffers;   /* the first "buffers" CONFIG record */
@@ -50,11 +65,14 @@ struct tvh_info_cpu {
 	uint64_t first_tsc, last_tsc;
 	uint64_t windows;        /* START records */
 	uint64_t branches;
+	unsigned nsnap;          /* the last "snap: cpu N:" LOG line's counters */
+	struct tvh_snap_counter snap[TVH_SNAP_COUNTERS];
 };
 
 struct tvh_info {
 	struct tvh_cputab cpus;  /* struct tvh_info_cpu */
 	struct tvh_images images;
+	struct tvh_snap *snap;   /* the capture's code snapshots (counted) */
 	int err;                 /* first allocation failure */
 };
 

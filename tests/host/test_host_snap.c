@@ -23,9 +23,12 @@
 
 #include <cmocka.h>
 
+#include "host-tools/lib/dump.h"
 #include "host-tools/lib/error.h"
+#include "host-tools/lib/info.h"
 #include "host-tools/lib/pt.h"
 #include "host-tools/lib/snap.h"
+#include "host-tools/lib/stream.h"
 #include "host-tools/lib/sym.h"
 #include "tests/host/helpers.h"
 #include "tests/host/pt_fixture.h"
@@ -445,6 +448,145 @@ static void test_bad_records(void **state)
 	assert_int_equal(st.records, 0);
 }
 
+/* ---- info and dump ---------------------------------------------------------------- */
+
+static void log_line(struct recbuf *b, const char *text)
+{
+	rb_text(b, TV_REC_LOG, 2, 5000, text, strlen(text));
+}
+
+/* `info` counts the snapshots and sums the hypervisor's per-CPU counters. */
+static void test_info_counts(void **state)
+{
+	static uint8_t p[PG];
+	struct recbuf b0 = { 0 }, b1 = { 0 };
+	struct th_tvt t;
+	struct tvt_reader r;
+	struct tvh_walk_opts wo = { .cpu = -1 };
+	struct tvh_info in;
+	struct tvh_stats st;
+	char *text = NULL;
+	size_t tlen;
+	FILE *f;
+
+	(void)state;
+	fill(p, 51);
+	rb_snap(&b0, TV_CODEF_NEW, 100, 0x10000, 0x401000, 0x1000, p);
+	log_line(&b0, "snap: cpu 0: snapshots 1, new 1, rearms 0, fetch exits 2, write exits 0,"
+		 " bytes 4096, untracked 0, lost 0");
+	log_line(&b0, "snap: contents 1 of 4096 slots");          /* not a CPU line */
+	rb_snap(&b1, TV_CODEF_REARM | TV_CODEF_USER, 200, 0x20000, 0x402000, 0x2000, p);
+	log_line(&b1, "snap: cpu 1: snapshots 1, new 0, rearms 1, fetch exits 1, write exits 1,"
+		 " bytes 0, untracked 0, lost 0");
+	th_tvt_begin(&t, "m", 1);
+	th_tvt_records(&t, 0, 0, &b0);
+	th_tvt_records(&t, 1, 0, &b1);
+	th_tvt_end(&t);
+	assert_int_equal(tvt_reader_open_mem(&r, t.buf, t.len), 0);
+	tvh_info_init(&in);
+	assert_int_equal(tvh_walk(&r, &wo, tvh_info_event, &in, &st), 0);
+	f = open_memstream(&text, &tlen);
+	assert_int_equal(tvh_info_write(&in, &r, &st, "x.tvt", f), 0);
+	fclose(f);
+	assert_true(th_contains(text, "code snapshots: 2 (new 1, re-armed 1, user 1), 2 pages,"
+				" 1 contents = 4 KiB; bad hash 0, missing 0 (chunks 0),"
+				" bad records 0\n"));
+	assert_true(th_contains(text, "  hypervisor: snapshots 2, new 1, rearms 1, fetch exits 3,"
+				" write exits 1, bytes 4096, untracked 0, lost 0 (2 CPUs)\n"));
+	free(text);
+	tvh_info_free(&in);
+	tvh_stats_free(&st);
+	tvt_reader_close(&r);
+	th_tvt_free(&t);
+	rb_free(&b0);
+	rb_free(&b1);
+}
+
+/* The LOG line parser on good and malformed lines. */
+static void test_log_parse(void **state)
+{
+	static const struct { const char *text; bool ok; uint32_t cpu; unsigned n; } cases[] = {
+		{ "snap: cpu 3: snapshots 7, fetch exits 9", true, 3, 2 },
+		{ "snap: cpu 0: pages 5, junk, bytes x1, fetch exits 7", true, 0, 2 },
+		{ "snap: cpu x: pages 5", false, 0, 0 },
+		{ "snap: cpu 1 pages 5", false, 0, 0 },
+		{ "snap: cpu 99999999999: pages 5", false, 0, 0 },
+		{ "snap: contents 3 of 5", false, 0, 0 },
+		{ "snap: cpu 2: ", false, 0, 0 },
+		{ "snap: cpu 2: 5, 6", false, 0, 0 },
+		{ "snap: cpu 2: big 99999999999999999999999", false, 0, 0 },
+		{ "", false, 0, 0 },
+	};
+	struct tvh_snap_counter v[TVH_SNAP_COUNTERS];
+	char longname[200];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint32_t cpu = 77;
+		unsigned n = 0;
+		bool ok = tvh_snap_log_parse(cases[i].text, strlen(cases[i].text), &cpu, v, &n);
+
+		if (ok != cases[i].ok || (ok && (cpu != cases[i].cpu || n != cases[i].n)))
+			fail_msg("case %zu '%s': ok %d cpu %u n %u", i, cases[i].text, ok, cpu, n);
+	}
+	snprintf(longname, sizeof(longname), "snap: cpu 3: snapshots 7, fetch exits 9");
+	assert_true(tvh_snap_log_parse(longname, strlen(longname), &(uint32_t){ 0 }, v,
+				       &(unsigned){ 0 }));
+	assert_string_equal(v[1].name, "fetch exits");
+	assert_int_equal(v[1].value, 9);
+	/* Names are cut to fit; a line with more items than slots keeps the first. */
+	snprintf(longname, sizeof(longname), "snap: cpu 1: %s 5", "a-very-long-counter-name-indeed");
+	assert_true(tvh_snap_log_parse(longname, strlen(longname), &(uint32_t){ 0 }, v,
+				       &(unsigned){ 0 }));
+	assert_int_equal(strlen(v[0].name), sizeof(v[0].name) - 1);
+	assert_false(tvh_snap_log_parse(NULL, 0, &(uint32_t){ 0 }, v, &(unsigned){ 0 }));
+}
+
+/* `dump` prints both kinds readably. */
+static void test_dump_fields(void **state)
+{
+	static uint8_t p[PG];
+	struct recbuf b = { 0 };
+	struct tvh_stream st;
+	struct trace_event rec;
+	char *text = NULL;
+	size_t tlen;
+	FILE *f;
+	uint64_t h;
+
+	(void)state;
+	fill(p, 0);
+	h = tv_code_hash(p);
+	rb_snap(&b, TV_CODEF_NEW | TV_CODEF_USER, 100, 0x10000, 0x401000, 0x1000, p);
+	rb_code(&b, 0, 7, 0x20000, 0, 0x1000, h);
+	tvh_stream_init(&st);
+	tvh_stream_feed(&st, b.p, b.len, 0, false);
+	f = open_memstream(&text, &tlen);
+	while (tvh_next_record(&st, &rec) > 0) {
+		tvh_dump_fields(f, &rec, NULL);
+		fputc('\n', f);
+	}
+	fclose(f);
+	{
+		char *want;
+
+		assert_true(asprintf(&want, "gpa=0x10000 linear=0x401000 cr3=0x1000 hash=%016llx"
+				     " new user tsc=100\n", (unsigned long long)h) > 0);
+		assert_true(th_contains(text, want));
+		free(want);
+		assert_true(asprintf(&want, "hash=%016llx chunk=3 bytes=0x600..0x800: 00 07 0e 15",
+				     (unsigned long long)h) > 0);
+		assert_true(th_contains(text, want));
+		free(want);
+		assert_true(asprintf(&want, "gpa=0x20000 linear=? cr3=0x1000 hash=%016llx tsc=7\n",
+				     (unsigned long long)h) > 0);
+		assert_true(th_contains(text, want));
+		free(want);
+	}
+	free(text);
+	rb_free(&b);
+}
+
 /* ---- decoding from snapshots ---------------------------------------------------- */
 
 static struct pt_fixture fx;
@@ -769,6 +911,9 @@ int main(void)
 		cmocka_unit_test(test_fallback_any_address_space),
 		cmocka_unit_test(test_read_across_pages),
 		cmocka_unit_test(test_bad_records),
+		cmocka_unit_test(test_info_counts),
+		cmocka_unit_test(test_log_parse),
+		cmocka_unit_test(test_dump_fields),
 		cmocka_unit_test(test_decode_equals_file),
 		cmocka_unit_test(test_decode_patched_page_by_time),
 		cmocka_unit_test(test_decode_clock_from_pt_sync),
