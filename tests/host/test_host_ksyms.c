@@ -190,6 +190,42 @@ static void test_malformed(void **state)
 	}
 }
 
+/* The same checks for a System.map, whose lines have no [module]. */
+static void bad_map(const char *text, const char *msg)
+{
+	struct tvh_ksyms k;
+
+	assert_int_equal(parse(&k, text, TVH_KSYMS_SYSTEM_MAP), -TVH_ERR_INVALID);
+	if (!th_contains(k.error, msg))
+		fail_msg("error '%s' lacks '%s'", k.error, msg);
+	assert_int_equal(k.n, 0);
+	tvh_ksyms_free(&k);
+}
+
+static void test_malformed_system_map(void **state)
+{
+	static const char crlf[] = "ffffffff81000000 T _text\r\n\tffffffff81002000\tT\tstart_kernel \r\n";
+	struct tvh_ksyms k;
+
+	(void)state;
+	bad_map("ffffffff81000000 T a\tfoo]\n", "map:1: extra text after the name (a System.map line");
+	bad_map("ffffffff81000000 T a [foo]\n", "map:1: extra text after the name (a System.map line");
+	bad_map("ffffffff81000000 T a\nffffffff8100000z T b\n", "map:2: bad address");
+	bad_map("ffffffff81000000 t\n", "map:1: missing name");
+	bad_map("ffffffff81000000\n", "map:1: missing type and name");
+	bad_map("ffffffff81000000 Tx a\n", "map:1: bad type");
+	bad_map("ffffffff81000000 1 a\n", "map:1: bad type");
+	bad_map("00000000ffffffff81000000 T a\n", "map:1: address longer than 16 hex digits");
+	bad_map("T ffffffff81000000 a\n", "map:1: bad address");
+	/* CRLF line ends and tabs are blanks: a Windows-copied map still loads. */
+	assert_int_equal(parse(&k, crlf, TVH_KSYMS_SYSTEM_MAP), 2);
+	lookup_is(&k, 0xffffffff81002010ull, "start_kernel", 0x10);
+	tvh_ksyms_free(&k);
+	/* An error names the first bad line only, after good ones. */
+	bad_map("ffffffff81000000 T a\nffffffff81000010 T b\nffffffff81000020 T c d e\n"
+		"zz T f\n", "map:3: extra text after the name");
+}
+
 static void test_zero_addresses(void **state)
 {
 	static const char z[] =
@@ -576,6 +612,7 @@ int main(void)
 		cmocka_unit_test(test_system_map),
 		cmocka_unit_test(test_kallsyms_modules),
 		cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_malformed_system_map),
 		cmocka_unit_test(test_zero_addresses),
 		cmocka_unit_test(test_unsorted_and_duplicates),
 		cmocka_unit_test(test_relocate),
