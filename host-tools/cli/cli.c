@@ -144,6 +144,10 @@ int load_images(struct common *c, struct tvt_reader *r, const char *path)
 	if (!err)
 		err = tvh_images_load(&im, c->image_dir, &c->st,
 				      c->quiet ? NULL : stderr, &ls);
+	if (err == -TVH_ERR_LIMIT) {        /* the walk's TVH_MAX_CPUS_SEEN: exit 3 */
+		tvh_images_free(&im);
+		return walk_failed(err, path);
+	}
 	if (err) {
 		if (err == -TVH_ERR_IO && c->image_dir)
 			msg("--image-dir %s: %s", c->image_dir, strerror(errno));
@@ -270,6 +274,12 @@ int walk_failed(int ret, const char *path)
 {
 	if (!ret)
 		return 0;
+	if (ret == -TVH_ERR_LIMIT) {
+		/* Damaged or hostile input beyond a documented limit (walk.h). */
+		msg("%s: more than %u distinct CPUs: refused (TVH_MAX_CPUS_SEEN, docs/TRACEFILE.md)",
+		    path, TVH_MAX_CPUS_SEEN);
+		return EXIT_DAMAGED;
+	}
 	msg("%s: %s", path, ret < 0 ? tvh_errstr(ret) : "aborted");
 	return EXIT_ERR;
 }

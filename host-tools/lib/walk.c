@@ -57,6 +57,8 @@ struct cpu_slot *tvh_walk_slot(struct walk *w, uint32_t cpu)
 	if (w->slot_of[cpu] < 0) {
 		struct cpu_slot *s;
 
+		if (w->nslots >= TVH_MAX_CPUS_SEEN)
+			return NULL;   /* tvh_walk_next says -TVH_ERR_LIMIT */
 		if (w->nslots == w->cap) {
 			uint32_t n = w->cap ? 2 * w->cap : 8;
 			struct cpu_slot **v = realloc(w->slots, n * sizeof(*v));
@@ -343,7 +345,8 @@ int tvh_walk_next(struct walk *w, struct tvt_chunk *c, struct cpu_slot **slot)
 		stats->chunks_by_kind[c->kind]++;
 		*slot = tvh_walk_slot(w, c->cpu);
 		if (!*slot)
-			return c->cpu > TVH_MAX_CPU ? -TVH_ERR_HEADER : -TVH_ERR_NOMEM;
+			return c->cpu > TVH_MAX_CPU ? -TVH_ERR_HEADER :
+			       w->nslots >= TVH_MAX_CPUS_SEEN ? -TVH_ERR_LIMIT : -TVH_ERR_NOMEM;
 		return got < 0 ? 2 : 1;
 	}
 	return 0;

@@ -114,9 +114,18 @@ struct tvh_walk_opts {
  * CPU whatever opts->cpu says.  Damaged data is reported through fn and
  * stats and does not stop the walk.
  * Returns 0, fn's nonzero value, or -TVH_ERR_NOMEM / -TVH_ERR_HEADER
- * (a CPU index above TVH_MAX_CPU).
+ * (a CPU index above TVH_MAX_CPU) / -TVH_ERR_LIMIT (more than
+ * TVH_MAX_CPUS_SEEN distinct CPUs).
+ *
+ * Readers keep state per CPU seen (a decoder, a table, a temporary file),
+ * so the number of distinct CPUs is bounded, not only their index: a file
+ * of one record on each of 65,536 CPUs (4 MB) would otherwise cost
+ * gigabytes.  TVH_MAX_CPUS_SEEN is the export protocol's limit
+ * (TVP_MAX_CPUS, CPU indexes 0..1023); beyond it a file is refused with
+ * -TVH_ERR_LIMIT (the CLI: exit 3), never read into an OOM.
  */
 #define TVH_MAX_CPU 65535u
+#define TVH_MAX_CPUS_SEEN 1024u
 int tvh_walk(struct tvt_reader *r, const struct tvh_walk_opts *opts,
 	     tvh_walk_fn fn, void *ctx, struct tvh_stats *stats);
 

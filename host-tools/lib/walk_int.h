@@ -46,15 +46,16 @@ struct walk {
 	uint32_t slot_of_len;
 };
 
-/* The slot of cpu, created (with w->fn, w->ctx) when new; NULL: no memory. */
+/* The slot of cpu, created (with w->fn, w->ctx) when new; NULL: no memory,
+ * or TVH_MAX_CPUS_SEEN slots exist already. */
 struct cpu_slot *tvh_walk_slot(struct walk *w, uint32_t cpu);
 
 /*
  * tvh_walk_next - the next chunk that belongs to a CPU, into *c, and its
  * slot.  Chunks of no CPU (damaged headers) are reported to w->fn here.
  * Returns 1, 2 (a truncated chunk: pass -TVH_ERR_TRUNCATED on), 0 at the
- * end, w->fn's nonzero value, -TVH_ERR_NOMEM or -TVH_ERR_HEADER (a CPU
- * index above TVH_MAX_CPU).
+ * end, w->fn's nonzero value, -TVH_ERR_NOMEM, -TVH_ERR_HEADER (a CPU
+ * index above TVH_MAX_CPU) or -TVH_ERR_LIMIT (TVH_MAX_CPUS_SEEN).
  */
 int tvh_walk_next(struct walk *w, struct tvt_chunk *c, struct cpu_slot **slot);
 

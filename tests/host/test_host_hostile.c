@@ -654,6 +654,66 @@ static void test_names_escaped(void **state)
 	free(out);
 }
 
+/* ---- 10: readers bounded by content --------------------------------------------------- */
+
+/* One branch record on each of ncpus CPUs (CPU indexes spread up to 65535). */
+static char *many_cpus(unsigned ncpus, const char *name)
+{
+	struct recbuf b = { 0 };
+	struct th_tvt t;
+	char *path;
+
+	rb_branch(&b, TV_BR_JMP, 0x1000, 0x2000);
+	th_tvt_begin(&t, "m", 9);
+	for (unsigned c = 0; c < ncpus; c++)
+		th_tvt_records(&t, ncpus > 1024 ? c * 63 : c, 0, &b);
+	th_tvt_end(&t);
+	path = th_tvt_save(&t, name);
+	th_tvt_free(&t);
+	rb_free(&b);
+	return path;
+}
+
+/*
+ * A file of one record on each of 1,025 CPUs is refused by every walk
+ * (TVH_MAX_CPUS_SEEN) and by the CLI with exit 3 and a clear message,
+ * before any per-CPU state is made for them; 1,024 CPUs are read.
+ */
+static void test_readers_cpu_limit(void **state)
+{
+	char *ok = many_cpus(TVH_MAX_CPUS_SEEN, "hostile-1024cpus.tvt");
+	char *bad = many_cpus(TVH_MAX_CPUS_SEEN + 1, "hostile-1025cpus.tvt");
+	struct tvt_reader r;
+	struct tvh_walk_opts wo = { .cpu = -1 };
+	struct tvh_stats s;
+	static const char *const cmds[] = { "info", "dump", "script", "report", "timeline -o /dev/null" };
+	char cmd[9000], *out = NULL, *err = NULL;
+
+	(void)state;
+	assert_int_equal(tvt_reader_open(&r, ok), 0);
+	assert_int_equal(tvh_walk(&r, &wo, NULL, NULL, &s), 0);
+	assert_int_equal(s.ncpus, TVH_MAX_CPUS_SEEN);
+	tvh_stats_free(&s);
+	tvt_reader_close(&r);
+	assert_int_equal(tvt_reader_open(&r, bad), 0);
+	assert_int_equal(tvh_walk(&r, &wo, NULL, NULL, &s), -TVH_ERR_LIMIT);
+	tvh_stats_free(&s);
+	tvt_reader_close(&r);
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		int rc;
+
+		snprintf(cmd, sizeof(cmd), "%s %s %s", th_cli(), cmds[i], bad);
+		rc = th_run(cmd, &out, &err);
+		if (rc != 3 || !strstr(err, "more than 1024 distinct CPUs"))
+			fail_msg("%s: exit %d, stderr: %s", cmds[i], rc, err);
+		free(out);
+		free(err);
+		out = err = NULL;
+	}
+	free(ok);
+	free(bad);
+}
+
 /* ---- 11: LOST sums do not wrap --------------------------------------------------------- */
 
 static void test_lost_saturates(void **state)
@@ -704,6 +764,7 @@ int main(void)
 		cmocka_unit_test(test_pt_fds),
 		cmocka_unit_test(test_loss_fast),
 		cmocka_unit_test(test_names_escaped),
+		cmocka_unit_test(test_readers_cpu_limit),
 		cmocka_unit_test(test_lost_saturates),
 	};
 
