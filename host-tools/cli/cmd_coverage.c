@@ -35,7 +35,10 @@ void coverage_usage(FILE *f)
 	      "  -o, --output FILE   the output file ('-': stdout)\n"
 	      "  --format FMT        drcov (default) or modoff\n"
 	      IMAGE_HELP
-	      "                      (at least one module, given or found, is needed)\n"
+	      "                      (at least one module, given or found, is needed;\n"
+	      "                      a capture with code snapshots and no file: its\n"
+	      "                      IMAGE records are the modules, block sizes\n"
+	      "                      approximate)\n"
 	      "  --cpu N             only CPU N's branches\n"
 	      "  --flavor NAME       the 'DRCOV FLAVOR' (default tracevisor)\n"
 	      "  -j, --threads N     decoding threads (default: one per processor)\n"
@@ -109,6 +112,27 @@ static int coverage_end(void *ctx, uint32_t cpu, void *cpu_ctx, bool aborted)
 	return ret;
 }
 
+/*
+ * With no file given: whether the capture has code snapshots, which then
+ * decode its PT, the IMAGE records naming the modules.  Quiet (a missing
+ * file is the usage error's business); keeps the store in c->snap.
+ */
+static bool snapshots_only(struct common *c, const char *arg)
+{
+	struct tvt_reader r;
+	char *path = NULL;
+	bool yes = false;
+
+	if (tvt_resolve_path(arg, &path))
+		return false;
+	if (!tvt_reader_open(&r, path)) {
+		yes = !load_snapshots(c, &r) && !tvh_snap_empty(c->snap);
+		tvt_reader_close(&r);
+	}
+	free(path);
+	return yes;
+}
+
 int cmd_coverage(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -141,16 +165,23 @@ int cmd_coverage(int argc, char **argv)
 		ret = usage_error("missing -o OUT");
 		goto out;
 	}
-	if (!c.nelfs && !c.image_dir) {
+	if (!c.nelfs && !c.image_dir && !snapshots_only(&c, argv[optind])) {
 		ret = usage_error("at least one --elf/--image PATH[@BASE] or an --image-dir "
-				  "is needed (coverage offsets are module-relative)");
+				  "is needed (coverage offsets are module-relative; a capture"
+				  " with code snapshots uses its IMAGE records)");
 		goto out;
 	}
 	ret = open_trace(argv[optind], &r);
 	if (ret)
 		goto out;
 	ret = setup_modules(&c, &r, argv[optind]);
-	if (!ret && !c.st.nmods) {
+	if (!ret && !c.st.nmods && c.snap && c.regions.n) {
+		/* Decoded from the snapshots; the IMAGE records are the modules. */
+	} else if (!ret && !c.st.nmods && c.snap) {
+		msg("%s: no module: the capture has code snapshots but no IMAGE record"
+		    " to name blocks by (give --image)", argv[optind]);
+		ret = EXIT_ERR;
+	} else if (!ret && !c.st.nmods) {
 		msg("%s: no module: none of the IMAGE records' files is in %s",
 		    argv[optind], c.image_dir);
 		ret = EXIT_ERR;
@@ -188,7 +219,8 @@ int cmd_coverage(int argc, char **argv)
 				" with approximate size) in %u modules; dropped %"
 				PRIu64 " outside modules, %" PRIu64 " crossing modules, %"
 				PRIu64 " inconsistent, %" PRIu64 " too big\n", cmd_name,
-				c.out, run.total.nbbs, ds->approx, c.st.nmods, ds->outside,
+				c.out, run.total.nbbs, ds->approx,
+				c.st.nmods ? c.st.nmods : (unsigned)c.regions.n, ds->outside,
 				ds->cross_module, ds->backwards, ds->too_big);
 		if (!run.total.nbbs)
 			msg("no basic block fell inside the given modules (check @BASE)");

@@ -121,11 +121,30 @@ uint64_t tvh_drcov_base(const struct tvh_module *m, uint64_t *end)
 	return lo;
 }
 
+/*
+ * Regions stand for modules only when no module was given (a capture
+ * decoded from its code snapshots): with files, blocks outside them stay
+ * dropped as before.
+ */
+static size_t nregions(const struct tvh_symtab *st)
+{
+	return !st->nmods && st->regions ? st->regions->n : 0;
+}
+
+/* A region's module id (nmods + index), -1 when addr is in none. */
+static int region_id(const struct tvh_symtab *st, uint64_t addr)
+{
+	const struct tvh_region *rg;
+
+	if (!nregions(st) || !(rg = tvh_regions_find(st->regions, addr)))
+		return -1;
+	return (int)(st->nmods + (size_t)(rg - st->regions->v));
+}
+
 int tvh_drcov_add(struct tvh_drcov *d, uint64_t start, uint64_t end, bool approx)
 {
 	int ms = tvh_symtab_find_exec(d->st, start), me;
 	uint64_t base, mend;
-	const struct tvh_module *m;
 	struct tvh_drcov_bb bb;
 
 	d->stats.blocks++;
@@ -137,17 +156,23 @@ int tvh_drcov_add(struct tvh_drcov *d, uint64_t start, uint64_t end, bool approx
 		d->stats.empty++;
 		return 0;
 	}
+	if (ms < 0)
+		ms = region_id(d->st, start);
 	if (ms < 0) {
 		d->stats.outside++;
 		return 0;
 	}
 	me = tvh_symtab_find_exec(d->st, end - 1);
+	if (me < 0)
+		me = region_id(d->st, end - 1);
 	if (me != ms) {
 		d->stats.cross_module++;
 		return 0;
 	}
-	m = &d->st->mods[ms];
-	base = tvh_drcov_base(m, &mend);
+	if ((unsigned)ms < d->st->nmods)
+		base = tvh_drcov_base(&d->st->mods[ms], &mend);
+	else
+		base = d->st->regions->v[(unsigned)ms - d->st->nmods].base;
 	if (end - start > TVH_DRCOV_MAX_BB || start - base > UINT32_MAX ||
 	    ms > UINT16_MAX) {
 		d->stats.too_big++;
@@ -178,12 +203,17 @@ int tvh_drcov_merge(struct tvh_drcov *dst, const struct tvh_drcov *src)
 	return 0;
 }
 
+static const char *mod_name(const struct tvh_symtab *st, unsigned id)
+{
+	return id < st->nmods ? st->mods[id].name : st->regions->v[id - st->nmods].name;
+}
+
 int tvh_drcov_write_modoff(const struct tvh_drcov *d, FILE *out)
 {
 	fprintf(out, "# tracevisor coverage: %zu basic blocks, module+offset "
 		"(hex, from the module's base)\n", d->nbbs);
 	for (size_t i = 0; i < d->nbbs; i++)
-		fprintf(out, "%s+%" PRIx32 "\n", d->st->mods[d->bbs[i].mod_id].name,
+		fprintf(out, "%s+%" PRIx32 "\n", mod_name(d->st, d->bbs[i].mod_id),
 			d->bbs[i].start);
 	return ferror(out) ? -TVH_ERR_IO : 0;
 }
@@ -261,10 +291,11 @@ int tvh_drcov_event(void *ctx, const struct tvh_event *ev)
 int tvh_drcov_write(const struct tvh_drcov *d, FILE *out, const char *flavor)
 {
 	const struct tvh_symtab *st = d->st;
+	size_t nreg = nregions(st);
 
 	fprintf(out, "DRCOV VERSION: 2\n");
 	fprintf(out, "DRCOV FLAVOR: %s\n", flavor ? flavor : "tracevisor");
-	fprintf(out, "Module Table: version 2, count %u\n", st->nmods);
+	fprintf(out, "Module Table: version 2, count %zu\n", st->nmods + nreg);
 	fprintf(out, "Columns: id, base, end, entry, checksum, timestamp, path\n");
 	for (unsigned i = 0; i < st->nmods; i++) {
 		const struct tvh_module *m = &st->mods[i];
@@ -275,6 +306,14 @@ int tvh_drcov_write(const struct tvh_drcov *d, FILE *out, const char *flavor)
 			", 0x%08x, 0x%08x, %s\n", i, base, end, m->entry,
 			0u, 0u, abs ? abs : m->path);
 		free(abs);
+	}
+	for (size_t i = 0; i < nreg; i++) {
+		const struct tvh_region *rg = &st->regions->v[i];
+
+		/* No file: the IMAGE record's name stands for the path. */
+		fprintf(out, "%zu, 0x%016" PRIx64 ", 0x%016" PRIx64 ", 0x%016" PRIx64
+			", 0x%08x, 0x%08x, %s\n", st->nmods + i, rg->base, rg->end,
+			(uint64_t)0, 0u, 0u, rg->name);
 	}
 	fprintf(out, "BB Table: %zu bbs\n", d->nbbs);
 	for (size_t i = 0; i < d->nbbs; i++) {

@@ -82,7 +82,11 @@ struct tvh_drcov {
  */
 uint64_t tvh_drcov_base(const struct tvh_module *m, uint64_t *end);
 
-/* st must outlive d and hold at least one module. */
+/*
+ * st must outlive d and hold at least one module or region.  With no
+ * module, regions (the IMAGE records' names, st->regions) are the modules,
+ * without a file (a capture decoded from its code snapshots).
+ */
 void tvh_drcov_init(struct tvh_drcov *d, struct tvh_symtab *st);
 void tvh_drcov_free(struct tvh_drcov *d);
 

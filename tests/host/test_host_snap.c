@@ -861,6 +861,8 @@ static void test_cli_without_image(void **state)
 	ptf_encode(&fx, pt, sizeof(pt), &len, 1);
 	rb_pt_sync(&r0, 1000, 0, 0);
 	rb_snap(&r0, TV_CODEF_NEW, 900, 0x77000, code_lin, 0x8000, code_page);
+	/* An IMAGE record names the program: coverage's module without a file. */
+	rb_image(&r0, TV_IMG_LOADER, 800, code_lin, PG, "\\EFI\\BOOT\\PROG.EFI");
 	th_tvt_begin(&t, "m", 1);
 	th_tvt_chunk(&t, 0, TVT_KIND_PT, TVT_CHUNK_F_STREAM_START, 0, pt, len);
 	th_tvt_records(&t, 0, 0, &r0);
@@ -895,6 +897,43 @@ static void test_cli_without_image(void **state)
 	free(cmd);
 	free(out);
 	free(err);
+
+	/* report, coverage and timeline decode it too. */
+	{
+		static const char *const cmds[] = {
+			"report '%s' --phases",
+			"coverage '%s' --format modoff -o '%s.cov'",
+			"timeline '%s' -o '%s.json'",
+		};
+
+		for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+			char *args;
+
+			assert_true(asprintf(&args, cmds[i], path, path) > 0);
+			assert_true(asprintf(&cmd, "'%s' %s", th_cli(), args) > 0);
+			if (th_run(cmd, NULL, &err) != 0 || strstr(err, "PT needs the code") || !strstr(err, "code snapshots: 1 pages") ||
+			    !strstr(err, " 0 decode errors"))
+				fail_msg("%s: %s", args, err);
+			free(args);
+			free(cmd);
+			free(err);
+		}
+	}
+	/* Blocks by the IMAGE record's name (sizes approximate: no file). */
+	{
+		char *cov, *line;
+		size_t clen;
+
+		assert_true(asprintf(&cov, "%s.cov", path) > 0);
+		out = th_read_file(cov, &clen);
+		assert_true(asprintf(&line, "\nPROG+%llx\n", (unsigned long long)
+				     (ptf_sym(&fx, "func") - code_lin)) > 0);
+		if (!th_contains(out, line))
+			fail_msg("%s lacks %s", out, line);
+		free(line);
+		free(out);
+		free(cov);
+	}
 	free(path);
 	th_tvt_free(&t);
 	rb_free(&r0);
