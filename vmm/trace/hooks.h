@@ -8,8 +8,9 @@
 
 /*
  * trace_hooks_register - register the tracer's exit hooks (exit_hooks_set):
- * before entry, NMI, #DB, MTF, EPT execute fetch, guest reset, and the
- * MSR policy.  Always, whatever the source: with none configured each
+ * before entry (with code snapshots' EPT flush), NMI, #DB, MTF, EPT
+ * execute fetch (the address trigger, then code snapshots), EPT write
+ * (code snapshots' re-arm), guest reset, and the MSR policy.  Always, whatever the source: with none configured each
  * hook finds nothing to do (no ring, nothing owned).  Called by hv_init
  * right after trace_engine_init, and at boot before the MSR bitmaps are
  * built (msr_bitmap_build asks the MSR hook): each image registers its
