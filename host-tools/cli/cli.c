@@ -479,19 +479,31 @@ int finish_walk(int ret, const struct tvh_stats *s, const char *path)
 	return tvh_stats_damaged(s) ? EXIT_DAMAGED : EXIT_OK;
 }
 
-/* Whether r has a PT chunk (stops at the first): snapshots serve PT only. */
+/*
+ * Whether r has PT (snapshots serve PT only): stops at the first PT chunk,
+ * or at the first ring snapshot naming another source (the receiver
+ * writes one per CPU at the start), so other captures cost one chunk.
+ */
 static bool has_pt(struct tvt_reader *r)
 {
+	struct tv_trace_ring ring;
 	struct tvt_chunk ch;
 	bool found = false;
 	int ret;
 
 	tvt_reader_rewind(r);
-	while ((ret = tvt_next_chunk(r, &ch)) != 0)
-		if (ret > 0 && ch.kind == TVT_KIND_PT) {
+	while ((ret = tvt_next_chunk(r, &ch)) != 0) {
+		if (ret <= 0)
+			continue;
+		if (ch.kind == TVT_KIND_PT) {
 			found = true;
 			break;
 		}
+		if (ch.kind == TVT_KIND_RING &&
+		    !tvh_ring_decode(ch.payload, ch.length, &ring) &&
+		    ring.source != TV_SOURCE_NONE && ring.source != TV_SOURCE_PT)
+			break;
+	}
 	tvt_reader_rewind(r);
 	return found;
 }
