@@ -49,6 +49,7 @@ struct tvh_ptf_decoder {
 	int ret;                 /* fn's nonzero value */
 	struct tvh_ptf_stats st;
 	uint64_t pkt_off;        /* offset in buf of the packet being handled */
+	size_t pkt_end;          /* and of the byte after it */
 	size_t nb;               /* the next PSB of the chain (ptf_next_sync) */
 
 	/* trace state */
@@ -65,12 +66,21 @@ struct tvh_ptf_decoder {
 	bool tnt_fresh;          /* no bit of the TNT packet used yet */
 	uint32_t spin;           /* instructions since a packet was last read */
 	bool spin_enable;        /* enabled, no instruction since: see walk() */
+
+	/* time: the last TSC packet, and libipt's time at the last packet read */
+	bool have_tsc, rd_have_tsc;
+	uint64_t tsc, rd_tsc;
+	/* opts.libipt_branches: the transfer waiting for its destination */
+	bool pend;
+	struct tvh_ptf_item pend_it;
 	uint64_t rs[PTF_RS + 1];
 	uint8_t rs_top, rs_bottom;
 
 	/* packets waiting for the packet they bind to */
 	bool fup_pending;        /* FUP seen, its TIP / TIP.PGD not yet */
 	uint64_t fup_ip;
+	bool fup_have_tsc;       /* the time at the FUP (its event's) */
+	uint64_t fup_tsc;
 	unsigned fup_taken;      /* events that consume the next FUP */
 	bool ovf_fup;            /* the next FUP resolves an OVF */
 	bool mode_pending;       /* MODE.Exec: binds to the next TIP-class packet */
@@ -357,6 +367,104 @@ static int emit(struct tvh_ptf_decoder *d, struct tvh_ptf_item *it)
 	return ret;
 }
 
+/* libipt's time: the time at the packet it read last (pt_insn_time). */
+static inline void rd_time(struct tvh_ptf_decoder *d)
+{
+	d->rd_have_tsc = d->have_tsc;
+	d->rd_tsc = d->tsc;
+}
+
+/*
+ * opts.libipt_branches: tvh_pt_decode reports a transfer when libipt
+ * returns the instruction at its destination, with the time it has then;
+ * an event first (enable, disable, async branch or disable, overflow, a
+ * resync) or the end of the trace drops it.  confirm() is called where
+ * that instruction is decoded, drop() where it is not.
+ */
+/*
+ * libipt fetches the next event as soon as its TNT bits are used up (and
+ * right after delivering an event): the time it then has is the time at
+ * the packet that completes that event, after d->pkt_end.  Sets
+ * d->rd_* to it when an event comes next (timing packets may come
+ * between), else leaves them.
+ */
+static void rd_time_next_event(struct tvh_ptf_decoder *d)
+{
+	size_t pos = d->pkt_end;
+	bool have = d->have_tsc, bind = false, in_psb = false;
+	uint64_t tsc = d->tsc;
+
+	while (pos < d->len) {
+		struct ptf_pkt pk;
+		int n = ptf_pkt_decode(d->buf + pos, d->buf + d->len, &pk);
+
+		if (n < 0)
+			return;
+		pos += (size_t)n;
+		switch (pk.type) {
+		case PTF_PKT_TSC:
+			have = true;
+			tsc = pk.payload;
+			continue;
+		case PTF_PKT_PAD: case PTF_PKT_MTC: case PTF_PKT_CYC: case PTF_PKT_TMA:
+			continue;
+		case PTF_PKT_PSB:
+			in_psb = true;
+			continue;
+		case PTF_PKT_PSBEND:
+			break;
+		case PTF_PKT_MODE_EXEC: case PTF_PKT_MODE_TSX: case PTF_PKT_MWAIT:
+			bind = true;    /* completed by a later FUP or TIP-class packet */
+			continue;
+		case PTF_PKT_FUP:
+			if (in_psb)
+				continue;
+			bind = true;    /* async: completed by its TIP or TIP.PGD */
+			continue;
+		case PTF_PKT_EXSTOP: case PTF_PKT_PTW:
+			if (pk.flags & 1) {
+				bind = true;
+				continue;
+			}
+			break;
+		case PTF_PKT_TNT:
+			if (bind || in_psb)
+				return;         /* not a stream libipt takes */
+			return;
+		case PTF_PKT_TIP:
+			if (!bind)
+				return;         /* a branch, not an event */
+			break;
+		case PTF_PKT_PIP: case PTF_PKT_VMCS:
+			if (in_psb || bind)
+				continue;       /* in PSB+, or bound to the TIP */
+			break;              /* an event of its own */
+		default:
+			if (in_psb)
+				continue;       /* CBR, MNT... in PSB+ */
+			break;              /* events of their own */
+		}
+		d->rd_have_tsc = have;
+		d->rd_tsc = tsc;
+		return;
+	}
+}
+
+static inline void confirm(struct tvh_ptf_decoder *d)
+{
+	if (d->pend) {
+		d->pend = false;
+		d->pend_it.has_tsc = d->rd_have_tsc;
+		d->pend_it.tsc = d->rd_have_tsc ? d->rd_tsc : 0;
+		emit(d, &d->pend_it);
+	}
+}
+
+static inline void drop(struct tvh_ptf_decoder *d)
+{
+	d->pend = false;
+}
+
 static inline void branch(struct tvh_ptf_decoder *d, uint64_t from, uint64_t to,
 			  uint8_t br, uint8_t iclass)
 {
@@ -364,6 +472,26 @@ static inline void branch(struct tvh_ptf_decoder *d, uint64_t from, uint64_t to,
 	if (d->fn) {
 		struct tvh_ptf_item it = { .kind = TVH_PTF_BRANCH, .from = from, .to = to,
 					   .br = br, .iclass = iclass };
+
+		if (d->o.libipt_branches) {
+			d->pend = true;
+			d->pend_it = it;
+			return;
+		}
+		emit(d, &it);
+	}
+}
+
+/* A transfer reported at once: an event names its destination. */
+static void branch_now(struct tvh_ptf_decoder *d, uint64_t from, uint64_t to,
+		       uint8_t br, uint8_t iclass)
+{
+	d->st.branches++;
+	if (d->fn) {
+		struct tvh_ptf_item it = { .kind = TVH_PTF_BRANCH, .from = from, .to = to,
+					   .br = br, .iclass = iclass,
+					   .has_tsc = d->rd_have_tsc,
+					   .tsc = d->rd_have_tsc ? d->rd_tsc : 0 };
 
 		emit(d, &it);
 	}
@@ -383,6 +511,7 @@ static void error(struct tvh_ptf_decoder *d, int err, uint64_t ip)
 	d->st.errors++;
 	d->synced = false;
 	d->enabled = false;
+	drop(d);
 	emit(d, &it);
 }
 
@@ -420,6 +549,8 @@ static inline void done(struct tvh_ptf_decoder *d, struct ptf_block *b)
 static int block_error(struct tvh_ptf_decoder *d, struct ptf_block *b)
 {
 	d->st.insns += b->ninsns;
+	if (b->ninsns)
+		confirm(d);
 	return b->err;
 }
 
@@ -432,15 +563,29 @@ static int block_error(struct tvh_ptf_decoder *d, struct ptf_block *b)
  * instructions up to that point are counted).
  */
 static inline bool spin_block(struct tvh_ptf_decoder *d, const struct ptf_block *b,
-			      bool reads)
+			      bool reads, bool empties)
 {
 	uint32_t n = b->ninsns - (reads ? 1u : 0u);
 
 	if (d->spin + n >= TVH_PT_SPIN_LIMIT) {
 		d->st.insns += TVH_PT_SPIN_LIMIT - d->spin;
 		d->spin = 0;
+		confirm(d);
 		return true;
 	}
+	/* The block's first instruction is the destination of the transfer
+	 * before; when it is the one that reads, libipt has read first. */
+	if (d->pend) {
+		if (b->ninsns == 1) {
+			if (reads)
+				rd_time(d);
+			if (empties)
+				rd_time_next_event(d);
+		}
+		confirm(d);
+	}
+	if (reads)
+		rd_time(d);
 	d->spin = reads ? 0 : d->spin + n;
 	d->spin_enable = false;
 	return false;
@@ -488,9 +633,11 @@ static int run(struct tvh_ptf_decoder *d, bool have_tip, uint64_t tip)
 		case PTF_E_JCC:
 			if (!d->ntnt) {
 				ret = have_tip ? -pte_bad_query : 0;
+				if (ret)
+					confirm(d);     /* libipt decoded the jcc */
 				goto stop;
 			}
-			if (spin_block(d, b, d->tnt_fresh))
+			if (spin_block(d, b, d->tnt_fresh, d->ntnt == 1))
 				return TVH_PT_ERR_SPIN;
 			d->tnt_fresh = false;
 			d->ntnt--;
@@ -510,7 +657,7 @@ static int run(struct tvh_ptf_decoder *d, bool have_tip, uint64_t tip)
 			break;
 		case PTF_E_JMP:
 		case PTF_E_CALL:
-			if (spin_block(d, b, false))
+			if (spin_block(d, b, false, false))
 				return TVH_PT_ERR_SPIN;
 			done(d, b);
 			if (b->end == PTF_E_CALL && !b->nopush)
@@ -520,7 +667,7 @@ static int run(struct tvh_ptf_decoder *d, bool have_tip, uint64_t tip)
 			side = 1;
 			break;
 		case PTF_E_CONT:
-			if (spin_block(d, b, false))
+			if (spin_block(d, b, false, false))
 				return TVH_PT_ERR_SPIN;
 			done(d, b);
 			d->ip = b->next;
@@ -531,7 +678,7 @@ static int run(struct tvh_ptf_decoder *d, bool have_tip, uint64_t tip)
 				int err;
 
 				/* Compressed RET: a taken TNT bit (SDM 3C 33.4.2.2). */
-				if (spin_block(d, b, d->tnt_fresh))
+				if (spin_block(d, b, d->tnt_fresh, d->ntnt == 1))
 					return TVH_PT_ERR_SPIN;
 				d->tnt_fresh = false;
 				d->ntnt--;
@@ -547,7 +694,7 @@ static int run(struct tvh_ptf_decoder *d, bool have_tip, uint64_t tip)
 			} else {
 				if (!have_tip)
 					goto stop;
-				if (spin_block(d, b, true))
+				if (spin_block(d, b, true, true))
 					return TVH_PT_ERR_SPIN;
 				to = tip;
 				have_tip = false;
@@ -558,7 +705,7 @@ static int run(struct tvh_ptf_decoder *d, bool have_tip, uint64_t tip)
 		case PTF_E_FAR:
 			if (!have_tip)
 				goto stop;
-			if (spin_block(d, b, true))
+			if (spin_block(d, b, true, true))
 				return TVH_PT_ERR_SPIN;
 			to = tip;
 			have_tip = false;
@@ -647,6 +794,7 @@ static int walk(struct tvh_ptf_decoder *d, bool use_at, uint64_t at,
 	d->run_start = d->ip;
 	d->run_insns = 0;
 	d->spin = 0;
+	rd_time(d);
 	for (;;) {
 		struct ptf_insn in;
 		bool binds = false;
@@ -661,6 +809,7 @@ static int walk(struct tvh_ptf_decoder *d, bool use_at, uint64_t at,
 			run_end(d, d->ip);
 			return err;
 		}
+		confirm(d);
 		if (kind == PTF_BIND_DISABLE_NOIP) {
 			/* libipt: far branches, CPL and CR3 changes take it. */
 			binds = in.end == PTF_E_FAR || in.movcr3;
@@ -736,14 +885,17 @@ static int walk_end(struct tvh_ptf_decoder *d)
 {
 	struct ptf_block *b;
 
-	if (!d->ntnt)
+	if (!d->ntnt) {
+		drop(d);
 		return 0;
+	}
 	b = lookup(d, d->ip);
 	if (!b)
 		return -pte_nomem;
 	if (b->end == PTF_E_ERR)
 		return block_error(d, b);
 	done(d, b);
+	confirm(d);
 	return 0;
 }
 
@@ -812,6 +964,7 @@ static void reset_flow(struct tvh_ptf_decoder *d)
 	d->ntnt = 0;
 	d->spin = 0;
 	d->spin_enable = false;
+	d->pend = false;
 	d->rs_top = d->rs_bottom = 0;
 	d->fup_pending = false;
 	d->fup_taken = 0;
@@ -851,8 +1004,8 @@ static size_t ptf_next_psb(const uint8_t *buf, size_t len, size_t from)
 }
 
 struct psb_hdr {
-	bool fup, mode, pip, vmcs;
-	uint64_t fup_ip;
+	bool fup, mode, pip, vmcs, tsc;
+	uint64_t fup_ip, tsc_v;
 	uint8_t mode_v;
 	uint64_t cr3, vmcs_v;
 	size_t end;              /* offset after PSBEND */
@@ -918,9 +1071,12 @@ static int read_psb(const uint8_t *buf, size_t len, size_t pos, struct psb_hdr *
 			h->vmcs = true;
 			h->vmcs_v = pk.payload;
 			break;
+		case PTF_PKT_TSC:
+			h->tsc = true;
+			h->tsc_v = pk.payload;
+			break;
 		case PTF_PKT_MODE_TSX:
 		case PTF_PKT_PAD:
-		case PTF_PKT_TSC:
 		case PTF_PKT_CBR:
 		case PTF_PKT_TMA:
 		case PTF_PKT_MTC:
@@ -934,6 +1090,53 @@ static int read_psb(const uint8_t *buf, size_t len, size_t pos, struct psb_hdr *
 }
 
 /*
+ * After the PSB+ h (tracing on at its FUP): does an overflow, an
+ * asynchronous branch or disable at the FUP's IP or the end of the trace
+ * come before libipt decodes the instruction there?  The first packet
+ * after PSBEND that is not timing or status tells.
+ */
+static bool psb_drops(const struct tvh_ptf_decoder *d, const struct psb_hdr *h)
+{
+	struct tvh_ptf_decoder t;
+	size_t pos = h->end;
+	bool fup = false;
+
+	/* IP compression goes on from the PSB+ FUP. */
+	t.last_ip = h->fup_ip;
+	t.have_ip = true;
+	t.ip_suppressed = false;
+
+	while (pos < d->len) {
+		struct ptf_pkt pk;
+		int n = ptf_pkt_decode(d->buf + pos, d->buf + d->len, &pk);
+
+		if (n < 0)
+			return false;
+		pos += (size_t)n;
+		switch (pk.type) {
+		case PTF_PKT_PAD: case PTF_PKT_TSC: case PTF_PKT_MTC: case PTF_PKT_CYC:
+		case PTF_PKT_TMA: case PTF_PKT_CBR: case PTF_PKT_MNT: case PTF_PKT_PIP:
+		case PTF_PKT_VMCS: case PTF_PKT_MODE_EXEC:
+			continue;
+		case PTF_PKT_OVF:
+			return !fup;
+		case PTF_PKT_FUP:
+			update_ip(&t, &pk);
+			if (fup || t.ip_suppressed || t.last_ip != d->ip)
+				return false;
+			fup = true;     /* an async event if a TIP or TIP.PGD follows */
+			continue;
+		case PTF_PKT_TIP:
+		case PTF_PKT_TIP_PGD:
+			return fup;
+		default:
+			return false;
+		}
+	}
+	return true;             /* the trace ends: libipt stops there */
+}
+
+/*
  * Before the PSB at pos: the flow walks to the PSB+ FUP (the instruction
  * the PSB came at).  Errors are reported; returns fn's value.
  */
@@ -944,8 +1147,28 @@ static void psb_close(struct tvh_ptf_decoder *d, const struct psb_hdr *h)
 	if (!d->synced || !d->enabled || !h->fup)
 		return;
 	err = walk_to(d, h->fup_ip);
-	if (err < 0)
+	if (err < 0) {
 		error(d, err, d->ip);
+		return;
+	}
+	if (d->pend) {
+		struct ptf_insn in;
+
+		/* libipt reads through a PSB+ without a resync: the transfer's
+		 * destination is the instruction at the FUP, decoded with the
+		 * PSB+'s time (its status events are read first), unless an
+		 * event that drops it comes first. */
+		if (!psb_drops(d, h) &&
+		    decode_insn(d, d->ip, h->mode ? h->mode_v : d->mode, &in) == 0) {
+			if (h->tsc) {
+				d->tsc = h->tsc_v;
+				d->have_tsc = true;
+			}
+			rd_time(d);
+			confirm(d);
+		}
+		drop(d);
+	}
 }
 
 static void psb_open(struct tvh_ptf_decoder *d, const struct psb_hdr *h, size_t pos)
@@ -954,6 +1177,11 @@ static void psb_open(struct tvh_ptf_decoder *d, const struct psb_hdr *h, size_t 
 
 	reset_flow(d);
 	d->synced = true;
+	if (h->tsc) {
+		d->tsc = h->tsc_v;
+		d->have_tsc = true;
+	}
+	rd_time(d);
 	if (h->mode)
 		d->mode = h->mode_v;
 	if (h->pip)
@@ -1028,8 +1256,13 @@ static int packet(struct tvh_ptf_decoder *d, const struct ptf_pkt *pk, size_t po
 			err = packet_ip(d, &ip);
 			if (err < 0)
 				return -pte_noip;
+			drop(d);        /* tvh_pt_decode: the event names no destination */
 			edge(d, d->fup_ip, ip, TV_BR_INTERRUPT);
-			branch(d, d->fup_ip, ip, TV_BR_INTERRUPT, ptic_error);
+			/* The record has the event's time: at its FUP. */
+			d->rd_have_tsc = d->fup_have_tsc;
+			d->rd_tsc = d->fup_tsc;
+			branch_now(d, d->fup_ip, ip, TV_BR_INTERRUPT, ptic_error);
+			rd_time(d);
 			d->ip = ip;
 			apply_tip_bound(d);
 			return 0;
@@ -1038,6 +1271,10 @@ static int packet(struct tvh_ptf_decoder *d, const struct ptf_pkt *pk, size_t po
 			return -pte_noip;
 		if (d->mode_pending && d->ntnt)
 			return -pte_bad_query;
+		/* A MODE.Exec before: libipt reads its event, bound to this
+		 * TIP, at the instruction boundary after the last bit. */
+		if (d->mode_pending)
+			rd_time(d);
 		return run(d, true, d->last_ip);
 	case PTF_PKT_TIP_PGE:
 		update_ip(d, pk);
@@ -1050,6 +1287,8 @@ static int packet(struct tvh_ptf_decoder *d, const struct ptf_pkt *pk, size_t po
 		d->ntnt = 0;
 		d->spin = 0;
 		d->spin_enable = true;
+		drop(d);
+		rd_time(d);
 		apply_tip_bound(d);
 		return 0;
 	case PTF_PKT_TIP_PGD:
@@ -1063,6 +1302,7 @@ static int packet(struct tvh_ptf_decoder *d, const struct ptf_pkt *pk, size_t po
 			err = walk_to(d, d->fup_ip);
 			if (err < 0)
 				return err;
+			drop(d);
 			d->enabled = false;
 			apply_tip_bound(d);
 			return 0;
@@ -1081,7 +1321,11 @@ static int packet(struct tvh_ptf_decoder *d, const struct ptf_pkt *pk, size_t po
 				return err;
 			if (!noip) {
 				edge(d, in.ip, ip, in.br);
-				branch(d, in.ip, ip, in.br, in.iclass);
+				/* libipt has fetched the next event when it is asked
+				 * for the time of this one. */
+				if (d->o.libipt_branches)
+					rd_time_next_event(d);
+				branch_now(d, in.ip, ip, in.br, in.iclass);
 			}
 			if (in.movcr3 && d->pip_pending) {
 				d->cr3 = d->pend_cr3;
@@ -1102,10 +1346,12 @@ static int packet(struct tvh_ptf_decoder *d, const struct ptf_pkt *pk, size_t po
 			d->ip = ip;
 			d->spin = 0;
 			d->spin_enable = true;
+			rd_time(d);
 			return 0;
 		}
 		if (d->fup_taken) {
 			d->fup_taken = 0;
+			rd_time(d);     /* the event bound to this FUP is read */
 			return 0;
 		}
 		if (d->fup_pending)
@@ -1115,8 +1361,17 @@ static int packet(struct tvh_ptf_decoder *d, const struct ptf_pkt *pk, size_t po
 			return err;
 		d->fup_pending = true;
 		d->fup_ip = ip;
+		d->fup_have_tsc = d->have_tsc;
+		d->fup_tsc = d->tsc;
 		return 0;
 	case PTF_PKT_PIP:
+		/*
+		 * libipt reads event packets as soon as its TNT bits are used
+		 * up (ptfast has used them when the next packet comes): the
+		 * time of the transfers whose destination comes after is theirs.
+		 */
+		if (!d->fup_pending)
+			rd_time(d);
 		if (d->fup_pending) {
 			d->tip_cr3 = true;
 			d->pend_tip_cr3 = pk->payload;
@@ -1130,6 +1385,8 @@ static int packet(struct tvh_ptf_decoder *d, const struct ptf_pkt *pk, size_t po
 		}
 		return 0;
 	case PTF_PKT_VMCS:
+		if (!d->fup_pending)
+			rd_time(d);
 		if (d->fup_pending) {
 			d->tip_vmcs = true;
 			d->pend_tip_vmcs = pk->payload;
@@ -1152,6 +1409,8 @@ static int packet(struct tvh_ptf_decoder *d, const struct ptf_pkt *pk, size_t po
 	case PTF_PKT_PTW:
 		if (pk->flags & 1)
 			d->fup_taken = PTF_FUP_TAKEN;
+		else
+			rd_time(d);
 		return 0;
 	case PTF_PKT_MWAIT:
 		d->fup_taken = PTF_FUP_TAKEN;
@@ -1163,6 +1422,7 @@ static int packet(struct tvh_ptf_decoder *d, const struct ptf_pkt *pk, size_t po
 		if (err < 0)
 			return err;
 		/* Overflow: the packet state starts over (libipt's pt_qry_reset). */
+		drop(d);
 		d->have_ip = false;
 		d->ip_suppressed = false;
 		d->last_ip = 0;
@@ -1174,7 +1434,22 @@ static int packet(struct tvh_ptf_decoder *d, const struct ptf_pkt *pk, size_t po
 		d->ovf_fup = err > 0;
 		return 0;
 	case PTF_PKT_STOP:
+		rd_time(d);
 		return d->enabled ? -pte_bad_context : 0;
+	case PTF_PKT_CBR:
+	case PTF_PKT_MNT:
+	case PTF_PKT_PWRE:
+	case PTF_PKT_PWRX:
+		rd_time(d);     /* events of their own in libipt */
+		return 0;
+	case PTF_PKT_TSC:
+		d->tsc = pk->payload;
+		d->have_tsc = true;
+		return 0;
+	case PTF_PKT_MTC:
+	case PTF_PKT_CYC:
+		d->st.fine_timing++;
+		return 0;
 	default:
 		return 0;       /* timing, power, PAD, MNT, PSBEND outside PSB+ */
 	}
@@ -1221,6 +1496,8 @@ static int decode_range(struct tvh_ptf_decoder *d, const uint8_t *buf, size_t le
 	d->ret = 0;
 	memset(&d->st, 0, sizeof(d->st));
 	reset_flow(d);
+	d->have_tsc = d->rd_have_tsc = false;
+	d->tsc = d->rd_tsc = 0;
 	d->synced = false;
 	d->nb = ptf_next_psb(buf, len, start);
 	while (pos < limit && !d->ret) {
@@ -1259,6 +1536,7 @@ static int decode_range(struct tvh_ptf_decoder *d, const uint8_t *buf, size_t le
 			d->tnt = (b >> 1) & ((1u << d->ntnt) - 1);
 			d->tnt_fresh = true;
 			pos++;
+			d->pkt_end = pos;
 			err = run(d, false, 0);
 			if (err < 0)
 				error(d, err, d->ip);
@@ -1272,6 +1550,7 @@ static int decode_range(struct tvh_ptf_decoder *d, const uint8_t *buf, size_t le
 			error(d, n == -pte_eos ? -pte_bad_packet : n, d->ip);
 			continue;
 		}
+		d->pkt_end = pos + (size_t)n;
 		err = packet(d, &pk, pos);
 		pos += (size_t)n;
 		if (err < 0)
@@ -1555,6 +1834,7 @@ int tvh_ptf_decode_parallel(const uint8_t *buf, size_t len, uint64_t offset,
 			stats->errors += pc[i].st.errors;
 			stats->blocks_built += pc[i].st.blocks_built;
 			stats->cache_flushes += pc[i].st.cache_flushes;
+			stats->fine_timing += pc[i].st.fine_timing;
 			if (pc[i].st.peak_cache_bytes > stats->peak_cache_bytes)
 				stats->peak_cache_bytes = pc[i].st.peak_cache_bytes;
 		}

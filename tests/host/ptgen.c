@@ -280,11 +280,16 @@ static void flush_tnt(struct gen *g)
 static void timing(struct gen *g)
 {
 	struct pt_packet p;
+	unsigned k;
 
 	if (!chance(g, g->o->p_timing))
 		return;
 	memset(&p, 0, sizeof(p));
-	switch (pick(g, 5)) {
+	/* tsc_only: PAD, TSC or CBR (cases 0, 1, 4). */
+	k = g->o->tsc_only ? pick(g, 3) : pick(g, 5);
+	if (g->o->tsc_only && k == 2)
+		k = 4;
+	switch (k) {
 	case 0:
 		p.type = ppt_pad;
 		break;
@@ -459,6 +464,14 @@ int ptgen_make(struct ptgen *out, const struct ptgen_opts *o)
 			p.type = ppt_psb;
 			put(&g, &p);
 			g.have_last = 0;
+			if (o->tsc_only) {
+				/* As with TSCEn: every PSB+ has the time. */
+				memset(&p, 0, sizeof(p));
+				p.type = ppt_tsc;
+				p.payload.tsc.tsc = rnd(&g) & 0xffffffffffffffull;
+				put(&g, &p);
+				memset(&p, 0, sizeof(p));
+			}
 			mode_packet(&g, r->mode);
 			if (chance(&g, 500))
 				pip_packet(&g, 0);

@@ -28,6 +28,7 @@ struct ptgen_opts {
 	unsigned p_pip;          /* per mille per far branch: PIP (async paging) */
 	unsigned nblocks;        /* blocks per region (64-bit; 32/16-bit: a quarter) */
 	int long_tnt;            /* use long TNT packets too */
+	int tsc_only;            /* timing packets: PAD, TSC and CBR only (no MTC, CYC) */
 };
 
 struct ptgen {

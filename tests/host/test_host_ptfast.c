@@ -437,6 +437,157 @@ static void expect_coverage(const struct tvh_ptf_cov *c, struct flow *ref)
 	assert_int_equal(ref->insns, c->insns);
 }
 
+/* ---- opts.libipt_branches against tvh_pt_decode (what the tools use) ---------- */
+
+struct tbr {
+	uint64_t from, to, tsc;
+	uint8_t kind, has_tsc;
+};
+
+struct tflow {
+	struct tbr *v;
+	size_t n, cap;
+	unsigned errors;
+	uint64_t fine_timing;
+};
+
+static void tadd(struct tflow *f, uint64_t from, uint64_t to, uint8_t kind, bool has_tsc,
+		 uint64_t tsc)
+{
+	if (f->n == f->cap) {
+		f->cap = f->cap ? f->cap * 2 : 1024;
+		f->v = realloc(f->v, f->cap * sizeof(*f->v));
+		assert_non_null(f->v);
+	}
+	f->v[f->n++] = (struct tbr){ from, to, has_tsc ? tsc : 0, kind, has_tsc };
+}
+
+/* As ptbranch.c's ptbr_item turns tvh_pt_decode's items into records. */
+static int tipt_item(void *ctx, const struct tvh_pt_item *it)
+{
+	struct tflow *f = ctx;
+
+	if (it->kind == TVH_PT_BRANCH)
+		tadd(f, it->from, it->to, tvh_ptbr_kind(it->iclass, it->insn->raw, it->insn->size),
+		     it->has_tsc, it->tsc);
+	else if (it->kind == TVH_PT_EVENT && it->event->type == ptev_async_branch)
+		tadd(f, it->event->variant.async_branch.from, it->event->variant.async_branch.to,
+		     TV_BR_INTERRUPT, it->event->has_tsc, it->event->tsc);
+	else if (it->kind == TVH_PT_ERROR)
+		f->errors++;
+	return 0;
+}
+
+static int tfast_item(void *ctx, const struct tvh_ptf_item *it)
+{
+	struct tflow *f = ctx;
+
+	if (getenv("PTF_TRACE"))
+		print_message("tfast: kind %d off 0x%llx %llx->%llx\n", it->kind,
+			      (unsigned long long)it->offset, (unsigned long long)it->from,
+			      (unsigned long long)it->to);
+	if (it->kind == TVH_PTF_BRANCH)
+		tadd(f, it->from, it->to, it->br, it->has_tsc, it->tsc);
+	else if (it->kind == TVH_PTF_ERROR)
+		f->errors++;
+	return 0;
+}
+
+/* Records equal (fails otherwise); returns whether the times are too. */
+static bool tflow_expect(const struct tflow *a, const struct tflow *b, bool time,
+			 const char *what)
+{
+	bool same_time = true;
+
+	for (size_t i = 0; i < a->n && i < b->n; i++) {
+		const struct tbr *x = &a->v[i], *y = &b->v[i];
+
+		if ((x->from != y->from || x->to != y->to || x->kind != y->kind ||
+		     (time && (x->has_tsc != y->has_tsc || x->tsc != y->tsc))) && getenv("PTF_DEBUG"))
+			for (size_t k = i > 5 ? i - 5 : 0; k < i + 5 && k < a->n && k < b->n; k++)
+				print_message("%zu: %llx->%llx (%u) %llx | %llx->%llx (%u) %llx\n", k,
+					      (unsigned long long)a->v[k].from,
+					      (unsigned long long)a->v[k].to, a->v[k].kind,
+					      (unsigned long long)a->v[k].tsc,
+					      (unsigned long long)b->v[k].from,
+					      (unsigned long long)b->v[k].to, b->v[k].kind,
+					      (unsigned long long)b->v[k].tsc);
+		if (time && (x->has_tsc != y->has_tsc || x->tsc != y->tsc)) {
+			if (same_time && getenv("PTF_DEBUG"))
+				print_message("%s: record %zu: time differs\n", what, i);
+			same_time = false;
+		}
+		if (x->from != y->from || x->to != y->to || x->kind != y->kind)
+			fail_msg("%s: record %zu of %zu/%zu: 0x%llx->0x%llx (%u) tsc %u:%llx vs "
+				 "0x%llx->0x%llx (%u) tsc %u:%llx", what, i, a->n, b->n,
+				 (unsigned long long)x->from, (unsigned long long)x->to, x->kind,
+				 x->has_tsc, (unsigned long long)x->tsc,
+				 (unsigned long long)y->from, (unsigned long long)y->to, y->kind,
+				 y->has_tsc, (unsigned long long)y->tsc);
+	}
+	if (a->n != b->n)
+		fail_msg("%s: %zu records vs %zu", what, a->n, b->n);
+	return same_time;
+}
+
+static unsigned tool_compared, tool_timed, tool_time_equal;
+static bool tool_psb_tsc;    /* every PSB+ has a TSC: pieces have the time too */
+
+/*
+ * tvh_pt_decode's branches (as ptbranch makes records of them) against
+ * ptfast with libipt_branches, one thread and pieces: where neither
+ * reports an error, the same records in the same order, with the same
+ * time when the stream has no MTC/CYC.
+ */
+static void tool_differential(const uint8_t *buf, size_t len, tvh_ptf_read_fn read,
+			      void *read_ctx, unsigned max_threads)
+{
+	struct pt_image *img = pt_image_alloc("ptfast-tool");
+	struct tvh_pt_opts po = { .branches = true };
+	struct tvh_ptf_opts o = { .read = read, .read_ctx = read_ctx, .libipt_branches = true };
+	struct tvh_ptf_decoder *d = tvh_ptf_alloc(&o);
+	struct tflow a = { 0 }, b = { 0 };
+	struct tvh_ptf_stats st;
+
+	assert_non_null(img);
+	assert_non_null(d);
+	assert_int_equal(pt_image_set_callback(img, read, read_ctx), 0);
+	assert_int_equal(tvh_pt_decode(buf, len, 0, img, &po, tipt_item, &a, NULL), 0);
+	assert_int_equal(tvh_ptf_decode(d, buf, len, 0, tfast_item, &b, &st), 0);
+	if (!a.errors && !b.errors) {
+		bool t = tflow_expect(&a, &b, !st.fine_timing,
+				      "tvh_pt_decode vs ptfast (libipt_branches)");
+
+		tool_compared++;
+		tool_timed += !st.fine_timing;
+		tool_time_equal += !st.fine_timing && t;
+	}
+	for (unsigned t = 2; t <= max_threads; t++) {
+		struct tflow parts[4], all = { 0 };
+		void *ctxs[4];
+
+		memset(parts, 0, sizeof(parts));
+		for (unsigned i = 0; i < t; i++)
+			ctxs[i] = &parts[i];
+		assert_int_equal(tvh_ptf_decode_parallel(buf, len, 0, &o, t, tfast_item, ctxs,
+							 NULL, NULL), 0);
+		for (unsigned i = 0; i < t; i++) {
+			for (size_t k = 0; k < parts[i].n; k++)
+				tadd(&all, parts[i].v[k].from, parts[i].v[k].to, parts[i].v[k].kind,
+				     parts[i].v[k].has_tsc, parts[i].v[k].tsc);
+			all.errors += parts[i].errors;
+			free(parts[i].v);
+		}
+		assert_true(tflow_expect(&b, &all, tool_psb_tsc, "libipt_branches: 1 thread vs pieces"));
+		assert_int_equal(all.errors, b.errors);
+		free(all.v);
+	}
+	free(a.v);
+	free(b.v);
+	tvh_ptf_free(d);
+	pt_image_free(img);
+}
+
 /*
  * Both decoders on buf; strict: neither may report an error and all must
  * agree, else compare only when both decode without error.  Returns
@@ -537,6 +688,7 @@ static bool differential(const uint8_t *buf, size_t len, tvh_ptf_read_fn read,
 	flow_free(&fast);
 	tvh_ptf_free(d);
 	pt_image_free(img);
+	tool_differential(buf, len, read, read_ctx, max_threads);
 	return compared;
 }
 
@@ -645,6 +797,8 @@ static void gen_case(const struct ptgen_opts *o, unsigned threads)
 		print_message("seed %llu len %zu\n", (unsigned long long)o->seed, g.len);
 	}
 	gen_total++;
+	if (getenv("PTF_DEBUG"))
+		print_message("seed %llu\n", (unsigned long long)o->seed);
 	must_accept = true;
 	gen_compared += differential(g.buf, g.len, tvh_ptf_image_read, &g.image, false,
 				     threads);
@@ -687,6 +841,53 @@ static void test_generated_events(void **state)
 		      gen_compared, gen_total);
 	assert_true(gen_compared * 20 >= gen_total * 19);
 	gen_compared = gen_total = 0;
+}
+
+/*
+ * What the tools see: streams with TSC packets (in every PSB+, as with
+ * TSCEn, and between), every event kind: ptfast with libipt_branches
+ * gives tvh_pt_decode's branch records with their times, in one go and
+ * in pieces.
+ */
+static void test_generated_tool(void **state)
+{
+	unsigned only = getenv("PTF_SEED") ? (unsigned)atoi(getenv("PTF_SEED")) : 0;
+
+	(void)state;
+	tool_compared = tool_timed = tool_time_equal = 0;
+	tool_psb_tsc = true;
+	for (unsigned s = only ? only : 300; s < (only ? only + 1 : 400); s++) {
+		struct ptgen_opts o = { .seed = s, .bytes = 4096, .retcomp = (s >> 1) & 1,
+					.psb_every = 256 + (s % 7) * 300,
+					.p_async = s % 3 ? 40 : 0, .p_disable = 60, .p_ovf = s % 4 ? 0 : 10,
+					.p_mode = 80, .p_timing = 200, .p_pip = 100,
+					.nblocks = 40 + s % 100, .long_tnt = s & 1, .tsc_only = 1 };
+		struct ptgen g;
+
+		assert_int_equal(ptgen_make(&g, &o), 0);
+		if (getenv("PTF_DEBUG"))
+			print_message("tool seed %u\n", s);
+		if (getenv("PTF_DEBUG_DIR")) {
+			char name[512];
+			FILE *f;
+
+			snprintf(name, sizeof(name), "%s/tool-%u.pt", getenv("PTF_DEBUG_DIR"), s);
+			f = fopen(name, "wb");
+			assert_non_null(f);
+			fwrite(g.buf, 1, g.len, f);
+			fclose(f);
+		}
+		tool_differential(g.buf, g.len, tvh_ptf_image_read, &g.image, s % 4 ? 1 : 4);
+		ptgen_free(&g);
+	}
+	tool_psb_tsc = false;
+	print_message("tool records: %u of 100 streams decoded by both without error, all "
+		      "equal; with TSC only %u, times equal in %u\n", tool_compared, tool_timed,
+		      tool_time_equal);
+	assert_true(tool_timed * 20 >= 100 * 19 || only);
+	/* Times: see ptfast.h (a TSC packet between an event and the
+	 * packet libipt reads around it); 74 of 95 on these dense streams. */
+	assert_true(tool_time_equal * 4 >= tool_timed * 3 || only);
 }
 
 static void test_generated_big(void **state)
@@ -972,6 +1173,7 @@ int main(void)
 		cmocka_unit_test(test_no_code),
 		cmocka_unit_test(test_generated_plain),
 		cmocka_unit_test(test_generated_events),
+		cmocka_unit_test(test_generated_tool),
 		cmocka_unit_test(test_generated_big),
 		cmocka_unit_test(test_small_cache),
 		cmocka_unit_test(test_garbage),
