@@ -103,12 +103,26 @@ static int link_send(void *ctx, const void *buf, size_t len)
 	return net_udp_send(&l->udp, buf, len);
 }
 
-static void link_recv(void *ctx, const void *data, size_t len)
+/*
+ * From the receiver (its address and port): everything, and it is alive.
+ * From anywhere else only a CONTROL goes on (`tracevisor control` sends
+ * from a port of its own; export_input checks its tag, session and
+ * counter): anything else is dropped, counted as ignored, and nothing from
+ * elsewhere counts as the receiver answering.
+ */
+static void link_recv(void *ctx, const void *data, size_t len, bool from_peer)
 {
 	struct net_link *l = ctx;
 	uint64_t now = hw_rdtsc();
 
-	__atomic_store_n(&l->last_rx_tsc, now ? now : 1, __ATOMIC_RELEASE);
+	if (!from_peer) {
+		if (len < 6 || ((const uint8_t *)data)[5] != TVP_CONTROL) {
+			l->ex->st.ignored++;
+			return;
+		}
+	} else {
+		__atomic_store_n(&l->last_rx_tsc, now ? now : 1, __ATOMIC_RELEASE);
+	}
 	export_input(l->ex, data, len, now);
 }
 
@@ -404,15 +418,31 @@ void net_resident_poll(void *ctx)
  * (trace_request, vmm/trace/engine.h).  The reply's "applied" means
  * queued for every named CPU; the START/STOP records (trigger receiver)
  * and MARKER records in the streams say when each took effect.  A mask
- * naming no CPU or one past the last, or a CPU that does not trace, is
- * refused before anything is queued.  FILTERS goes to every CPU that
+ * with every bit set means every CPU that traces; any other mask naming
+ * no CPU or one past the last, or a CPU that does not trace, is refused
+ * before anything is queued.  FILTERS goes to every CPU that
  * traces (each takes its own copy at its next entry); a malformed filter
  * is refused whole.
  */
+/* Every bit set: "all", the CPUs that trace (`tracevisor control ... all`). */
+static bool ctl_cpus_all(const struct tvp_ctl_cpus *c)
+{
+	for (uint32_t w = 0; w < TVP_CTL_CPU_WORDS; w++)
+		if (c->mask[w] != UINT64_MAX)
+			return false;
+	return true;
+}
+
 static int ctl_cpus_check(const struct tvp_ctl_cpus *c)
 {
 	bool any = false;
 
+	if (ctl_cpus_all(c)) {
+		for (uint32_t i = 0; i < res.ncpus; i++)
+			if (trace_cpu_ring(&res.cpus[i]))
+				return 0;
+		return -1;
+	}
 	for (uint32_t w = 0; w < TVP_CTL_CPU_WORDS; w++) {
 		for (uint32_t b = 0; b < 64; b++) {
 			uint32_t i = w * 64 + b;
@@ -429,12 +459,13 @@ static int ctl_cpus_check(const struct tvp_ctl_cpus *c)
 
 static int ctl_window(const struct tvp_ctl_cpus *c, uint32_t req)
 {
+	bool all = ctl_cpus_all(c);
 	int rc = 0;
 
 	if (ctl_cpus_check(c))
 		return -1;
 	for (uint32_t i = 0; i < res.ncpus; i++)
-		if (c->mask[i / 64] >> (i % 64) & 1)
+		if (all ? trace_cpu_ring(&res.cpus[i]) != NULL : (c->mask[i / 64] >> (i % 64) & 1))
 			rc |= trace_request(&res.cpus[i], req, 0, NULL, 0);
 	return rc ? -1 : 0;
 }

@@ -226,8 +226,6 @@ bool net_neighbor_mac(uint32_t host_ip, uint8_t mac[6])
 
 int net_udp_open(struct net_udp *u, uint32_t host_ip, uint16_t port)
 {
-	ip_addr_t ip;
-
 	u->pcb = NULL;
 	u->recv = NULL;
 	u->recv_ctx = NULL;
@@ -236,9 +234,9 @@ int net_udp_open(struct net_udp *u, uint32_t host_ip, uint16_t port)
 	u->pcb = udp_new();
 	if (!u->pcb)
 		return NET_E_LWIP;
-	ip_addr_set_ip4_u32(&ip, lwip_htonl(host_ip));
-	if (udp_bind(u->pcb, IP_ANY_TYPE, 0) != ERR_OK ||
-	    udp_connect(u->pcb, &ip, port) != ERR_OK) {
+	u->peer_ip = host_ip;
+	u->peer_port = port;
+	if (udp_bind(u->pcb, IP_ANY_TYPE, 0) != ERR_OK) {
 		net_udp_close(u);
 		return NET_E_LWIP;
 	}
@@ -255,6 +253,7 @@ int net_udp_open(struct net_udp *u, uint32_t host_ip, uint16_t port)
 
 int net_udp_send(struct net_udp *u, const void *data, size_t len)
 {
+	ip_addr_t ip;
 	struct pbuf *p;
 	err_t err;
 
@@ -264,7 +263,8 @@ int net_udp_send(struct net_udp *u, const void *data, size_t len)
 	if (!p)
 		return NET_E_LWIP;
 	memcpy(p->payload, data, len);
-	err = udp_send(u->pcb, p);
+	ip_addr_set_ip4_u32(&ip, lwip_htonl(u->peer_ip));
+	err = udp_sendto(u->pcb, p, &ip, u->peer_port);
 	pbuf_free(p);
 	if (err == ERR_IF)
 		return NET_E_NIC;
@@ -277,13 +277,15 @@ static void tv_udp_recv(void *arg, struct udp_pcb *pcb, struct pbuf *p, const ip
 	static uint8_t rx[NET_UDP_RX_MAX];
 	struct net_udp *u = arg;
 
+	bool from_peer;
+
 	(void)pcb;
-	(void)addr;
-	(void)port;
-	/* A connected pcb only gets datagrams from its peer (udp_input). */
+	from_peer = u && addr && IP_IS_V4(addr) &&
+		    ip4_addr_get_u32(ip_2_ip4(addr)) == lwip_htonl(u->peer_ip) &&
+		    port == u->peer_port;
 	if (u && u->recv && p->tot_len <= sizeof(rx) &&
 	    pbuf_copy_partial(p, rx, p->tot_len, 0) == p->tot_len)
-		u->recv(u->recv_ctx, rx, p->tot_len);
+		u->recv(u->recv_ctx, rx, p->tot_len, from_peer);
 	pbuf_free(p);
 }
 

@@ -74,17 +74,23 @@ bool net_neighbor_mac(uint32_t host_ip, uint8_t mac[6]);
 struct udp_pcb;
 
 /* A received datagram: valid only during the call. */
-typedef void (*net_udp_recv_fn)(void *ctx, const void *data, size_t len);
+/* from_peer: the datagram came from the address and port the socket sends to. */
+typedef void (*net_udp_recv_fn)(void *ctx, const void *data, size_t len, bool from_peer);
 
 struct net_udp {
 	struct udp_pcb *pcb;
+	uint32_t peer_ip;        /* host order */
+	uint16_t peer_port;
 	net_udp_recv_fn recv;
 	void *recv_ctx;
 };
 
 /*
- * net_udp_open - a UDP socket bound to an ephemeral port and connected
- * to ip:port.  Returns 0, NET_E_STATE (interface not up) or NET_E_LWIP.
+ * net_udp_open - a UDP socket bound to an ephemeral port that sends to
+ * ip:port.  Not connected: a connected lwIP pcb takes datagrams only from
+ * its peer's port, and `tracevisor control` sends its CONTROL from a port
+ * of its own (receivers see the machine as its address and this port).
+ * The receive callback says which datagrams came from the peer.  Returns 0, NET_E_STATE (interface not up) or NET_E_LWIP.
  */
 int net_udp_open(struct net_udp *u, uint32_t ip, uint16_t port);
 
@@ -99,8 +105,10 @@ int net_udp_send(struct net_udp *u, const void *data, size_t len);
 void net_udp_close(struct net_udp *u);
 
 /*
- * net_udp_set_recv - datagrams that come back from the connected peer
- * (its address and port) are handed to fn during net_poll(); longer ones
+ * net_udp_set_recv - datagrams to the socket's port, from any address,
+ * are handed to fn during net_poll() with from_peer set when they came
+ * from the peer's address and port (the caller decides what a datagram
+ * from elsewhere may do: only an authenticated CONTROL); longer ones
  * than NET_UDP_RX_MAX bytes are dropped.  fn NULL stops delivery.
  * Returns 0 or NET_E_ARG (socket not open).
  */
