@@ -180,5 +180,6 @@ else
 	tv_fail "$T: the pause did lose data (the scenario tests something)" "no PT or record loss in any stop line: lengthen TV_CONTROL_PAUSE_S"
 fi
 tv_keep_log "$log"
-rm -f "$cap/cpu0.pt" "$cap/cpu1.pt" "$cap/trace.tvt"
+# TV_KEEP_CAPTURE=1 keeps the capture (hundreds of MB) for a look by hand.
+[ -n "${TV_KEEP_CAPTURE:-}" ] || rm -f "$cap/cpu0.pt" "$cap/cpu1.pt" "$cap/trace.tvt"
 exit 0
