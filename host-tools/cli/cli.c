@@ -18,6 +18,7 @@
 #include "host-tools/cli/cli.h"
 #include "host-tools/lib/error.h"
 #include "host-tools/lib/images.h"
+#include "host-tools/lib/kallsyms_img.h"
 #include "host-tools/lib/ksyms.h"
 #include "host-tools/lib/ptbranch.h"
 #include "host-tools/lib/pwalk.h"
@@ -91,8 +92,9 @@ static int load_ksyms(struct common *c)
 		return EXIT_ERR;
 	}
 	tvh_ksyms_init(c->ksyms);
-	ret = tvh_ksyms_load(c->ksyms, c->ksyms_path, c->ksyms_map ?
-			     TVH_KSYMS_SYSTEM_MAP : TVH_KSYMS_KALLSYMS);
+	/* A kernel image (vmlinux) instead: its own table (kallsyms_img.h). */
+	ret = tvh_ksyms_load_any(c->ksyms, c->ksyms_path, c->ksyms_map ?
+				 TVH_KSYMS_SYSTEM_MAP : TVH_KSYMS_KALLSYMS);
 	if (ret < 0) {
 		msg("%s %s", opt, c->ksyms->error[0] ? c->ksyms->error : tvh_errstr(ret));
 		return EXIT_ERR;

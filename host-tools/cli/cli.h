@@ -210,6 +210,8 @@ int cmd_dump(int argc, char **argv);
 void dump_usage(FILE *f);
 int cmd_symbolize(int argc, char **argv);
 void symbolize_usage(FILE *f);
+int cmd_ksyms(int argc, char **argv);
+void ksyms_usage(FILE *f);
 int cmd_pt(int argc, char **argv);
 void pt_usage(FILE *f);
 int cmd_pt_decode(int argc, char **argv);

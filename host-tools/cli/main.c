@@ -34,6 +34,7 @@ static const struct command commands[] = {
 	{ "timeline", cmd_timeline, timeline_usage, "call/return slices per CPU as Chrome trace-event JSON (Perfetto)" },
 	{ "dump", cmd_dump, dump_usage, "records, one per line, and a summary of losses and damage" },
 	{ "symbolize", cmd_symbolize, symbolize_usage, "addresses to func+off (file:line) from ELF/PE files" },
+	{ "ksyms", cmd_ksyms, ksyms_usage, "a kernel image's own symbol table (for /proc/kallsyms), recovered" },
 	{ "drcov", cmd_coverage, coverage_usage, "old name of 'coverage' (drcov output)" },
 	{ "chrome", cmd_timeline, timeline_usage, "old name of 'timeline'" },
 	{ "pt", cmd_pt, pt_usage, "a CPU's raw Intel PT stream, for ptdump/ptxed" },
