@@ -61,6 +61,20 @@
  * short, bad magic, bad CRC, wrong version, truncated, oversized, session
  * 0, receiver-only types, a forged CONTROL); prints how many were sent.
  *
+ * hostile --attack NAME: an attacker on the LAN (issue 20, tests/build/
+ * net-hostile.sh), with datagrams built as docs/PROTOCOL.md says:
+ *   lockout  HEARTBEATs of 8 made-up sessions, refreshed every 0.25 s for
+ *            --timeout seconds (they must not fill the receiver's slots)
+ *   poison   from a port of its own, with --session (the real machine's
+ *            id, which travels in clear): a HELLO naming machine "evil",
+ *            a LOSS of 2^40 records on CPU 0, a CONTROL_REPLY "stop
+ *            applied" for counter 12345; three times
+ *   reflect  61 DATA of one record (every other sequence number: each ACK
+ *            names more holes), then one HELLO of a new session; prints
+ *            the bytes sent and the bytes that came back for each
+ *   ptfd     4 new sessions x 256 CPUs, one small PT datagram each (a
+ *            receiver that keeps every cpuN.pt open runs out of fds)
+ *
  * blast: valid HELLO + DATA datagrams (consecutive sequence numbers, one
  * CPU) at a fixed rate, ACKs ignored: an offered load for the benchmark
  * that does not depend on the receiver answering.
@@ -101,6 +115,7 @@ static struct {
 	uint64_t seed;
 	uint64_t session;
 	const char *machine;
+	const char *attack;       /* hostile */
 	unsigned burst;
 	double timeout;
 	double rate;              /* records per second per CPU, 0: as fast as possible */
@@ -994,6 +1009,141 @@ static int cmd_garbage(void)
 	return 0;
 }
 
+/* ---- hostile ------------------------------------------------------------------ */
+
+static int udp_socket(void)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+	if (fd < 0)
+		die("socket");
+	return fd;
+}
+
+static size_t tx(int fd, const uint8_t *b, int len)
+{
+	if (len <= 0) {
+		fprintf(stderr, "fake_sender: encoder failed: %d\n", len);
+		exit(1);
+	}
+	if (sendto(fd, b, (size_t)len, 0, (struct sockaddr *)&opt.to, sizeof(opt.to)) < 0)
+		die("sendto");
+	return (size_t)len;
+}
+
+/* Bytes that arrive at fd until ms of silence. */
+static size_t rx_bytes(int fd, int ms)
+{
+	uint8_t buf[2048];
+	size_t total = 0;
+
+	for (;;) {
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		if (stop || poll(&pf, 1, ms) != 1)
+			return total;
+		n = recv(fd, buf, sizeof(buf), 0);
+		if (n > 0)
+			total += (size_t)n;
+	}
+}
+
+static size_t data_one(int fd, uint64_t session, uint16_t cpu, uint16_t flags, uint64_t seq)
+{
+	uint8_t b[TVP_MAX_DATAGRAM], rec[24];
+	struct tvp_data d = { .first_seq = seq, .count = 1 };
+
+	memset(rec, 0, sizeof(rec));
+	rec[0] = TV_REC_BRANCH;
+	rec[1] = TV_BR_JMP;
+	tvh_put_le16(rec + 2, 24);
+	tvh_put_le64(rec + 8, 0x1000 + seq);
+	tvh_put_le64(rec + 16, 0x2000 + seq);
+	return tx(fd, b, proto_encode_data(b, sizeof(b), session, cpu, flags, &d, rec, sizeof(rec)));
+}
+
+static size_t hello_as(int fd, uint64_t session, const char *machine, uint8_t source)
+{
+	uint8_t b[TVP_MAX_DATAGRAM];
+	struct tvp_hello h;
+
+	memset(&h, 0, sizeof(h));
+	h.cpu_count = 1;
+	h.source = source;
+	h.overflow = TV_OVERFLOW_STOP;
+	h.vendor_id = TVP_VENDOR_OTHER;
+	h.tsc_hz = 1000000000ull;
+	h.ring_bytes = 1u << 20;
+	snprintf(h.machine, sizeof(h.machine), "%s", machine);
+	return tx(fd, b, proto_encode_hello(b, sizeof(b), session, &h));
+}
+
+static int cmd_hostile(void)
+{
+	uint8_t b[TVP_MAX_DATAGRAM];
+	int fd = udp_socket();
+	uint64_t n = 0;
+
+	if (!strcmp(opt.attack, "lockout")) {
+		uint64_t end = now_ns() + (uint64_t)(opt.timeout * 1e9);
+
+		while (!stop && now_ns() < end) {
+			for (uint64_t id = 1; id <= 8; id++) {
+				struct tvp_heartbeat h = { .tsc = n, .hb_seq = (uint32_t)n };
+
+				tx(fd, b, proto_encode_heartbeat(b, sizeof(b), 0xbad0000 + id, &h, NULL));
+				n++;
+			}
+			usleep(250000);
+		}
+		printf("lockout heartbeats %" PRIu64 "\n", n);
+	} else if (!strcmp(opt.attack, "poison")) {
+		for (int i = 0; i < 3 && !stop; i++) {
+			struct tvp_loss l = { .first_seq = 0, .count = 1ull << 40, .total = 1ull << 40 };
+			struct tvp_control_reply rep = { .counter = 12345, .op = TVP_CTL_STOP };
+
+			hello_as(fd, opt.session, "evil", TV_SOURCE_BTS);
+			tx(fd, b, proto_encode_loss(b, sizeof(b), opt.session, 0, 0, &l));
+			tx(fd, b, proto_encode_control_reply(b, sizeof(b), opt.session, &rep));
+			n += 3;
+			usleep(300000);
+		}
+		printf("poison sent %" PRIu64 " back %zu\n", n, rx_bytes(fd, 300));
+	} else if (!strcmp(opt.attack, "reflect")) {
+		int fh = udp_socket();
+		size_t sent = 0, back, hsent, hback;
+
+		sent += data_one(fd, opt.session, 0, TVP_DATA_F_FIRST, 0);
+		for (uint64_t k = 1; k <= 60; k++)
+			sent += data_one(fd, opt.session, 0, 0, 2 * k);
+		back = rx_bytes(fd, 300);
+		hsent = hello_as(fh, opt.session + 1, "reflect", TV_SOURCE_MTF);
+		hback = rx_bytes(fh, 1500);
+		printf("reflect data sent %zu back %zu hello sent %zu back %zu\n", sent, back, hsent,
+		       hback);
+		close(fh);
+	} else if (!strcmp(opt.attack, "ptfd")) {
+		uint8_t bytes[16];
+
+		memset(bytes, 0x55, sizeof(bytes));
+		for (uint64_t sess = 0; sess < 4 && !stop; sess++)
+			for (uint16_t cpu = 0; cpu < 256; cpu++) {
+				tx(fd, b, proto_encode_pt_flags(b, sizeof(b), 0xfd0000 + sess, cpu,
+								 TVP_PT_F_FIRST, 0, bytes, sizeof(bytes)));
+				if (++n % 32 == 0)
+					usleep(1000);
+			}
+		printf("ptfd datagrams %" PRIu64 "\n", n);
+	} else {
+		fprintf(stderr, "fake_sender: unknown attack '%s'\n", opt.attack);
+		close(fd);
+		return 2;
+	}
+	close(fd);
+	return 0;
+}
+
 /* ---- blast ------------------------------------------------------------------- */
 
 static int cmd_blast(void)
@@ -1067,12 +1217,13 @@ static int cmd_blast(void)
 
 static void usage(void)
 {
-	fputs("usage: fake_sender send|verify|garbage|blast|pt-pattern [--to ADDR:PORT]\n"
+	fputs("usage: fake_sender send|verify|garbage|blast|pt-pattern|hostile [--to ADDR:PORT]\n"
 	      "         [--cpus N] [--records N] [--ring-bytes B] [--overflow stop|overwrite]\n"
 	      "         [--seed S] [--session HEX] [--machine NAME] [--burst N] [--rate R]\n"
 	      "         [--timeout S] [--pause-ms MS] [--key-hex HEX] [--pt N]\n"
 	      "         [--pt-ring-bytes B] [--linger S] [--drop PCT] [--fixed-timers]\n"
-	      "         [--tvt FILE] [--losses FILE] [--count N] [--datagrams N]\n", stderr);
+	      "         [--tvt FILE] [--losses FILE] [--count N] [--datagrams N]\n"
+	      "         [--attack lockout|poison|reflect|ptfd]\n", stderr);
 	exit(2);
 }
 
@@ -1101,6 +1252,7 @@ int main(int argc, char **argv)
 		{ "linger", required_argument, NULL, 'l' },
 		{ "drop", required_argument, NULL, 'X' },
 		{ "fixed-timers", no_argument, NULL, 'F' },
+		{ "attack", required_argument, NULL, 'A' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *cmd;
@@ -1141,6 +1293,7 @@ int main(int argc, char **argv)
 		case 'l': opt.linger = strtod(optarg, NULL); break;
 		case 'X': opt.drop = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'F': opt.fixed_timers = true; break;
+		case 'A': opt.attack = optarg; break;
 		case 'K':
 			for (opt.keylen = 0; optarg[2 * opt.keylen] && optarg[2 * opt.keylen + 1] &&
 			     opt.keylen < sizeof(opt.key); opt.keylen++) {
@@ -1178,6 +1331,8 @@ int main(int argc, char **argv)
 		return cmd_garbage();
 	if (!strcmp(cmd, "blast"))
 		return cmd_blast();
+	if (!strcmp(cmd, "hostile") && opt.attack)
+		return cmd_hostile();
 	usage();
 	return 2;
 }
