@@ -324,6 +324,11 @@ int parse_opts(int argc, char **argv, const char *shortopts,
 		case OPT_ELF:
 			ret = add_elf(c, optarg);
 			break;
+		case OPT_DECODER:
+			if (strcmp(optarg, "fast") && strcmp(optarg, "libipt"))
+				return usage_error("bad --decoder '%s' (fast or libipt)", optarg);
+			c->libipt = !strcmp(optarg, "libipt");
+			break;
 		case OPT_IMAGE_DIR:
 			c->image_dir = optarg;
 			break;
@@ -557,6 +562,8 @@ int pt_walk(struct common *c, struct tvt_reader *r, struct tvh_walk_opts *wo,
 	    struct tvh_stats *s, struct pt_result *pr)
 {
 	struct pt_image *img;
+	struct tvh_ptf_image fimg = { 0 };
+	struct tvh_ptbr_fast fast = { .image = &fimg, .jobs = threads };
 	struct tvh_ptbr b;
 	int ret;
 
@@ -575,25 +582,36 @@ int pt_walk(struct common *c, struct tvt_reader *r, struct tvh_walk_opts *wo,
 		return ret;
 	}
 	ret = tvh_pt_image(&c->st, &img);
+	if (!ret && !c->libipt) {
+		ret = tvh_ptf_image_from_symtab(&fimg, &c->st);
+		if (ret)
+			pt_image_free(img);
+	}
 	if (ret) {
+		tvh_ptf_image_free(&fimg);
 		memset(s, 0, sizeof(*s));
 		return ret;
 	}
 	tvh_ptbr_init(&b, ops, ctx, img, NULL);
 	b.opts.snap = c->snap;
+	fast.snap = c->snap;     /* loaded above */
+	b.fast = c->libipt ? NULL : &fast;
 	wo->want_pt = true;
 	ret = tvh_pwalk(r, wo, threads, &tvh_ptbr_ops, &b, s);
 	pt_image_free(img);
+	tvh_ptf_image_free(&fimg);
 	pr->st = b.stats;
 	pr->decoded = true;
 	if (!ret && b.stats.cpus && !c->quiet)
 		fprintf(stderr, "tracevisor %s: Intel PT of %u CPU%s: %" PRIu64 " bytes decoded"
 			" into %" PRIu64 " branches, %" PRIu64 " syncs, %" PRIu64
 			" decode errors; lost %" PRIu64 " bytes in gaps, %" PRIu64
-			" at %" PRIu64 " cuts (counted by PT_SYNC)\n", cmd_name,
+			" at %" PRIu64 " cuts (counted by PT_SYNC); decoder %s%s\n", cmd_name,
 			b.stats.cpus, b.stats.cpus == 1 ? "" : "s", b.stats.bytes,
 			b.stats.branches, b.stats.syncs, b.stats.errors,
-			b.stats.gap_bytes, b.stats.cut_bytes, b.stats.cuts);
+			b.stats.gap_bytes, b.stats.cut_bytes, b.stats.cuts,
+			b.fast ? "fast" : "libipt", b.fast && b.stats.libipt_runs ?
+			" (libipt for runs with MTC/CYC timing)" : "");
 	if (!ret && b.stats.errors)
 		msg("%" PRIu64 " PT decode errors (each a PT_GAP; decoding resumed at the"
 		    " next PSB): wrong or missing --image code, or damaged PT", b.stats.errors);

@@ -46,6 +46,7 @@ struct common {
 	struct tvh_symtab st;
 	struct tvh_progress prog;
 	struct tvh_snap *snap;   /* code snapshots of the capture (load_snapshots) */
+	bool libipt;             /* --decoder libipt */
 };
 
 /*
@@ -58,7 +59,13 @@ enum {
 	OPT_SEQ_TIME, OPT_BRANCHES, OPT_PT_CPU, OPT_RAW, OPT_NO_SYMBOLS,
 	OPT_MACHINE, OPT_IMAGE_DIR, OPT_THREADS, OPT_SORT, OPT_TOP, OPT_PER_CPU,
 	OPT_FORMAT, OPT_ALL, OPT_KALLSYMS, OPT_SYSTEM_MAP, OPT_PHASES,
+	OPT_DECODER,
 };
+
+/* --decoder fast|libipt: PT for script, report, coverage, timeline (ptbranch.h). */
+#define DECODER_LONGOPT { "decoder", required_argument, NULL, OPT_DECODER }
+#define DECODER_USAGE \
+	"  --decoder D         PT decoder: fast (default) or libipt (the reference)\n"
 
 typedef int (*opt_fn)(int opt, const char *arg, void *ctx);
 

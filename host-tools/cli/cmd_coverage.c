@@ -42,6 +42,7 @@ void coverage_usage(FILE *f)
 	      "  --cpu N             only CPU N's branches\n"
 	      "  --flavor NAME       the 'DRCOV FLAVOR' (default tracevisor)\n"
 	      "  -j, --threads N     decoding threads (default: one per processor)\n"
+	      DECODER_USAGE
 	      COMMON_HELP
 	      PT_HELP
 	      "From PT, a block starts at a transfer's target (the code from a PSB or\n"
@@ -140,6 +141,7 @@ int cmd_coverage(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "cpu", required_argument, NULL, OPT_CPU },
 		IMAGE_LONGOPTS,
+		DECODER_LONGOPT,
 		{ "flavor", required_argument, NULL, OPT_FLAVOR },
 		{ "format", required_argument, NULL, OPT_FORMAT },
 		{ "threads", required_argument, NULL, OPT_THREADS },

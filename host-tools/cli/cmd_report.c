@@ -44,6 +44,7 @@ void report_usage(FILE *f)
 	      "                      after that (addresses, not CPL: records carry none)\n"
 	      IMAGE_HELP
 	      "  -j, --threads N     decoding threads (default: one per processor)\n"
+	      DECODER_USAGE
 	      "  -o, --output FILE   write there instead of stdout\n"
 	      COMMON_HELP
 	      PT_HELP
@@ -137,6 +138,7 @@ int cmd_report(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "cpu", required_argument, NULL, OPT_CPU },
 		IMAGE_LONGOPTS,
+		DECODER_LONGOPT,
 		{ "sort", required_argument, NULL, OPT_SORT },
 		{ "top", required_argument, NULL, OPT_TOP },
 		{ "per-cpu", no_argument, NULL, OPT_PER_CPU },

@@ -34,6 +34,7 @@ void script_usage(FILE *f)
 	      "  --all               every record, not only branches (as 'dump' shows them)\n"
 	      "  --no-symbols        addresses only\n"
 	      "  -j, --threads N     decoding threads (default: one per processor)\n"
+	      DECODER_USAGE
 	      "  -o, --output FILE   write there instead of stdout\n"
 	      COMMON_HELP
 	      PT_HELP
@@ -141,6 +142,7 @@ int cmd_script(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "cpu", required_argument, NULL, OPT_CPU },
 		IMAGE_LONGOPTS,
+		DECODER_LONGOPT,
 		{ "all", no_argument, NULL, OPT_ALL },
 		{ "no-symbols", no_argument, NULL, OPT_NO_SYMBOLS },
 		{ "threads", required_argument, NULL, OPT_THREADS },

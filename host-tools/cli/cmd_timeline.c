@@ -38,6 +38,7 @@ void timeline_usage(FILE *f)
 	      IMAGE_HELP
 	      "  --cpu N             only CPU N\n"
 	      "  --sequence-time     use sequence numbers as time even with a TSC\n"
+	      DECODER_USAGE
 	      COMMON_HELP
 	      EXIT_HELP
 	      "\nExample:\n"
@@ -60,6 +61,7 @@ int cmd_timeline(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "cpu", required_argument, NULL, OPT_CPU },
 		IMAGE_LONGOPTS,
+		DECODER_LONGOPT,
 		{ "sequence-time", no_argument, NULL, OPT_SEQ_TIME },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -68,6 +70,8 @@ int cmd_timeline(int argc, char **argv)
 	struct tvh_chrome_stats cs;
 	struct tvt_reader r;
 	struct pt_image *img = NULL;
+	struct tvh_ptf_image fimg = { 0 };
+	struct tvh_ptbr_fast fast = { .image = &fimg };
 	bool seq_time = false;
 	FILE *out;
 	int ret;
@@ -97,8 +101,12 @@ int cmd_timeline(int argc, char **argv)
 		ret = EXIT_ERR;
 		goto out;
 	}
-	if (have_code(&c) && tvh_pt_image(&c.st, &img)) {
+	if (have_code(&c) && (tvh_pt_image(&c.st, &img) ||
+			       (!c.libipt && tvh_ptf_image_from_symtab(&fimg, &c.st)))) {
 		msg("cannot set up the PT decoder's image");
+		if (img)
+			pt_image_free(img);
+		tvh_ptf_image_free(&fimg);
 		discard_out(out, c.out);
 		tvt_reader_close(&r);
 		ret = EXIT_ERR;
@@ -109,9 +117,12 @@ int cmd_timeline(int argc, char **argv)
 				       .sequence_time = seq_time,
 				       .progress = &c.prog, .pt_image = img,
 				       .snap = c.snap };
+	fast.snap = c.snap;
+	co.pt_fast = c.libipt ? NULL : &fast;
 	ret = tvh_chrome_write(&r, &co, out, &cs);
 	if (img)
 		pt_image_free(img);
+	tvh_ptf_image_free(&fimg);
 	tvh_progress_done(&c.prog);
 	if (ret) {
 		msg("%s: %s", ret == -TVH_ERR_IO ? c.out : argv[optind], tvh_errstr(ret));
@@ -133,10 +144,10 @@ int cmd_timeline(int argc, char **argv)
 				" bytes decoded into %" PRIu64 " branches (%" PRIu64
 				" slices), %" PRIu64 " syncs, %" PRIu64 " decode errors; lost %"
 				PRIu64 " bytes in gaps, %" PRIu64 " at %" PRIu64
-				" cuts (counted by PT_SYNC)\n", cmd_name, cs.pt.cpus,
+				" cuts (counted by PT_SYNC); decoder %s\n", cmd_name, cs.pt.cpus,
 				cs.pt.cpus == 1 ? "" : "s", cs.pt.bytes, cs.pt.branches,
 				cs.pt_slices, cs.pt.syncs, cs.pt.errors, cs.pt.gap_bytes,
-				cs.pt.cut_bytes, cs.pt.cuts);
+				cs.pt.cut_bytes, cs.pt.cuts, c.libipt ? "libipt" : "fast");
 		if (cs.pt_decoded && cs.pt.errors)
 			msg("%" PRIu64 " PT decode errors (each closes the open slices; "
 			    "decoding resumed at the next PSB): wrong or missing --image "

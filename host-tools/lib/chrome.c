@@ -543,6 +543,7 @@ int tvh_chrome_write(struct tvt_reader *r, const struct tvh_chrome_opts *o,
 	if (o->pt_image) {
 		tvh_ptbr_init(&b, &inner_ops, &ch, o->pt_image, NULL);
 		b.opts.snap = o->snap;
+		b.fast = o->pt_fast;
 		ch.ptbr = &b;
 		wo.want_pt = true;
 		ret = tvh_walk(r, &wo, pass2_pt, &ch, &cs->walk);

@@ -59,6 +59,7 @@ struct tvh_chrome_opts {
 	struct tvh_progress *progress;   /* per pass; may be NULL */
 	struct pt_image *pt_image;       /* decode PT over it; NULL: PT only counted */
 	const struct tvh_snap *snap;     /* code snapshots beside it (snap.h); may be NULL */
+	const struct tvh_ptbr_fast *pt_fast;   /* decode with ptfast (ptbranch.h); NULL: libipt */
 };
 
 struct tvh_chrome_stats {

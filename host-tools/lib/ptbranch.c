@@ -5,6 +5,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "host-tools/lib/error.h"
 #include "host-tools/lib/ptbranch.h"
@@ -68,6 +69,8 @@ struct ptbr_cpu {
 	struct tvh_pt_stream ps;
 	struct tvh_pt_collector col;
 	uint64_t nbranches;      /* seq of the next branch record */
+	struct tvh_ptf_decoder **decs;   /* fast: one per job, caches kept across runs */
+	unsigned ndecs;
 };
 
 static void *ptbr_begin(void *ctx, uint32_t cpu)
@@ -169,6 +172,135 @@ static int ptbr_item(void *ctx, const struct tvh_pt_item *it)
 	}
 }
 
+/* ---- the fast decoder ---------------------------------------------------- */
+
+static int fast_item(void *ctx, const struct tvh_ptf_item *it)
+{
+	struct ptbr_cpu *pc = ctx;
+
+	switch (it->kind) {
+	case TVH_PTF_BRANCH:
+		return emit_branch(pc, it->offset, it->from, it->to, it->br, it->has_tsc,
+				   it->tsc);
+	case TVH_PTF_ERROR:
+		return emit_gap(pc, TVH_GAP_PT_ERROR, it->offset, 0, it->err);
+	default:
+		return 0;
+	}
+}
+
+static size_t snap_fallback(const void *ctx, uint64_t cr3, uint64_t ip, uint64_t tsc,
+			    uint8_t *buf, size_t len)
+{
+	return tvh_snap_read(ctx, cr3, ip, tsc, buf, len);
+}
+
+/* Records of one piece, kept until the pieces before it are passed on. */
+struct piece_items {
+	struct tvh_ptf_item *v;
+	size_t n, cap;
+	int err;
+};
+
+static int keep_item(void *ctx, const struct tvh_ptf_item *it)
+{
+	struct piece_items *p = ctx;
+
+	if (it->kind != TVH_PTF_BRANCH && it->kind != TVH_PTF_ERROR)
+		return 0;
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? 2 * p->cap : 4096;
+		struct tvh_ptf_item *v = realloc(p->v, cap * sizeof(*v));
+
+		if (!v) {
+			p->err = -TVH_ERR_NOMEM;
+			return p->err;
+		}
+		p->v = v;
+		p->cap = cap;
+	}
+	p->v[p->n++] = *it;
+	return 0;
+}
+
+/* Bytes of PT per piece and window: bounds the records held at once. */
+#define PTBR_PIECE_BYTES (1u << 20)
+#define PTBR_MAX_JOBS 64u
+
+static unsigned fast_jobs(const struct tvh_ptbr_fast *f)
+{
+	long n = f->jobs ? (long)f->jobs : sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n < 1 ? 1u : n > (long)PTBR_MAX_JOBS ? PTBR_MAX_JOBS : (unsigned)n;
+}
+
+/*
+ * One run through ptfast: in one go with one job (or a short run), else
+ * window by window of jobs pieces cut at sync points, each window's
+ * pieces decoded at once and their records passed on in order.
+ */
+static int fast_run(struct ptbr_cpu *pc, const struct tvh_pt_run *run,
+		    const struct tvh_ptf_opts *o, struct tvh_ptf_stats *st)
+{
+	unsigned jobs = fast_jobs(pc->b->fast);
+	struct piece_items *items;
+	void *ctxs[PTBR_MAX_JOBS];
+	size_t start = 0, sync;
+	int ret = 0;
+
+	memset(st, 0, sizeof(*st));
+	if (!pc->decs) {
+		pc->decs = calloc(jobs, sizeof(*pc->decs));
+		if (!pc->decs)
+			return -TVH_ERR_NOMEM;
+		pc->ndecs = jobs;
+		for (unsigned i = 0; i < jobs; i++) {
+			pc->decs[i] = tvh_ptf_alloc(o);
+			if (!pc->decs[i])
+				return -TVH_ERR_NOMEM;
+		}
+	}
+	if (jobs == 1 || run->len <= PTBR_PIECE_BYTES)
+		return tvh_ptf_decode(pc->decs[0], run->data, run->len, run->offset,
+				      fast_item, pc, st);
+	items = calloc(jobs, sizeof(*items));
+	if (!items)
+		return -TVH_ERR_NOMEM;
+	for (unsigned i = 0; i < jobs; i++)
+		ctxs[i] = &items[i];
+	sync = tvh_ptf_first_sync(run->data, run->len);
+	for (;;) {
+		size_t want = start + (size_t)jobs * PTBR_PIECE_BYTES, end;
+		struct tvh_ptf_stats ws;
+
+		while (sync < run->len && sync < want)
+			sync = tvh_ptf_next_sync(run->data, run->len, sync);
+		end = sync < run->len ? sync : run->len;
+		ret = tvh_ptf_decode_range_parallel(run->data, run->len, run->offset, start,
+						    end, o, pc->decs, jobs, keep_item, ctxs,
+						    NULL, &ws);
+		for (unsigned i = 0; i < jobs; i++) {
+			if (!ret && items[i].err)
+				ret = items[i].err;
+			for (size_t k = 0; !ret && k < items[i].n; k++)
+				ret = fast_item(pc, &items[i].v[k]);
+			items[i].n = 0;
+		}
+		st->insns += ws.insns;
+		st->branches += ws.branches;
+		st->syncs += ws.syncs;
+		st->errors += ws.errors;
+		st->fine_timing += ws.fine_timing;
+		if (ret || end >= run->len)
+			break;
+		start = end;
+	}
+	for (unsigned i = 0; i < jobs; i++)
+		free(items[i].v);
+	free(items);
+	return ret;
+}
+
 /* Decode the CPU's runs in stream order, losses between them. */
 static int ptbr_decode(struct ptbr_cpu *pc)
 {
@@ -202,6 +334,19 @@ static int ptbr_decode(struct ptbr_cpu *pc)
 		}
 		if (ret)
 			break;
+		if (b->fast && !tvh_ptf_fine_timing(run->data, run->len)) {
+			struct tvh_ptf_opts fo = {
+				.read = tvh_ptf_image_read, .read_ctx = (void *)b->fast->image,
+				.fallback = b->fast->snap ? snap_fallback : NULL,
+				.fallback_ctx = b->fast->snap, .libipt_branches = true };
+			struct tvh_ptf_stats fst;
+
+			ret = fast_run(pc, run, &fo, &fst);
+			b->stats.errors += fst.errors;
+			b->stats.syncs += fst.syncs;
+			b->stats.fast_runs++;
+			continue;
+		}
 		/* This CPU's PT_SYNC times: the snapshots' clock without TSC packets. */
 		b->opts.times = ps->times;
 		b->opts.ntimes = ps->ntimes;
@@ -209,6 +354,7 @@ static int ptbr_decode(struct ptbr_cpu *pc)
 				    &b->opts, ptbr_item, pc, &st);
 		b->stats.errors += st.errors;
 		b->stats.syncs += st.syncs;
+		b->stats.libipt_runs++;
 	}
 	for (; !ret && ci < ps->ncuts; ci++)
 		ret = emit_gap(pc, TVH_GAP_PT_CUT, ps->cuts[ci].offset,
@@ -226,6 +372,9 @@ static int ptbr_end(void *ctx, uint32_t cpu, void *cpu_ctx, bool aborted)
 		ret = ptbr_decode(pc);
 	iret = b->inner->end(b->inner_ctx, cpu, pc->inner, aborted || ret);
 	tvh_pt_stream_free(&pc->ps);
+	for (unsigned i = 0; i < pc->ndecs; i++)
+		tvh_ptf_free(pc->decs[i]);
+	free(pc->decs);
 	free(pc);
 	return ret ? ret : iret;
 }

@@ -23,12 +23,29 @@
  *    (TVH_GAP_PT_ERROR, err), so consumers restart their chains there.
  * Then it calls the consumer's end.  The whole PT stream of a CPU is held
  * in memory until its end (as pt-decode does).
+ *
+ * Two decoders give the same records: libipt (tvh_pt_decode, the
+ * reference) and, with b->fast set, the fast decoder (ptfast.h with
+ * opts.libipt_branches): the same branches in the same order, the same
+ * gaps (errors: the same where both decoders report one; ptfast.h lists
+ * where they differ), the same TSC where ptfast.h says so; pt_offset is
+ * each decoder's own position.  The fast decoder cuts each run at PSBs
+ * into fast->jobs pieces decoded at once (windows of jobs * 1 MiB,
+ * records kept per piece and passed on in stream order), and hands a run
+ * whose stream has MTC or CYC packets (timing it does not follow) to
+ * libipt.  With code snapshots its block cache keeps the first content
+ * it read at an address under a CR3 (read at the last TSC packet's time,
+ * 0 before one; libipt reads every instruction at its own time): a page
+ * rewritten during the capture (self-modifying code, text patched at
+ * boot) is followed as libipt follows it only with the libipt decoder.
  */
 #ifndef TVH_PTBRANCH_H
 #define TVH_PTBRANCH_H
 
 #include "host-tools/lib/pt.h"
+#include "host-tools/lib/ptfast.h"
 #include "host-tools/lib/pwalk.h"
+#include "host-tools/lib/snap.h"
 
 struct tvh_ptbr_stats {
 	uint32_t cpus;           /* CPUs with PT bytes */
@@ -39,6 +56,15 @@ struct tvh_ptbr_stats {
 	uint64_t branches;       /* branch records made */
 	uint64_t errors;         /* decode errors */
 	uint64_t syncs;
+	uint64_t fast_runs;      /* runs the fast decoder decoded */
+	uint64_t libipt_runs;    /* runs libipt decoded (fast not set, or MTC/CYC) */
+};
+
+/* The fast decoder's setup (ptfast.h). */
+struct tvh_ptbr_fast {
+	const struct tvh_ptf_image *image;   /* the modules' code (tvh_ptf_image_from_symtab) */
+	const struct tvh_snap *snap;         /* snapshots where image maps nothing; may be NULL */
+	unsigned jobs;                       /* pieces at once per run (0: one per processor) */
 };
 
 struct tvh_ptbr {
@@ -46,6 +72,7 @@ struct tvh_ptbr {
 	void *inner_ctx;
 	struct pt_image *image;
 	struct tvh_pt_opts opts;
+	const struct tvh_ptbr_fast *fast;   /* non-NULL: decode with ptfast (set after init) */
 	struct tvh_ptbr_stats stats;   /* summed in end(): no lock needed */
 };
 

@@ -115,13 +115,22 @@ struct tvh_ptf_decoder {
 static int read_code(struct tvh_ptf_decoder *d, uint8_t *buf, size_t size, uint64_t ip)
 {
 	struct pt_asid asid;
+	int n = -pte_nomap;
 
-	if (!d->o.read)
-		return -pte_nomap;
-	pt_asid_init(&asid);
-	asid.cr3 = d->cr3;
-	asid.vmcs = d->vmcs;
-	return d->o.read(buf, size, &asid, ip, d->o.read_ctx);
+	if (d->o.read) {
+		pt_asid_init(&asid);
+		asid.cr3 = d->cr3;
+		asid.vmcs = d->vmcs;
+		n = d->o.read(buf, size, &asid, ip, d->o.read_ctx);
+	}
+	if (n == -pte_nomap && d->o.fallback) {
+		size_t got = d->o.fallback(d->o.fallback_ctx,
+					   d->cr3 == pt_asid_no_cr3 ? 0 : d->cr3, ip,
+					   d->have_tsc ? d->tsc : 0, buf, size);
+
+		n = got ? (int)got : -pte_nomap;
+	}
+	return n;
 }
 
 /* Up to 15 bytes at ip into out, reading across section ends; count or error. */
@@ -1751,6 +1760,7 @@ int tvh_ptf_cov_merge(struct tvh_ptf_cov *dst, const struct tvh_ptf_cov *src)
 struct ptf_piece {
 	pthread_t thread;
 	bool threaded;
+	struct tvh_ptf_decoder *dec;   /* the caller's, or NULL: one of its own */
 	const uint8_t *buf;
 	size_t len, start, limit;
 	uint64_t offset;
@@ -1766,7 +1776,7 @@ struct ptf_piece {
 static void *piece_main(void *arg)
 {
 	struct ptf_piece *p = arg;
-	struct tvh_ptf_decoder *d = tvh_ptf_alloc(p->opts);
+	struct tvh_ptf_decoder *d = p->dec ? p->dec : tvh_ptf_alloc(p->opts);
 
 	if (!d) {
 		p->ret = -TVH_ERR_NOMEM;
@@ -1776,8 +1786,45 @@ static void *piece_main(void *arg)
 			      p->fn, p->ctx, &p->st);
 	if (!p->ret && p->want_cov)
 		p->ret = tvh_ptf_coverage(d, &p->cov);
-	tvh_ptf_free(d);
+	if (!p->dec)
+		tvh_ptf_free(d);
 	return NULL;
+}
+
+bool tvh_ptf_fine_timing(const uint8_t *buf, size_t len)
+{
+	size_t pos = ptf_next_psb(buf, len, 0);
+
+	while (pos < len) {
+		struct ptf_pkt pk;
+		int n;
+
+		/* TNT-8 and PAD, most of a trace: one byte, bit 0 clear (0x02
+		 * starts the extended packets). */
+		if (!(buf[pos] & 1) && buf[pos] != 0x02) {
+			pos++;
+			continue;
+		}
+		n = ptf_pkt_decode(buf + pos, buf + len, &pk);
+		if (n < 0) {
+			pos = ptf_next_psb(buf, len, pos + 1);
+			continue;
+		}
+		if (pk.type == PTF_PKT_MTC || pk.type == PTF_PKT_CYC)
+			return true;
+		pos += (size_t)n;
+	}
+	return false;
+}
+
+size_t tvh_ptf_first_sync(const uint8_t *buf, size_t len)
+{
+	return ptf_next_psb(buf, len, 0);
+}
+
+size_t tvh_ptf_next_sync(const uint8_t *buf, size_t len, size_t sync)
+{
+	return sync < len ? next_sync(buf, len, sync) : len;
 }
 
 int tvh_ptf_decode_parallel(const uint8_t *buf, size_t len, uint64_t offset,
@@ -1785,8 +1832,19 @@ int tvh_ptf_decode_parallel(const uint8_t *buf, size_t len, uint64_t offset,
 			    tvh_ptf_fn fn, void *const *ctxs,
 			    struct tvh_ptf_cov *cov, struct tvh_ptf_stats *stats)
 {
+	return tvh_ptf_decode_range_parallel(buf, len, offset, 0, len, opts, NULL,
+					     nthreads, fn, ctxs, cov, stats);
+}
+
+int tvh_ptf_decode_range_parallel(const uint8_t *buf, size_t len, uint64_t offset,
+				  size_t start, size_t limit,
+				  const struct tvh_ptf_opts *opts,
+				  struct tvh_ptf_decoder *const *decs, unsigned nthreads,
+				  tvh_ptf_fn fn, void *const *ctxs,
+				  struct tvh_ptf_cov *cov, struct tvh_ptf_stats *stats)
+{
 	struct ptf_piece *pc;
-	size_t start = 0;
+	size_t sync, from = start;
 	unsigned n = 0;
 	int ret = 0;
 
@@ -1794,26 +1852,28 @@ int tvh_ptf_decode_parallel(const uint8_t *buf, size_t len, uint64_t offset,
 		memset(stats, 0, sizeof(*stats));
 	if (cov)
 		memset(cov, 0, sizeof(*cov));
-	if (!nthreads || (cov && (!opts || !opts->coverage)))
+	if (!nthreads || start > limit || limit > len ||
+	    (cov && (decs || !opts || !opts->coverage)))
 		return -TVH_ERR_INVALID;
 	pc = calloc(nthreads, sizeof(*pc));
 	if (!pc)
 		return -TVH_ERR_NOMEM;
-	size_t sync = ptf_next_psb(buf, len, 0);
+	sync = start ? start : ptf_next_psb(buf, len, 0);
 
-	for (unsigned i = 0; i < nthreads && (start < len || !n); i++) {
-		size_t want = (size_t)((unsigned __int128)len * (i + 1) / nthreads);
+	for (unsigned i = 0; i < nthreads && (start < limit || !n); i++) {
+		size_t want = from + (size_t)((unsigned __int128)(limit - from) * (i + 1) / nthreads);
 		size_t end;
 
 		/* The first PSB of the chain at or after want (next_sync). */
-		while (i + 1 < nthreads && sync < len && sync < want)
+		while (i + 1 < nthreads && sync < limit && sync < want)
 			sync = next_sync(buf, len, sync);
-		end = i + 1 == nthreads ? len : sync;
+		end = i + 1 == nthreads || sync > limit ? limit : sync;
 		if (end <= start && n)
 			continue;
 		pc[n] = (struct ptf_piece){ .buf = buf, .len = len, .start = start,
 			.limit = end, .offset = offset, .opts = opts, .fn = fn,
-			.ctx = ctxs ? ctxs[n] : NULL, .want_cov = cov != NULL };
+			.ctx = ctxs ? ctxs[n] : NULL, .want_cov = cov != NULL,
+			.dec = decs ? decs[n] : NULL };
 		start = end;
 		n++;
 	}

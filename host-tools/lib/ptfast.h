@@ -137,6 +137,17 @@ typedef int (*tvh_ptf_fn)(void *ctx, const struct tvh_ptf_item *it);
 struct tvh_ptf_opts {
 	tvh_ptf_read_fn read;    /* NULL: no code (every instruction -pte_nomap) */
 	void *read_ctx;
+	/*
+	 * Where read maps nothing (may be NULL): code by address space (cr3,
+	 * 0 before any PIP), address and time (the last TSC packet's, 0
+	 * before one), e.g. tvh_snap_read's code snapshots.  Returns the
+	 * bytes copied, 0 for none.  Called from every decoding thread at
+	 * once.  The block cache keeps what it read first for an address
+	 * (ptbranch.h says what that means for rewritten code).
+	 */
+	size_t (*fallback)(const void *ctx, uint64_t cr3, uint64_t ip, uint64_t tsc,
+			   uint8_t *buf, size_t len);
+	const void *fallback_ctx;
 	bool coverage;           /* keep edge/block counts (tvh_ptf_coverage) */
 	/*
 	 * Report branches exactly as tvh_pt_decode's branches mode does over
@@ -219,5 +230,32 @@ int tvh_ptf_decode_parallel(const uint8_t *buf, size_t len, uint64_t offset,
 			    const struct tvh_ptf_opts *opts, unsigned nthreads,
 			    tvh_ptf_fn fn, void *const *ctxs,
 			    struct tvh_ptf_cov *cov, struct tvh_ptf_stats *stats);
+
+/*
+ * The PSBs where decoding may be cut (each a resynchronisation point, see
+ * above): the first in buf, and the one after sync (len: none).  Pieces
+ * cut at these decode to the same items as the whole.
+ */
+size_t tvh_ptf_first_sync(const uint8_t *buf, size_t len);
+/* Does buf hold MTC or CYC packets (time this decoder does not follow)? */
+bool tvh_ptf_fine_timing(const uint8_t *buf, size_t len);
+size_t tvh_ptf_next_sync(const uint8_t *buf, size_t len, size_t sync);
+
+/*
+ * tvh_ptf_decode_range_parallel - tvh_ptf_decode_parallel over
+ * buf[start..limit) of buf[0..len): start is 0 or a sync point, limit is
+ * len or one (the flow is finished up to it, as for a piece).  decs (may
+ * be NULL) are nthreads decoders of the caller's, used for the pieces in
+ * order (their block caches carry over between calls; their coverage
+ * accumulates, cov is then not taken from them).  Consecutive ranges
+ * together give what one tvh_ptf_decode gives.  Returns as
+ * tvh_ptf_decode_parallel.
+ */
+int tvh_ptf_decode_range_parallel(const uint8_t *buf, size_t len, uint64_t offset,
+				  size_t start, size_t limit,
+				  const struct tvh_ptf_opts *opts,
+				  struct tvh_ptf_decoder *const *decs, unsigned nthreads,
+				  tvh_ptf_fn fn, void *const *ctxs,
+				  struct tvh_ptf_cov *cov, struct tvh_ptf_stats *stats);
 
 #endif /* TVH_PTFAST_H */

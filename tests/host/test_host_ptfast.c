@@ -30,6 +30,7 @@
 #include "host-tools/lib/ptbranch.h"
 #include "host-tools/lib/ptfast.h"
 #include "host-tools/lib/sym.h"
+#include "tests/host/helpers.h"
 #include "tests/host/pt_fixture.h"
 #include "tests/host/ptgen.h"
 #include "vmm/trace/format.h"
@@ -993,6 +994,176 @@ static void test_no_code(void **state)
 	tvh_ptf_free(d);
 }
 
+/* ---- windows: what ptbranch does with --threads ----------------------------- */
+
+/*
+ * Consecutive ranges cut at sync points, each decoded in pieces by the
+ * same decoders (caches kept): the records of one tvh_ptf_decode.
+ */
+static void test_windows(void **state)
+{
+	struct ptgen_opts o = { .seed = 21, .bytes = 1 << 19, .retcomp = 1,
+				.psb_every = 2048, .p_async = 5, .p_disable = 10,
+				.p_ovf = 2, .p_mode = 10, .p_timing = 50, .p_pip = 20,
+				.nblocks = 2000, .long_tnt = 1, .tsc_only = 1 };
+	struct tvh_ptf_opts fo = { .read = tvh_ptf_image_read, .libipt_branches = true };
+	struct tvh_ptf_decoder *one, *decs[3];
+	struct tflow whole = { 0 }, all = { 0 };
+	struct ptgen g;
+	size_t start = 0, sync;
+	unsigned windows = 0;
+
+	(void)state;
+	assert_int_equal(ptgen_make(&g, &o), 0);
+	fo.read_ctx = &g.image;
+	one = tvh_ptf_alloc(&fo);
+	assert_non_null(one);
+	for (unsigned i = 0; i < 3; i++)
+		assert_non_null(decs[i] = tvh_ptf_alloc(&fo));
+	assert_int_equal(tvh_ptf_decode(one, g.buf, g.len, 0, tfast_item, &whole, NULL), 0);
+	sync = tvh_ptf_first_sync(g.buf, g.len);
+	for (;;) {
+		struct tflow parts[3];
+		void *ctxs[3] = { &parts[0], &parts[1], &parts[2] };
+		size_t end;
+
+		memset(parts, 0, sizeof(parts));
+		while (sync < g.len && sync < start + 40000)
+			sync = tvh_ptf_next_sync(g.buf, g.len, sync);
+		end = sync < g.len ? sync : g.len;
+		assert_int_equal(tvh_ptf_decode_range_parallel(g.buf, g.len, 0, start, end, &fo,
+							       decs, 3, tfast_item, ctxs,
+							       NULL, NULL), 0);
+		for (unsigned i = 0; i < 3; i++) {
+			for (size_t k = 0; k < parts[i].n; k++)
+				tadd(&all, parts[i].v[k].from, parts[i].v[k].to, parts[i].v[k].kind,
+				     parts[i].v[k].has_tsc, parts[i].v[k].tsc);
+			all.errors += parts[i].errors;
+			free(parts[i].v);
+		}
+		windows++;
+		if (end >= g.len)
+			break;
+		start = end;
+	}
+	assert_true(windows > 5);
+	assert_true(whole.n > 10000);
+	assert_true(tflow_expect(&whole, &all, true, "one decode vs windows of pieces"));
+	assert_int_equal(all.errors, whole.errors);
+	/* cov with the caller's decoders is refused. */
+	{
+		struct tvh_ptf_cov cov;
+
+		assert_int_equal(tvh_ptf_decode_range_parallel(g.buf, g.len, 0, 0, g.len, &fo,
+							       decs, 3, NULL, NULL, &cov, NULL),
+				 -TVH_ERR_INVALID);
+	}
+	free(whole.v);
+	free(all.v);
+	tvh_ptf_free(one);
+	for (unsigned i = 0; i < 3; i++)
+		tvh_ptf_free(decs[i]);
+	ptgen_free(&g);
+}
+
+/* ---- the tools: --decoder fast (default) and libipt give the same output ---- */
+
+static char *tool(const char *args, char **err)
+{
+	char *cmd, *out = NULL;
+
+	assert_true(asprintf(&cmd, "'%s' %s", th_cli(), args) > 0);
+	if (th_run(cmd, &out, err) != 0)
+		fail_msg("%s: %s", cmd, *err);
+	free(cmd);
+	return out;
+}
+
+/* script's lines end in pt@0xOFF, the decoder's own offset: cut it. */
+static void strip_offsets(char *s)
+{
+	for (char *p; (p = strstr(s, " pt@0x")) != NULL;) {
+		char *e = p + 6;
+
+		while (*e && *e != '\n')
+			e++;
+		memmove(p, e, strlen(e) + 1);
+	}
+}
+
+/*
+ * A capture of two CPUs with PT over the fixture program: CPU 0 a run
+ * with TSC packets, 100 bytes lost, a run cut (PT_SYNC) in the middle;
+ * CPU 1 a run with other times.  script, report, coverage and timeline
+ * print the same with --decoder libipt, fast and the default, with one
+ * and two threads.
+ */
+static void test_tools_same_output(void **state)
+{
+	uint8_t a[512], b[1024], c1[512];
+	size_t alen = 0, blen = 0, clen = 0, cut, resume;
+	struct recbuf r0 = { 0 }, r1 = { 0 };
+	struct th_tvt t;
+	char *path, *elf = fx.elf;
+	static const char *const cmds[] = { "script --no-symbols", "script", "report",
+					    "report --per-cpu", "coverage --format modoff -o -",
+					    "coverage -o -", "timeline -o -" };
+	static const char *const dec[] = { "--decoder libipt", "--decoder fast", "",
+					   "--decoder fast -j 2" };
+
+	(void)state;
+	assert_int_equal(ptf_encode_tsc(&fx, a, sizeof(a), &alen, 5000, 7), 8);
+	ptf_encode_cut(&fx, b, sizeof(b), &blen, &cut, &resume);
+	assert_int_equal(ptf_encode_tsc(&fx, c1, sizeof(c1), &clen, 90000, 3), 8);
+	rb_time(&r0, 4000, 1000000000ull, 0);
+	rb_startstop(&r0, TV_REC_START, TV_TRIG_BOOT, 4000, ptf_sym(&fx, "_start"));
+	rb_pt_sync(&r0, 4100, 0, 0);
+	rb_pt_sync(&r0, 6000, alen + 100 + cut, 1);
+	rb_time(&r1, 80000, 1000000000ull, 0);
+	rb_pt_sync(&r1, 80100, 0, 0);
+	th_tvt_begin(&t, "ptfast", 3);
+	th_tvt_records(&t, 0, 0, &r0);
+	th_tvt_records(&t, 1, 0, &r1);
+	th_tvt_chunk(&t, 0, TVT_KIND_PT, TVT_CHUNK_F_STREAM_START, 0, a, alen);
+	th_tvt_chunk(&t, 0, TVT_KIND_PT, 0, alen + 100, b, blen);
+	th_tvt_chunk(&t, 1, TVT_KIND_PT, TVT_CHUNK_F_STREAM_START, 0, c1, clen);
+	th_tvt_end(&t);
+	path = th_tvt_save(&t, "ptfast-tools.tvt");
+	th_tvt_free(&t);
+	rb_free(&r0);
+	rb_free(&r1);
+
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		char *ref = NULL;
+
+		for (size_t k = 0; k < sizeof(dec) / sizeof(dec[0]); k++) {
+			char *args, *out, *err = NULL;
+
+			if (!strncmp(cmds[i], "timeline", 8) && strstr(dec[k], "-j"))
+				continue;       /* timeline has no --threads */
+			assert_true(asprintf(&args, "%s '%s' --image '%s' %s", cmds[i], path, elf,
+					     dec[k]) > 0);
+			out = tool(args, &err);
+			assert_true(th_contains(err, "decoded into"));
+			assert_true(th_contains(err, k ? "decoder fast" : "decoder libipt"));
+			strip_offsets(out);
+			if (!k) {
+				assert_true(strlen(out) > 100);
+				ref = out;
+			} else {
+				if (strcmp(ref, out))
+					fail_msg("%s: '%s' differs from --decoder libipt:\n%s\n---\n%s",
+						 cmds[i], dec[k], ref, out);
+				free(out);
+			}
+			free(err);
+			free(args);
+		}
+		free(ref);
+	}
+	free(path);
+}
+
 /* ---- code that is not what ran: the spin bound ------------------------------- */
 
 /* 0x5000: je 0x5004; 0x5002: jmp .; 0x5004: jmp *%rax; 0x5006: nops */
@@ -1178,6 +1349,8 @@ int main(void)
 		cmocka_unit_test(test_small_cache),
 		cmocka_unit_test(test_garbage),
 		cmocka_unit_test(test_spin_bounded),
+		cmocka_unit_test(test_windows),
+		cmocka_unit_test(test_tools_same_output),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
