@@ -141,7 +141,9 @@ void print_sym(struct tvh_symtab *st, uint64_t a);
 	"  --system-map FILE   kernel symbols from a System.map (Debian:\n" \
 	"                      /boot/System.map-VERSION); both are relocated by\n" \
 	"                      the capture's kernel IMAGE record or kernel_entry\n" \
-	"                      window when it has one (KASLR)\n"
+	"                      window when it has one (KASLR); either may be a\n" \
+	"                      kernel image (vmlinux): its own kallsyms table is\n" \
+	"                      read (tracevisor ksyms)\n"
 /* script, report, coverage: PT captures (pt_walk). */
 #define PT_HELP \
 	"\nIntel PT (source pt): with modules (--image, --image-dir) each CPU's PT\n" \
