@@ -15,7 +15,7 @@ long=0
 [ "${1:-}" = --long ] && long=1
 bin=$TV_BUILD/fuzz
 work=$TV_BUILD/test/fuzz
-targets=(tvt trace_read serial x86 pt ptfast)
+targets=(tvt trace_read serial x86 pt ptfast recv)
 
 if [ ! -x "$bin/seeds" ]; then
 	for t in "${targets[@]}"; do

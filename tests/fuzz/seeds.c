@@ -5,7 +5,7 @@
  * own writers and libipt's encoder, so the fuzzers start inside the
  * formats instead of at random bytes.
  *
- *   seeds DIR   ->  DIR/{tvt,trace_read,serial,x86,pt}/NAME
+ *   seeds DIR   ->  DIR/{tvt,trace_read,serial,x86,pt,recv}/NAME
  */
 #include <intel-pt.h>
 #include <stdio.h>
@@ -15,6 +15,7 @@
 
 #include "host-tools/lib/le.h"
 #include "host-tools/lib/tvt.h"
+#include "net/proto.h"
 #include "vmm/trace/format.h"
 
 static const char *dir;
@@ -117,6 +118,52 @@ static void pt_seed(void)
 	put("pt", "loop", buf, (size_t)off);
 }
 
+/* fuzz_recv: [source, length LE16, datagram]... : a HELLO, DATA out of order, a LOSS, a PT. */
+static void recv_seed(const uint8_t *recs, size_t nrec)
+{
+	static uint8_t in[8192];
+	uint8_t b[TVP_MAX_DATAGRAM];
+	struct tvp_hello h = { .cpu_count = 2, .source = TV_SOURCE_MTF, .tsc_hz = 1000 };
+	struct tvp_data d = { .count = 0 };
+	struct tvp_loss l = { .first_seq = 40, .count = 3, .total = 3 };
+	size_t n = 0, rl = 0;
+	int len;
+
+	memcpy(h.machine, "seed", 4);
+	/* the first record only (a START): one whole record per DATA */
+	rl = tvh_le16(recs + 2);
+	(void)nrec;
+	for (int k = 0; k < 6; k++) {
+		uint16_t flags = 0;
+
+		switch (k) {
+		case 0:
+			len = proto_encode_hello(b, sizeof(b), 0x5eed, &h);
+			break;
+		case 1: case 2: case 3:
+			d.first_seq = (uint64_t)(3 - k) * 2;   /* 4, 2, 0: out of order */
+			d.count = 1;
+			flags = d.first_seq ? 0 : TVP_DATA_F_FIRST;
+			len = proto_encode_data(b, sizeof(b), 0x5eed, 0, flags, &d, recs, rl);
+			break;
+		case 4:
+			len = proto_encode_loss(b, sizeof(b), 0x5eed, 1, TVP_LOSS_F_FIRST, &l);
+			break;
+		default:
+			len = proto_encode_pt_flags(b, sizeof(b), 0x5eed, 0, TVP_PT_F_FIRST, 0,
+						    "\x02\x82\x02\x82", 4);
+			break;
+		}
+		if (len <= 0 || n + 3 + (size_t)len > sizeof(in))
+			continue;
+		in[n] = (uint8_t)(4 | (k & 3));
+		tvh_put_le16(in + n + 1, (uint16_t)len);
+		memcpy(in + n + 3, b, (size_t)len);
+		n += 3 + (size_t)len;
+	}
+	put("recv", "session", in, n);
+}
+
 int main(int argc, char **argv)
 {
 	static uint8_t recs[512];
@@ -170,5 +217,6 @@ int main(int argc, char **argv)
 		}
 	}
 	pt_seed();
+	recv_seed(recs, nrec);
 	return 0;
 }
