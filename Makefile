@@ -81,7 +81,7 @@ VMM_SRCS := $(sort $(foreach d,$(VMM_DIRS),$(wildcard $(d)/*.c)))
 TV_SRCS := $(sort $(wildcard boot/*.c)) $(VMM_SRCS) vmm/hw/hw_x86.c vmm/hw/vmx_entry.S \
 	$(sort $(wildcard drivers/*.c)) net/net.c net/lwip_port.c net/netif.c net/selftest.c net/rawframe.c
 # The export protocol (docs/PROTOCOL.md): pure, also in the unit tests and host tools.
-NET_PROTO_SRCS := net/sha256.c net/siphash.c net/proto.c net/export.c net/recv.c
+NET_PROTO_SRCS := net/sha256.c net/siphash.c net/dauth.c net/proto.c net/export.c net/recv.c
 TV_SRCS += $(NET_PROTO_SRCS)
 TV_OBJS := $(patsubst %.S,$(BUILD)/efi/%.o,$(patsubst %.c,$(BUILD)/efi/%.o,$(TV_SRCS)))
 
