@@ -163,6 +163,13 @@ $(BUILD)/tests/net/udp_relay: tests/net/udp_relay.c
 	$(Q)$(HOST_CC) $(HOST_TOOLS_CFLAGS) -o $@ $<
 HOST_TOOL_TESTS += $(NET_TEST_TOOLS)
 
+# tests/bench/ptfast_bench.sh (make bench): the fast PT decoder vs libipt.
+$(BUILD)/bench/ptfast_bench: tests/bench/ptfast_bench.c tests/host/ptgen.c $(HOST_TOOLS_LIB)
+	@mkdir -p $(dir $@)
+	@echo "  HOSTLD  $@"
+	$(Q)$(HOST_CC) $(HOST_TOOLS_CFLAGS) -o $@ tests/bench/ptfast_bench.c tests/host/ptgen.c \
+		$(HOST_TOOLS_LIB) $(HOST_TOOLS_LIBS)
+
 # tests/bench/host_bench.sh (make bench): PT decode and record throughput.
 $(BUILD)/bench/host_bench: tests/bench/host_bench.c $(HOST_TOOLS_LIB)
 	@mkdir -p $(dir $@)

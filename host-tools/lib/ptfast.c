@@ -571,7 +571,8 @@ static int block_error(struct tvh_ptf_decoder *d, struct ptf_block *b)
  * others add to it.  True when the bound is reached in b (its
  * instructions up to that point are counted).
  */
-static inline bool spin_block(struct tvh_ptf_decoder *d, const struct ptf_block *b,
+static inline __attribute__((always_inline)) bool
+spin_block(struct tvh_ptf_decoder *d, const struct ptf_block *b,
 			      bool reads, bool empties)
 {
 	uint32_t n = b->ninsns - (reads ? 1u : 0u);

@@ -25,9 +25,12 @@
 # BENCH_TIMEOUT (seconds per boot, default 300), BENCH_HEARTBEAT=0 skips
 # the exit-profile boot, BENCH_RING=0 skips the micro-benchmark,
 # BENCH_LINUX=0 skips the Linux boots (1 and 2), BENCH_PAYLOAD=0 skips 4;
+# BENCH_PTFAST=0 skips ptfast_bench.sh (fast PT decoder vs libipt);
 # BENCH_HOST=0, BENCH_RECV=0, BENCH_NET=0 skip host_bench.sh, recv_bench.sh
 # and net_bench.sh (export goodput vs the emulated NIC's raw frame rate);
-# BENCH_EXPORT=0 skips export_bench.sh (the exporter on host loopback).
+# BENCH_EXPORT=0 skips export_bench.sh (the exporter on host loopback);
+# BENCH_WHOLEBOOT=0 skips wholeboot_bench.sh (the whole boot untraced,
+# with PT, with PT and code snapshots: emulated and wall time).
 # Work files: build/bench/.  Prints a table and, last, one line
 # "BENCH: key=value ..." for machines.
 set -uo pipefail
@@ -302,8 +305,10 @@ fi
 
 echo
 [ "${BENCH_HOST:-1}" = 0 ] || BUILD="${BUILD:-build}" bash "$(dirname "$0")/host_bench.sh" || failed=1  # host tools (docs/BENCHMARKS.md); BENCH_HOST=0 skips
+[ "${BENCH_PTFAST:-1}" = 0 ] || BUILD="${BUILD:-build}" bash "$(dirname "$0")/ptfast_bench.sh" || failed=1  # fast PT decoder vs libipt; BENCH_PTFAST=0 skips
 [ "${BENCH_RECV:-1}" = 0 ] || BUILD="${BUILD:-build}" bash "$(dirname "$0")/recv_bench.sh" || failed=1  # receiver ingest vs socat (docs/BENCHMARKS.md); BENCH_RECV=0 skips
 [ "${BENCH_NET:-1}" = 0 ] || BUILD="${BUILD:-build}" bash "$(dirname "$0")/net_bench.sh" || failed=1  # export goodput vs raw frame rate (docs/BENCHMARKS.md); BENCH_NET=0 skips
 [ "${BENCH_EXPORT:-1}" = 0 ] || BUILD="${BUILD:-build}" bash "$(dirname "$0")/export_bench.sh" || failed=1  # the real exporter to tracevisor record on loopback, new vs fixed transport, clean and lossy (docs/BENCHMARKS.md); BENCH_EXPORT=0 skips
+[ "${BENCH_WHOLEBOOT:-1}" = 0 ] || BUILD="${BUILD:-build}" bash "$(dirname "$0")/wholeboot_bench.sh" || failed=1  # the whole boot untraced / PT / PT + snapshots (docs/BENCHMARKS.md); BENCH_WHOLEBOOT=0 skips
 echo "BENCH: repeat=$repeat wall_off=$wm_off wall_on=$wm_on wall_ratio=$r_wall cpu_off=$cm_off cpu_on=$cm_on cpu_ratio=$r_cpu uptime_off=$um_off uptime_on=$um_on uptime_ratio=$r_up emulated_off=$em_off emulated_on=$em_on emulated_ratio=$r_emu $hb_summary $ring_summary $pl_summary failed=$failed"
 exit "$failed"

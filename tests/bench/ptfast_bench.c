@@ -9,15 +9,16 @@
  * The stream is tests/host/ptgen.c's: random code (3000 blocks of 64-bit
  * code, some 32- and 16-bit), a random execution with RET compression,
  * PSB+ every 4 KiB, a few interrupts, TIP.PGD/PGE, OVF and mode changes.
- * Prints one key=value line: libipt (one thread), ptfast coverage mode
- * and taken-branch flow mode (one thread, best of 3), coverage over
- * 1..THREADS threads, the ratios, the instruction counts (ptfast's modes
- * and pieces must agree: MISMATCH otherwise; libipt's is printed beside),
- * the block cache's peak size.
+ * Prints one key=value line: libipt (one thread), ptfast coverage mode,
+ * taken-branch flow mode and the tools' flow (opts.libipt_branches, with
+ * time: what script/report/coverage/timeline get), one thread, best of 3;
+ * coverage and the tools' flow over 1..THREADS threads; the ratios
+ * (libipt time / ptfast time), the instruction counts (ptfast's modes and
+ * pieces must agree: MISMATCH otherwise; libipt's is printed beside), the
+ * block cache's peak size and the process's peak RSS.
  *
- * Build by hand until host.mk has a rule:
- *   gcc -O2 -I. -o ptfast_bench tests/bench/ptfast_bench.c tests/host/ptgen.c \
- *       build/host-tools/libtvh.a -ldw -lelf -lipt -pthread
+ * Built by `make BUILD=... $BUILD/bench/ptfast_bench` (host-tools/host.mk);
+ * run by tests/bench/ptfast_bench.sh in `make bench`.
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -25,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "host-tools/lib/ptfast.h"
@@ -99,6 +101,10 @@ int main(int argc, char **argv)
 	struct pt_image *img;
 	struct tvh_ptf_opts cov = { .read = tvh_ptf_image_read, .coverage = true };
 	struct tvh_ptf_opts flow = { .read = tvh_ptf_image_read };
+	struct tvh_ptf_opts tools = { .read = tvh_ptf_image_read, .libipt_branches = true };
+	double t_tools = 1e30, t_tpar[65];
+	uint64_t n_tools = 0, n_tpar = 0;
+	struct rusage ru;
 	struct tvh_ptf_stats st;
 	double t, t_ipt, t_cov = 1e30, t_flow = 1e30, t_par[65];
 	uint64_t n_ipt, ipt_br, n_cov = 0, n_flow = 0, n_par = 0, nbr = 0, peak = 0;
@@ -112,7 +118,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	fprintf(stderr, "ptfast_bench: %zu bytes of PT generated in %.1f s\n", g.len, now() - t);
-	cov.read_ctx = flow.read_ctx = &g.image;
+	cov.read_ctx = flow.read_ctx = tools.read_ctx = &g.image;
 	img = pt_image_alloc("bench");
 	pt_image_set_callback(img, tvh_ptf_image_read, &g.image);
 	t = now();
@@ -142,7 +148,15 @@ int main(int argc, char **argv)
 			t_flow = t;
 		n_flow = st.insns;
 		tvh_ptf_free(d);
+		d = tvh_ptf_alloc(&tools);
+		t = now();
+		tvh_ptf_decode(d, g.buf, g.len, 0, count_branch, &n_tools, &st);
+		t = now() - t;
+		if (t < t_tools)
+			t_tools = t;
+		tvh_ptf_free(d);
 	}
+	n_tools /= 3;
 	for (unsigned k = 1; k <= threads; k++) {
 		struct tvh_ptf_cov c;
 
@@ -157,17 +171,31 @@ int main(int argc, char **argv)
 			tvh_ptf_cov_free(&c);
 		}
 		mismatch |= n_par != n_cov;
+		t_tpar[k] = 1e30;
+		for (int rep = 0; rep < 3; rep++) {
+			t = now();
+			tvh_ptf_decode_parallel(g.buf, g.len, 0, &tools, k, NULL, NULL, NULL, &st);
+			t = now() - t;
+			if (t < t_tpar[k])
+				t_tpar[k] = t;
+			n_tpar = st.insns;
+		}
+		mismatch |= n_tpar != n_cov;
 	}
 	/* ptfast's modes and pieces must agree; libipt's count is printed
 	 * (it differs where libipt refuses part of a generated stream). */
 	mismatch |= n_cov != n_flow;
 	printf("pt_bytes=%zu insns=%" PRIu64 " ptfast_insns=%" PRIu64 " branches=%" PRIu64
 	       " libipt_s=%.3f libipt_minsn_s=%.1f cov_s=%.3f flow_s=%.3f"
-	       " cov_ratio=%.1f flow_ratio=%.1f peak_cache_kib=%" PRIu64,
+	       " cov_ratio=%.1f flow_ratio=%.1f tools_s=%.3f tools_ratio=%.1f"
+	       " tools_branches=%" PRIu64 " peak_cache_kib=%" PRIu64,
 	       g.len, n_ipt, n_cov, nbr, t_ipt, (double)n_ipt / 1e6 / t_ipt, t_cov, t_flow,
-	       t_ipt / t_cov, t_ipt / t_flow, peak >> 10);
+	       t_ipt / t_cov, t_ipt / t_flow, t_tools, t_ipt / t_tools, n_tools, peak >> 10);
 	for (unsigned k = 1; k <= threads; k++)
-		printf(" cov_t%u_s=%.3f cov_t%u_ratio=%.1f", k, t_par[k], k, t_ipt / t_par[k]);
+		printf(" cov_t%u_s=%.3f cov_t%u_ratio=%.1f tools_t%u_s=%.3f tools_t%u_ratio=%.1f",
+		       k, t_par[k], k, t_ipt / t_par[k], k, t_tpar[k], k, t_ipt / t_tpar[k]);
+	getrusage(RUSAGE_SELF, &ru);
+	printf(" peak_rss_mib=%ld", ru.ru_maxrss >> 10);
 	printf("%s\n", mismatch ? " MISMATCH" : "");
 	pt_image_free(img);
 	ptgen_free(&g);
