@@ -35,7 +35,7 @@ HOST_TOOLS_ASAN_CFLAGS := -std=gnu11 -O1 -g $(HOST_TOOLS_WARN) -I. \
 HOST_TOOLS_LIB_SRCS := $(sort $(wildcard host-tools/lib/*.c)) \
 	vmm/trace/read.c vmm/trace/ring.c vmm/trace/serial_enc.c vmm/lib/x86_decode.c
 # tracevisor record: the export protocol's pure cores (encode/decode, HMAC, receiver)
-HOST_TOOLS_LIB_SRCS += net/proto.c net/sha256.c net/recv.c net/export.c
+HOST_TOOLS_LIB_SRCS += net/proto.c net/sha256.c net/recv.c net/export.c net/siphash.c net/dauth.c
 HOST_TOOLS_LIB_SRCS += vmm/lib/pe_debug.c
 # The CLI beside main.c (cli.h): not library code.
 HOST_TOOLS_CLI_SRCS := $(sort $(filter-out host-tools/cli/main.c,$(wildcard host-tools/cli/*.c)))

@@ -16,7 +16,7 @@
 void record_usage(FILE *f)
 {
 	fputs(
-"Usage: tracevisor record [-l ADDR:PORT] [-o DIR] [--key FILE | --key-hex HEX]\n"
+"Usage: tracevisor record [-l ADDR:PORT] [-o DIR] [--key FILE | --key-hex HEX] [--auth]\n"
 "                         [--machines N] [--duration S] [--idle S] [--quiet]\n"
 "\n"
 "Receive the trace of one or more machines running tracevisor over UDP (the\n"
@@ -49,6 +49,10 @@ void record_usage(FILE *f)
 "      --key FILE          control key (hex digits, or raw bytes); needed only\n"
 "                          to send CONTROL messages (--start)\n"
 "      --key-hex HEX       the control key as hex digits\n"
+"      --auth              with a key: the authenticated data path (every\n"
+"                          datagram sealed with a session key derived from the\n"
+"                          key; others are counted and dropped). The machine\n"
+"                          must seal too (docs/PROTOCOL.md, \"With a key\")\n"
 "      --start CPUS        with a key: send START for CPUS (\"all\", \"0-3,8\")\n"
 "                          to every new session once its HELLO arrived\n"
 "      --machines N        accept at most N machines (1 to 64: sessions whose\n"
@@ -117,6 +121,9 @@ static int record_opt(int o, const char *arg, struct tvh_record_opts *ro)
 		return 0;
 	case 'K':
 		return rec_parse_key_hex(arg, ro->key, &ro->keylen) ? -1 : 0;
+	case 'A':
+		ro->auth = true;
+		return 0;
 	case 'S':
 		if (rec_parse_cpus(arg, ro->start_cpus.mask))
 			return -1;
@@ -163,6 +170,7 @@ int cmd_record(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "key", required_argument, NULL, 'k' },
 		{ "key-hex", required_argument, NULL, 'K' },
+		{ "auth", no_argument, NULL, 'A' },
 		{ "start", required_argument, NULL, 'S' },
 		{ "machines", required_argument, NULL, 'm' },
 		{ "duration", required_argument, NULL, 'd' },
@@ -198,9 +206,12 @@ int cmd_record(int argc, char **argv)
 	}
 	if (optind < argc)
 		return usage_error("unexpected argument '%s'", argv[optind]);
-	if (ro.start && !ro.keylen) {
-		msg("--start needs --key or --key-hex");
+	if ((ro.start || ro.auth) && !ro.keylen) {
+		msg("%s needs --key or --key-hex", ro.auth ? "--auth" : "--start");
 		return EXIT_USAGE;
 	}
+	if (!ro.auth && !ro.quiet)
+		msg("unauthenticated mode: anyone on the network can send datagrams as a "
+		    "machine (docs/PROTOCOL.md, \"Threat model\"; --auth with a key)");
 	return tvh_record_run(&ro) ? EXIT_ERR : EXIT_OK;
 }

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -23,6 +24,7 @@
 #include "host-tools/lib/le.h"
 #include "host-tools/lib/receiver.h"
 #include "host-tools/lib/record.h"
+#include "net/dauth.h"
 #include "net/proto.h"
 #include "net/recv.h"
 #include "vmm/trace/format.h"
@@ -105,6 +107,11 @@ struct rec_session {
 	struct sockaddr_in peer;  /* where its first datagram came from: the only source taken */
 	uint64_t rx_peer;         /* bytes received from peer (REC_AMPLIFY budget) */
 	uint64_t tx_peer;         /* bytes sent to peer */
+	/* --auth: the session key from the key, the HELLO's nonce and ours */
+	uint8_t nonce_m[DAUTH_NONCE_LEN], nonce_r[DAUTH_NONCE_LEN];
+	uint8_t ks[SIPHASH_KEY_LEN];
+	struct dauth_window win;  /* the machine's packet numbers */
+	uint64_t tx_pn;           /* ours */
 	uint64_t addr;            /* recv.c's token for the last source */
 	uint64_t id;
 	struct cap cap;
@@ -136,6 +143,9 @@ struct rec {
 	uint64_t foreign;          /* a session's id from another address or port */
 	uint64_t evicted;          /* unverified sessions dropped for a newer one */
 	uint64_t amp_limited;      /* replies cut or held back by REC_AMPLIFY */
+	uint64_t unsealed;         /* --auth: datagrams without the trailer */
+	uint64_t bad_tag;          /* --auth: a wrong tag, or no session to check it with */
+	uint64_t replayed;         /* --auth: a packet number seen already or too old */
 	uint64_t send_errors;
 	unsigned nverified;        /* sessions whose HELLO came (what --machines counts) */
 	/* progress */
@@ -251,6 +261,30 @@ static bool amp_ok(const struct rec_session *s, size_t len)
 	return s->tx_peer + len <= REC_AMPLIFY * s->rx_peer;
 }
 
+/*
+ * --auth: buf[0..len) sealed for s into out (a HELLO_ACK also carries our
+ * nonce before the trailer); its length, or 0.  Without --auth, a copy.
+ */
+static size_t rec_seal(const struct rec *r, struct rec_session *s, const uint8_t *buf,
+		       size_t len, uint8_t *out, size_t cap)
+{
+	int n;
+
+	if (len > cap)
+		return 0;
+	memcpy(out, buf, len);
+	if (!r->o.auth)
+		return len;
+	if (len >= 6 && buf[5] == TVP_HELLO_ACK) {
+		if (len + DAUTH_NONCE_LEN > cap)
+			return 0;
+		memcpy(out + len, s->nonce_r, DAUTH_NONCE_LEN);
+		len += DAUTH_NONCE_LEN;
+	}
+	n = dauth_seal(out, len, cap, s->ks, ++s->tx_pn);
+	return n > 0 ? (size_t)n : 0;
+}
+
 static void ctl_send(struct rec *r, struct rec_session *s, uint64_t now)
 {
 	if (s->ctl_len <= 0 || s->ctl_tries >= REC_CTL_TRIES)
@@ -261,8 +295,14 @@ static void ctl_send(struct rec *r, struct rec_session *s, uint64_t now)
 		s->ctl_next_ns = now + REC_CTL_RETRY_NS;
 		return;
 	}
-	s->tx_peer += (uint64_t)s->ctl_len;
-	send_to(r, s->addr, s->ctl, (size_t)s->ctl_len);
+	{
+		uint8_t sealed[TVP_MAX_DATAGRAM + DAUTH_NONCE_LEN + DAUTH_TRAILER_LEN];
+		size_t n = rec_seal(r, s, s->ctl, (size_t)s->ctl_len, sealed, sizeof(sealed));
+
+		s->tx_peer += n;
+		if (n)
+			send_to(r, s->addr, sealed, n);
+	}
 	s->ctl_tries++;
 	s->ctl_next_ns = now + REC_CTL_RETRY_NS;
 }
@@ -391,23 +431,33 @@ static int cb_send(void *ctx, uint64_t addr, const void *buf, size_t len)
 	struct rec *r = ctx;
 	const uint8_t *p = buf;
 	struct rec_session *as = len >= sizeof(struct tvp_hdr) ? open_session(r, tvh_le64(p + 8)) : NULL;
-	uint8_t cut[TVP_MAX_DATAGRAM];
+	uint8_t cut[TVP_MAX_DATAGRAM], sealed[TVP_MAX_DATAGRAM + DAUTH_NONCE_LEN + DAUTH_TRAILER_LEN];
+	size_t extra = r->o.auth ? DAUTH_TRAILER_LEN + (p[5] == TVP_HELLO_ACK ? DAUTH_NONCE_LEN : 0) : 0;
 
-	if (as && !amp_ok(as, len)) {
+	if (r->o.auth && !as)
+		return 0;                 /* nothing leaves unsealed */
+	if (as && !amp_ok(as, len + extra)) {
 		uint64_t room = REC_AMPLIFY * as->rx_peer - as->tx_peer;
 
 		r->amp_limited++;
 		if (as->tx_peer > REC_AMPLIFY * as->rx_peer || p[5] != TVP_ACK)
 			return 0;
+		room = room > extra ? room - extra : 0;
 		len = ack_trim(p, len, room > sizeof(cut) ? sizeof(cut) : (size_t)room, cut,
 			       sizeof(cut));
 		if (!len)
 			return 0;
 		p = cut;
 	}
-	if (as)
-		as->tx_peer += len;
-	send_to(r, addr, p, len);
+	if (as) {
+		size_t n = rec_seal(r, as, p, len, sealed, sizeof(sealed));
+
+		as->tx_peer += n;
+		if (n)
+			send_to(r, addr, sealed, n);
+	} else {
+		send_to(r, addr, p, len);
+	}
 	if (len >= sizeof(struct tvp_hdr) + sizeof(struct tvp_ack) && p[5] == TVP_ACK) {
 		struct rec_session *s = open_session(r, tvh_le64(p + 8));
 		uint16_t stream = tvh_le16(p + 16);
@@ -690,13 +740,87 @@ static struct rec_session *session_new(struct rec *r, const uint8_t *buf, size_t
 	return s;
 }
 
+static bool session_feed(struct rec *r, struct rec_session *s, const uint8_t *buf, size_t len,
+			 const struct sockaddr_in *from);
+static void session_count(struct rec_session *s, const uint8_t *buf, size_t len, uint64_t now);
+
+/*
+ * --auth (docs/PROTOCOL.md, "With a key"): every datagram is the protocol
+ * v1 datagram, then (HELLO only) the machine's nonce, then the trailer
+ * (dauth.h).  A HELLO's tag is under the key derived with a zero receiver
+ * nonce: only a HELLO that carries it opens a session, which then draws
+ * its own nonce and session key; every other datagram must carry a tag
+ * under that session key and a packet number not seen before.  A session
+ * is verified at its first such datagram (the machine proved it has the
+ * key and got our HELLO_ACK), so a replayed HELLO holds an evictable slot
+ * only.  The tag, not the source address, says who sent it: a verified
+ * session follows its machine to a new address.
+ */
+static void auth_datagram(struct rec *r, const uint8_t *buf, size_t len,
+			  const struct sockaddr_in *from, uint64_t now, struct rec_session *s)
+{
+	static const uint8_t zero[DAUTH_NONCE_LEN];
+	bool hello = buf[5] == TVP_HELLO;
+	size_t hl = tvh_le16(buf + 6);
+	uint64_t id = tvh_le64(buf + 8);
+
+	if (hl < sizeof(struct tvp_hdr) || hl > TVP_MAX_DATAGRAM ||
+	    len != hl + (hello ? DAUTH_NONCE_LEN : 0) + DAUTH_TRAILER_LEN) {
+		r->unsealed++;
+		return;
+	}
+	if (hello) {
+		uint8_t kh[SIPHASH_KEY_LEN];
+		struct dauth_window w;
+
+		memset(&w, 0, sizeof(w));
+		dauth_derive(r->o.key, r->o.keylen, id, buf + hl, zero, kh);
+		if (dauth_open(buf, len, kh, &w, NULL) < 0) {
+			r->bad_tag++;
+			return;
+		}
+		if (s && memcmp(s->nonce_m, buf + hl, DAUTH_NONCE_LEN)) {
+			r->foreign++;        /* another HELLO for this id: not this boot's */
+			return;
+		}
+		if (!s) {
+			s = session_new(r, buf, hl, id, from, now);
+			if (!s)
+				return;
+			memcpy(s->nonce_m, buf + hl, DAUTH_NONCE_LEN);
+			if (getrandom(s->nonce_r, sizeof(s->nonce_r), 0) != (ssize_t)sizeof(s->nonce_r))
+				for (unsigned i = 0; i < DAUTH_NONCE_LEN; i++)   /* no entropy source */
+					s->nonce_r[i] = (uint8_t)(mono_ns() >> (8 * (i % 8))) ^ (uint8_t)i;
+			dauth_derive(r->o.key, r->o.keylen, id, s->nonce_m, s->nonce_r, s->ks);
+		}
+	} else {
+		int e = s ? dauth_open(buf, len, s->ks, &s->win, NULL) : DAUTH_ERR_TAG;
+
+		if (e < 0) {
+			if (e == DAUTH_ERR_REPLAY)
+				r->replayed++;
+			else
+				r->bad_tag++;
+			return;
+		}
+		s->peer = *from;             /* authentic: wherever the machine is now */
+	}
+	s->rx_peer += len;
+	if (!session_feed(r, s, buf, hl, from))
+		return;
+	if (!hello && !s->verified) {
+		s->verified = true;
+		r->nverified++;
+	}
+	session_count(s, buf, hl, now);
+}
+
 /* A datagram from the network: never trusted. */
 static void on_datagram(struct rec *r, const uint8_t *buf, size_t len,
 			const struct sockaddr_in *from, uint64_t now)
 {
 	struct rec_session *s;
 	uint64_t id;
-	int err;
 
 	r->datagrams++;
 	r->bytes += len;
@@ -706,6 +830,10 @@ static void on_datagram(struct rec *r, const uint8_t *buf, size_t len,
 	}
 	id = tvh_le64(buf + 8);
 	s = id ? open_session(r, id) : NULL;
+	if (r->o.auth) {
+		auth_datagram(r, buf, len, from, now, s);
+		return;
+	}
 	if (s && !same_addr(&s->peer, from)) {
 		struct proto_msg m;
 
@@ -727,22 +855,38 @@ static void on_datagram(struct rec *r, const uint8_t *buf, size_t len,
 			return;
 	}
 	s->rx_peer += len;
+	if (!session_feed(r, s, buf, len, from))
+		return;
+	if (buf[5] == TVP_HELLO && !s->verified) {
+		s->verified = true;   /* answered with a HELLO_ACK to this address */
+		r->nverified++;
+	}
+	session_count(s, buf, len, now);
+}
+
+/* recv_feed for s; false when it refused the datagram (counted). */
+static bool session_feed(struct rec *r, struct rec_session *s, const uint8_t *buf, size_t len,
+			 const struct sockaddr_in *from)
+{
+	int err;
+
 	s->addr = addr_token(from);
 	r->cur = s;
 	err = recv_feed(r->rx, buf, len, s->addr);
 	r->cur = NULL;
 	if (err == PROTO_ERR_TYPE) {
 		r->wrong_direction++;
-		return;
+		return false;
 	}
 	if (err) {
 		r->rejected[err < 0 && err > -PROTO_ERR_COUNT ? -err : 0]++;
-		return;
+		return false;
 	}
-	if (buf[5] == TVP_HELLO && !s->verified) {
-		s->verified = true;   /* answered with a HELLO_ACK to this address */
-		r->nverified++;
-	}
+	return true;
+}
+
+static void session_count(struct rec_session *s, const uint8_t *buf, size_t len, uint64_t now)
+{
 	s->last_rx_ns = now;
 	s->datagrams++;
 	s->bytes += len;
@@ -851,6 +995,9 @@ static void print_receiver_summary(const struct rec *r, FILE *f, uint64_t elapse
 		" foreign=%" PRIu64 " evicted=%" PRIu64 "; amplification-limited=%" PRIu64
 		"; send-errors=%" PRIu64 "\n", r->wrong_direction, r->over_limit, r->late,
 		r->foreign, r->evicted, r->amp_limited, r->send_errors);
+	if (r->o.auth)
+		fprintf(f, "authenticated data path: unsealed=%" PRIu64 " bad-tag=%" PRIu64
+			" replayed=%" PRIu64 "\n", r->unsealed, r->bad_tag, r->replayed);
 }
 
 /* ---- main loop ----------------------------------------------------------------- */

@@ -39,6 +39,8 @@ struct tvh_record_opts {
 	int rcvbuf;               /* socket receive buffer bytes */
 	bool quiet;               /* no progress and no summary (errors only) */
 	bool start;               /* send START for start_cpus to each new session (needs key) */
+	bool auth;                /* the authenticated data path with key (docs/PROTOCOL.md,
+				   * "With a key"): only sealed datagrams are taken */
 	struct tvp_ctl_cpus start_cpus;
 };
 

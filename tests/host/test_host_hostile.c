@@ -34,6 +34,7 @@
 #include "host-tools/lib/receiver.h"
 #include "host-tools/lib/record.h"
 #include "host-tools/lib/walk.h"
+#include "net/dauth.h"
 #include "net/proto.h"
 #include "net/recv.h"
 #include "tests/host/helpers.h"
@@ -475,6 +476,129 @@ static void test_poison(void **state)
 	free(out);
 }
 
+/* ---- the authenticated data path (record --auth) ------------------------------------ */
+
+/* buf[0..len) (+ nonce for a HELLO) sealed with ks and pn, sent from fd. */
+static void send_sealed(int fd, const struct sockaddr_in *to, uint8_t *buf, size_t len,
+			const uint8_t *nonce, const uint8_t *ks, uint64_t pn)
+{
+	int n;
+
+	if (nonce) {
+		memcpy(buf + len, nonce, DAUTH_NONCE_LEN);
+		len += DAUTH_NONCE_LEN;
+	}
+	n = dauth_seal(buf, len, TVP_MAX_DATAGRAM + 64, ks, pn);
+	assert_true(n > 0);
+	sendto(fd, buf, (size_t)n, 0, (const struct sockaddr *)to, sizeof(*to));
+}
+
+static size_t data_dgram(uint8_t *b, uint64_t session, uint64_t seq, uint16_t flags)
+{
+	uint8_t rec[24] = { TV_REC_BRANCH, TV_BR_JMP, 24 };
+	struct tvp_data d = { .first_seq = seq, .count = 1 };
+	int n;
+
+	tvh_put_le64(rec + 8, 0x1000 + seq);
+	tvh_put_le64(rec + 16, 0x2000 + seq);
+	n = proto_encode_data(b, TVP_MAX_DATAGRAM, session, 0, flags, &d, rec, sizeof(rec));
+	assert_true(n > 0);
+	return (size_t)n;
+}
+
+/*
+ * --auth: a machine that has the key opens a session with a sealed HELLO,
+ * gets our nonce in a sealed HELLO_ACK, and its sealed DATA is taken (the
+ * ACKs come back sealed under the same session key); a forged HELLO (wrong
+ * key), unsealed, forged and replayed DATA change nothing.
+ */
+static void test_auth_path(void **state)
+{
+	static struct run_arg ra;
+	static const uint8_t zero[DAUTH_NONCE_LEN];
+	struct sockaddr_in rx, m, a;
+	pthread_t t;
+	char *out = th_path("hostile-auth"), p[4400];
+	int fm = udp_local(&m), fa = udp_local(&a);
+	uint8_t b[TVP_MAX_DATAGRAM + 64], got[2048], replay[TVP_MAX_DATAGRAM + 64];
+	uint8_t nonce_m[DAUTH_NONCE_LEN] = { 7, 7, 7 }, kh[SIPHASH_KEY_LEN], ks[SIPHASH_KEY_LEN];
+	uint8_t wrong[SIPHASH_KEY_LEN] = { 1 };
+	struct dauth_window w;
+	struct tvp_hello h;
+	bool acked = false;
+	unsigned acks = 0;
+	ssize_t n;
+	size_t len;
+	int hl;
+	struct jval *v;
+	char text[1 << 16], err[128];
+	FILE *f;
+
+	(void)state;
+	run_init(&ra, &rx, out);
+	ra.o.duration = 2;
+	ra.o.auth = true;
+	memcpy(ra.o.key, test_key, sizeof(test_key));
+	ra.o.keylen = sizeof(test_key);
+	run_go(&ra, &t);
+	hello_fill(&h, "auth");
+	dauth_derive(test_key, sizeof(test_key), 0xa17, nonce_m, zero, kh);
+	/* a HELLO sealed with another key, and an unsealed one: no session */
+	hl = proto_encode_hello(b, sizeof(b), 0xa18, &h);
+	send_sealed(fa, &rx, b, (size_t)hl, nonce_m, wrong, 1);
+	hl = proto_encode_hello(b, sizeof(b), 0xa19, &h);
+	sendto(fa, b, (size_t)hl, 0, (struct sockaddr *)&rx, sizeof(rx));
+	for (int i = 0; i < 50 && !acked; i++) {
+		hl = proto_encode_hello(b, sizeof(b), 0xa17, &h);
+		send_sealed(fm, &rx, b, (size_t)hl, nonce_m, kh, 1);
+		while ((n = recv_wait(fm, got, sizeof(got), 30)) > 0) {
+			if (n != 32 + DAUTH_NONCE_LEN + DAUTH_TRAILER_LEN || got[5] != TVP_HELLO_ACK)
+				fail_msg("a %zd-byte reply to the HELLO", n);
+			dauth_derive(test_key, sizeof(test_key), 0xa17, nonce_m, got + 32, ks);
+			memset(&w, 0, sizeof(w));
+			assert_int_equal(dauth_open(got, (size_t)n, ks, &w, NULL), 32 + DAUTH_NONCE_LEN);
+			acked = true;
+		}
+	}
+	assert_true(acked);
+	assert_int_equal(drain_bytes(fa, 50, NULL), 0);      /* the forger heard nothing */
+	/* sealed DATA 0 and 1: taken, ACKs sealed with ks */
+	memset(&w, 0, sizeof(w));
+	len = data_dgram(b, 0xa17, 0, TVP_DATA_F_FIRST);
+	send_sealed(fm, &rx, b, len, NULL, ks, 2);
+	len = data_dgram(b, 0xa17, 1, 0);
+	send_sealed(fm, &rx, b, len, NULL, ks, 3);
+	memcpy(replay, b, len + DAUTH_TRAILER_LEN);
+	while ((n = recv_wait(fm, got, sizeof(got), 100)) > 0) {
+		assert_true(dauth_open(got, (size_t)n, ks, &w, NULL) > 0);
+		assert_int_equal(got[5], TVP_ACK);
+		acks++;
+	}
+	assert_true(acks >= 1);
+	/* forged (another key), unsealed, and replayed with a new record: none taken */
+	len = data_dgram(b, 0xa17, 2, 0);
+	send_sealed(fa, &rx, b, len, NULL, wrong, 4);
+	len = data_dgram(b, 0xa17, 3, 0);
+	sendto(fa, b, len, 0, (struct sockaddr *)&rx, sizeof(rx));
+	len = data_dgram(replay, 0xa17, 2, 0);     /* pn 3 again, over other bytes */
+	send_sealed(fa, &rx, replay, len, NULL, ks, 3);
+	assert_int_equal(drain_bytes(fa, 100, NULL), 0);
+	stop_run(&ra, t);
+	snprintf(p, sizeof(p), "%s/auth-0000000000000a17/losses.json", out);
+	f = fopen(p, "r");
+	assert_non_null(f);
+	len = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	v = json_parse(text, len, err, sizeof(err));
+	assert_non_null(v);
+	assert_int_equal((uint64_t)json_get(json_get(v, "total"), "records")->num, 2);
+	json_free(v);
+	assert_int_equal(dir_entries(out), 1);
+	close(fa);
+	close(fm);
+	free(out);
+}
+
 /* ---- 3: memory held before the HELLO is freed at close ------------------------------- */
 
 static void test_prehello_freed(void **state)
@@ -760,6 +884,7 @@ int main(void)
 		cmocka_unit_test(test_forged_reply),
 		cmocka_unit_test(test_amplification),
 		cmocka_unit_test(test_poison),
+		cmocka_unit_test(test_auth_path),
 		cmocka_unit_test(test_prehello_freed),
 		cmocka_unit_test(test_pt_fds),
 		cmocka_unit_test(test_loss_fast),
