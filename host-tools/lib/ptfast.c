@@ -74,6 +74,8 @@ struct tvh_ptf_decoder {
 	bool pend;
 	struct tvh_ptf_item pend_it;
 	uint64_t rs[PTF_RS + 1];
+	struct ptf_block *rs_blk[PTF_RS + 1];   /* the call's block (cache gen rs_gen) */
+	uint64_t rs_gen[PTF_RS + 1];
 	uint8_t rs_top, rs_bottom;
 
 	/* packets waiting for the packet they bind to */
@@ -527,9 +529,20 @@ static void error(struct tvh_ptf_decoder *d, int err, uint64_t ip)
 static void rs_push(struct tvh_ptf_decoder *d, uint64_t ip)
 {
 	d->rs[d->rs_top] = ip;
+	d->rs_blk[d->rs_top] = NULL;
 	d->rs_top = d->rs_top == PTF_RS ? 0 : d->rs_top + 1;
 	if (d->rs_top == d->rs_bottom)
 		d->rs_bottom = d->rs_bottom == PTF_RS ? 0 : d->rs_bottom + 1;
+}
+
+/* A call block's push: the return finds the block after the call through it. */
+static inline void rs_push_blk(struct tvh_ptf_decoder *d, struct ptf_block *b)
+{
+	uint8_t top = d->rs_top;
+
+	rs_push(d, b->next);
+	d->rs_blk[top] = b;
+	d->rs_gen[top] = d->cache.gen;
 }
 
 static int rs_pop(struct tvh_ptf_decoder *d, uint64_t *ip)
@@ -611,7 +624,7 @@ spin_block(struct tvh_ptf_decoder *d, const struct ptf_block *b,
  */
 static int run(struct tvh_ptf_decoder *d, bool have_tip, uint64_t tip)
 {
-	struct ptf_block *prev = NULL, *b;
+	struct ptf_block *prev = NULL, *b, **slot, *cb = NULL;
 	int side = 0;
 	uint64_t gen = d->cache.gen;
 	int ret = 0;
@@ -623,11 +636,12 @@ static int run(struct tvh_ptf_decoder *d, bool have_tip, uint64_t tip)
 	}
 	d->rprev = NULL;
 
+	slot = prev ? &prev->succ[side] : NULL;
 	while (d->ntnt || have_tip) {
 		uint64_t to;
 		int taken;
 
-		b = prev ? prev->succ[side] : NULL;
+		b = slot ? *slot : NULL;
 		if (!b || b->start != d->ip || b->asid != d->cr3 || b->mode != d->mode) {
 			b = lookup(d, d->ip);
 			if (!b)
@@ -635,9 +649,10 @@ static int run(struct tvh_ptf_decoder *d, bool have_tip, uint64_t tip)
 			if (gen != d->cache.gen) {
 				gen = d->cache.gen;
 				prev = NULL;
+				slot = NULL;
 			}
-			if (prev)
-				prev->succ[side] = b;
+			if (slot)
+				*slot = b;
 		}
 		switch (b->end) {
 		case PTF_E_JCC:
@@ -671,7 +686,7 @@ static int run(struct tvh_ptf_decoder *d, bool have_tip, uint64_t tip)
 				return TVH_PT_ERR_SPIN;
 			done(d, b);
 			if (b->end == PTF_E_CALL && !b->nopush)
-				rs_push(d, b->next);
+				rs_push_blk(d, b);
 			branch(d, b->last_ip, b->target, b->br, b->iclass);
 			d->ip = b->target;
 			side = 1;
@@ -701,6 +716,9 @@ static int run(struct tvh_ptf_decoder *d, bool have_tip, uint64_t tip)
 					d->st.insns += b->ninsns;
 					return err;
 				}
+				/* The block after the call, without a lookup. */
+				if (d->rs_blk[d->rs_top] && d->rs_gen[d->rs_top] == gen)
+					cb = d->rs_blk[d->rs_top];
 			} else {
 				if (!have_tip)
 					goto stop;
@@ -720,7 +738,7 @@ static int run(struct tvh_ptf_decoder *d, bool have_tip, uint64_t tip)
 			to = tip;
 			have_tip = false;
 			if (b->end == PTF_E_CALL_IND)
-				rs_push(d, b->next);
+				rs_push_blk(d, b);
 indirect:
 			done(d, b);
 			if (b->end == PTF_E_FAR && d->pip_pending) {
@@ -753,6 +771,11 @@ indirect:
 			return block_error(d, b);
 		}
 		prev = b;
+		slot = &b->succ[side];
+		if (cb) {
+			slot = &cb->succ[0];
+			cb = NULL;
+		}
 		if (d->ret)
 			return 0;
 	}
