@@ -62,8 +62,15 @@ struct page_pool;
 #define TRACE_SNAP_SPLIT_BYTES  (4ull << 20)
 #define TRACE_SNAP_POOL_BYTES   (8ull * (TRACE_SNAP_HASH_SLOTS + TRACE_SNAP_PAGE_SLOTS) + \
 				 TRACE_SNAP_SPLIT_BYTES)
-/* Re-arms of one page before it is left executable and writable. */
-#define TRACE_SNAP_REARM_MAX    64u
+/*
+ * Re-arms of one page before it is left executable and writable.  Linux
+ * patches some text pages hundreds of times while it boots (static keys
+ * and static calls flipping): at 64, the first whole-boot capture left 7
+ * kernel text pages untracked, and their later contents decoded wrong.
+ * Each re-arm costs a write exit, a fetch exit and a 48-byte record
+ * (contents that come back are not sent again).
+ */
+#define TRACE_SNAP_REARM_MAX    2000u
 /* CPUs with their own counters and EPT generation (index < this). */
 #define TRACE_SNAP_MAX_CPUS     256u
 

@@ -62,7 +62,7 @@ static struct page_pool pool;
 static struct mtrr_state mtrr;
 static struct ept ept;
 static struct ept_range hidden[1];
-static uint64_t ring_mem[(TRACE_CPU_STATE_BYTES + 4096 + 64 * 1024) / 8] __attribute__((aligned(64)));
+static uint64_t ring_mem[(TRACE_CPU_STATE_BYTES + 4096 + 256 * 1024) / 8] __attribute__((aligned(64)));
 static char logbuf[16 * 1024];
 static size_t loglen;
 
@@ -544,7 +544,7 @@ static void test_rearm_limit(void **state)
 		hw_fake_vmcs_set(VMCS_GUEST_RIP, 0x9000);
 		assert_int_equal(violation_on(&cpu, 0x2100, QUAL_W, 0), EXIT_RESUME);
 	}
-	/* the 66th fetch: re-armed 64 times already */
+	/* one fetch more: re-armed TRACE_SNAP_REARM_MAX times already */
 	hw_fake_vmcs_set(VMCS_GUEST_RIP, 0x2010);
 	assert_int_equal(rights(0x2000), EPT_R | EPT_W);
 	assert_int_equal(fetch(0x2010), EXIT_RESUME);
