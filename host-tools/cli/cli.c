@@ -327,7 +327,7 @@ int parse_opts(int argc, char **argv, const char *shortopts,
 		case OPT_DECODER:
 			if (strcmp(optarg, "fast") && strcmp(optarg, "libipt"))
 				return usage_error("bad --decoder '%s' (fast or libipt)", optarg);
-			c->libipt = !strcmp(optarg, "libipt");
+			c->decoder = strcmp(optarg, "libipt") ? DECODER_FAST : DECODER_LIBIPT;
 			break;
 		case OPT_IMAGE_DIR:
 			c->image_dir = optarg;
@@ -541,6 +541,25 @@ bool have_code(const struct common *c)
 	return c->st.nmods || !tvh_snap_empty(c->snap);
 }
 
+bool use_libipt(const struct common *c)
+{
+	struct tvh_snap_stats ss;
+
+	if (c->decoder)
+		return c->decoder == DECODER_LIBIPT;
+	if (tvh_snap_empty(c->snap))
+		return false;
+	tvh_snap_get_stats(c->snap, &ss);
+	if (ss.contents <= ss.pages)
+		return false;
+	if (!c->quiet)
+		fprintf(stderr, "tracevisor %s: PT decoded with libipt: the code snapshots"
+			" hold pages rewritten during the capture (%" PRIu64 " contents of %"
+			PRIu64 " pages), which the fast decoder follows only approximately"
+			" (--decoder fast to use it anyway)\n", cmd_name, ss.contents, ss.pages);
+	return true;
+}
+
 /* Say, for each CPU with PT bytes, that they need --image to be decoded. */
 void warn_pt_undecoded(const struct tvh_stats *s, const char *what)
 {
@@ -565,6 +584,7 @@ int pt_walk(struct common *c, struct tvt_reader *r, struct tvh_walk_opts *wo,
 	struct tvh_ptf_image fimg = { 0 };
 	struct tvh_ptbr_fast fast = { .image = &fimg, .jobs = threads };
 	struct tvh_ptbr b;
+	bool libipt;
 	int ret;
 
 	memset(pr, 0, sizeof(*pr));
@@ -581,8 +601,9 @@ int pt_walk(struct common *c, struct tvt_reader *r, struct tvh_walk_opts *wo,
 					  " --image PATH[@BASE] (or --image-dir)");
 		return ret;
 	}
+	libipt = use_libipt(c);
 	ret = tvh_pt_image(&c->st, &img);
-	if (!ret && !c->libipt) {
+	if (!ret && !libipt) {
 		ret = tvh_ptf_image_from_symtab(&fimg, &c->st);
 		if (ret)
 			pt_image_free(img);
@@ -595,7 +616,7 @@ int pt_walk(struct common *c, struct tvt_reader *r, struct tvh_walk_opts *wo,
 	tvh_ptbr_init(&b, ops, ctx, img, NULL);
 	b.opts.snap = c->snap;
 	fast.snap = c->snap;     /* loaded above */
-	b.fast = c->libipt ? NULL : &fast;
+	b.fast = libipt ? NULL : &fast;
 	wo->want_pt = true;
 	ret = tvh_pwalk(r, wo, threads, &tvh_ptbr_ops, &b, s);
 	pt_image_free(img);

@@ -46,8 +46,10 @@ struct common {
 	struct tvh_symtab st;
 	struct tvh_progress prog;
 	struct tvh_snap *snap;   /* code snapshots of the capture (load_snapshots) */
-	bool libipt;             /* --decoder libipt */
+	int decoder;             /* --decoder: 0 not given, DECODER_FAST, DECODER_LIBIPT */
 };
+
+enum { DECODER_FAST = 1, DECODER_LIBIPT };
 
 /*
  * Options every subcommand may take; a command's own go to its opt_fn.
@@ -186,6 +188,14 @@ int finish_walk(int ret, const struct tvh_stats *s, const char *path);
 int load_snapshots(struct common *c, struct tvt_reader *r);
 /* Whether PT can be decoded: modules given or snapshots loaded. */
 bool have_code(const struct common *c);
+/*
+ * use_libipt - decode PT with libipt?  --decoder says; by default the
+ * fast decoder, except over code snapshots of pages rewritten during the
+ * capture (more contents than pages): its block cache keeps the first
+ * content it read (ptbranch.h), libipt reads each instruction at its
+ * time.  Says so on stderr (once, unless -q).  Call after load_snapshots.
+ */
+bool use_libipt(const struct common *c);
 /* Say, for each CPU with PT bytes, that they were not decoded (what: why). */
 void warn_pt_undecoded(const struct tvh_stats *s, const char *what);
 /*

@@ -72,7 +72,7 @@ int cmd_timeline(int argc, char **argv)
 	struct pt_image *img = NULL;
 	struct tvh_ptf_image fimg = { 0 };
 	struct tvh_ptbr_fast fast = { .image = &fimg };
-	bool seq_time = false;
+	bool seq_time = false, libipt = false;
 	FILE *out;
 	int ret;
 
@@ -101,8 +101,9 @@ int cmd_timeline(int argc, char **argv)
 		ret = EXIT_ERR;
 		goto out;
 	}
+	libipt = have_code(&c) && use_libipt(&c);
 	if (have_code(&c) && (tvh_pt_image(&c.st, &img) ||
-			       (!c.libipt && tvh_ptf_image_from_symtab(&fimg, &c.st)))) {
+			       (!libipt && tvh_ptf_image_from_symtab(&fimg, &c.st)))) {
 		msg("cannot set up the PT decoder's image");
 		if (img)
 			pt_image_free(img);
@@ -118,7 +119,7 @@ int cmd_timeline(int argc, char **argv)
 				       .progress = &c.prog, .pt_image = img,
 				       .snap = c.snap };
 	fast.snap = c.snap;
-	co.pt_fast = c.libipt ? NULL : &fast;
+	co.pt_fast = libipt ? NULL : &fast;
 	ret = tvh_chrome_write(&r, &co, out, &cs);
 	if (img)
 		pt_image_free(img);
@@ -147,7 +148,7 @@ int cmd_timeline(int argc, char **argv)
 				" cuts (counted by PT_SYNC); decoder %s\n", cmd_name, cs.pt.cpus,
 				cs.pt.cpus == 1 ? "" : "s", cs.pt.bytes, cs.pt.branches,
 				cs.pt_slices, cs.pt.syncs, cs.pt.errors, cs.pt.gap_bytes,
-				cs.pt.cut_bytes, cs.pt.cuts, c.libipt ? "libipt" : "fast");
+				cs.pt.cut_bytes, cs.pt.cuts, libipt ? "libipt" : "fast");
 		if (cs.pt_decoded && cs.pt.errors)
 			msg("%" PRIu64 " PT decode errors (each closes the open slices; "
 			    "decoding resumed at the next PSB): wrong or missing --image "
