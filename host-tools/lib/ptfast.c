@@ -312,8 +312,11 @@ static void fold_block(void *ctx, const struct ptf_block *b)
 	}
 	if (b->taken)
 		ptf_map_add(&d->edges, b->last_ip, b->target, b->taken, b->br);
-	if (b->ind_n)
-		ptf_map_add(&d->edges, b->last_ip, b->ind_to, b->ind_n, b->br);
+	for (unsigned k = 0; k < PTF_IND_WAYS; k++)
+		if (b->ind[k].n)
+			ptf_map_add(&d->edges, b->last_ip, b->ind[k].to, b->ind[k].n, b->br);
+	if (b->ret_n)
+		ptf_map_add(&d->edges, b->ret_from, b->next, b->ret_n, b->ret_br);
 }
 
 /* Analyse the code at ip: up to the first branch (SDM 3C 33.3.1's list). */
@@ -745,16 +748,39 @@ indirect:
 				d->cr3 = d->pend_cr3;
 				d->pip_pending = false;
 			}
-			if (d->o.coverage) {
-				/* Most indirect transfers repeat their last target. */
-				if (b->ind_to == to && b->ind_n) {
-					b->ind_n++;
+			if (d->o.coverage && cb) {
+				/* A return to a call site mostly comes from the same
+				 * return instruction: counted in the call's block. */
+				if (cb->ret_from == b->last_ip && cb->ret_n) {
+					cb->ret_n++;
 				} else {
-					if (b->ind_n)
-						ptf_map_add(&d->edges, b->last_ip, b->ind_to,
-							    b->ind_n, b->br);
-					b->ind_to = to;
-					b->ind_n = 1;
+					if (cb->ret_n)
+						ptf_map_add(&d->edges, cb->ret_from, cb->next,
+							    cb->ret_n, cb->ret_br);
+					cb->ret_from = b->last_ip;
+					cb->ret_br = b->br;
+					cb->ret_n = 1;
+				}
+			} else if (d->o.coverage) {
+				/* Most indirect transfers go to one of a few targets:
+				 * the block counts PTF_IND_WAYS of them, the fewest
+				 * counted goes to the map when a new one comes. */
+				unsigned k, low = 0;
+
+				for (k = 0; k < PTF_IND_WAYS; k++) {
+					if (b->ind[k].to == to && b->ind[k].n)
+						break;
+					if (b->ind[k].n < b->ind[low].n)
+						low = k;
+				}
+				if (k < PTF_IND_WAYS) {
+					b->ind[k].n++;
+				} else {
+					if (b->ind[low].n)
+						ptf_map_add(&d->edges, b->last_ip, b->ind[low].to,
+							    b->ind[low].n, b->br);
+					b->ind[low].to = to;
+					b->ind[low].n = 1;
 				}
 			}
 			branch(d, b->last_ip, to, b->br, b->iclass);

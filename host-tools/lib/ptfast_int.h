@@ -25,6 +25,9 @@ enum ptf_end {
 	PTF_E_ERR,          /* the instruction at last_ip cannot be decoded: err */
 };
 
+/* Indirect targets a block counts itself before the edge map. */
+#define PTF_IND_WAYS 4
+
 /* Block key and analysis; hits/taken count complete executions. */
 struct ptf_block {
 	uint64_t start;
@@ -42,7 +45,11 @@ struct ptf_block {
 	uint64_t target;        /* direct branches */
 	struct ptf_block *succ[2];   /* last seen: [0] at next, [1] at the target */
 	uint64_t hits, taken;
-	uint64_t ind_to, ind_n;      /* coverage: the last indirect target, its count */
+	struct {
+		uint64_t to, n;
+	} ind[PTF_IND_WAYS];         /* coverage: indirect targets and counts (n 0: free) */
+	uint64_t ret_from, ret_n;    /* coverage, call blocks: the last return to next, its count */
+	uint8_t ret_br;
 };
 
 /* A counted (a, b) pair: edges (from, to) and runs (start, end). */
