@@ -14,14 +14,17 @@
 # The load (uptime) is printed beside the figures.  Last line: PTFASTBENCH k=v...
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-build=${BUILD:-build}
-case "$build" in /*) ;; *) build=$root/$build ;; esac
+rel=${BUILD:-build}
 mib=${PTFAST_BENCH_MIB:-64}
 threads=${PTFAST_BENCH_THREADS:-$(nproc)}
+# make with BUILD as given (relative to the tree): its dependency files
+# name objects that way, so an absolute path would miss header changes.
+(cd "$root" && make -s -f host-tools/host.mk BUILD="$rel" "$rel/bench/ptfast_bench" \
+	"$rel/tracevisor") >/dev/null || { echo "ptfast bench: build failed"; exit 1; }
+build=$rel
+case "$build" in /*) ;; *) build=$root/$build ;; esac
 work=$build/bench/ptfast
 mkdir -p "$work"
-make -s -C "$root" -f host-tools/host.mk BUILD="$build" "$build/bench/ptfast_bench" \
-	"$build/tracevisor" >/dev/null || { echo "ptfast bench: build failed"; exit 1; }
 load() { uptime | sed 's/.*load average: //'; }
 
 echo "Fast PT decoding: ${mib} MiB generated stream, 1..$threads threads (load $(load))"
