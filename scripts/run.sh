@@ -10,12 +10,19 @@
 #   capture holds (tracevisor info) and the first branches (tracevisor
 #   script).  With RUN_TRANSPORT=serial the trace goes over COM1 as TVT1
 #   lines instead and `tracevisor from-serial` rebuilds it.
-#   RUN_GUEST=linux (default, ~2.5 min): Debian's Linux (the bench's
-#   fixture, docs/LINUX-FIXTURE.md, through its EFI stub with nokaslr);
-#   the MTF window opens at the kernel's entry (startup_64, guest-physical
-#   0x1600000) and closes after 590 branches, at the far return into
-#   x86_64_start_kernel (tests/bochs/linux-window.sh checks the same
-#   window against vmlinux); Linux then boots on to power-off.
+#   RUN_GUEST=linux (default, ~5 min): Debian's Linux (the bench's
+#   fixture, docs/LINUX-FIXTURE.md, through its EFI stub with nokaslr),
+#   the whole boot with Intel PT (the Bochs model), both CPUs from the
+#   launch to the guest's ACPI power-off, nothing lost (overflow = wait),
+#   with the code snapshots the hypervisor takes (docs/SNAPSHOTS.md).
+#   Then, decoded from the capture alone (no binary from the user): per
+#   boot phase (firmware, loader, kernel, user) the branches and blocks
+#   and the hottest functions (`tracevisor report --phases`; firmware
+#   modules by their IMAGE records, kernel functions from the symbol
+#   table inside the fixture's vmlinux, `--system-map VMLINUX`), and a
+#   Perfetto timeline.  With RUN_TRANSPORT=serial (a PT boot is far too
+#   much for a serial line) the MTF window of the kernel's first 590
+#   branches from its entry instead (tests/bochs/linux-window.sh).
 #   RUN_GUEST=payload (~12 s): the test payload, whose traced window
 #   (tests/payload/traced.S) is single-stepped on each CPU, symbolized
 #   against payload.so.
@@ -51,7 +58,7 @@ bochs)
 	net=()
 	bochs_nic=
 	if [ "$transport" = net ]; then
-		if ! tv_record_start "$work/cap" --machines 1 --idle 5; then
+		if ! tv_record_start "$work/cap" --machines 1 --idle 60; then
 			echo "run: tracevisor record did not start: $(tail -n 2 "$work/cap/record.stderr")" >&2
 			exit 1
 		fi
@@ -65,15 +72,32 @@ bochs)
 			{ echo "run: the Linux fixture is not built (make linux-fixture)" >&2; exit 1; }
 		. "$TV_BUILD/linux/linux.env"
 		printf '%s\n' "$LINUX_CMDLINE tsc_early_khz=100000 nokaslr" >"$work/cmdline.txt"
-		printf '%s\n' 'loader = \EFI\linux\linuxload.efi' 'console = off' 'source = mtf' \
-			'trace_start = address:0x1600000' 'trace_stop_after = 590' 'trace_buffer_kb = 64' \
-			${net[@]+"${net[@]}"} >"$work/tracevisor.conf"
+		if [ "$transport" = net ]; then
+			printf '%s\n' 'loader = \EFI\linux\linuxload.efi' 'console = off' 'source = pt' \
+				'trace_start = boot' 'pt_buffer_kb = 65536' \
+				"${net[@]}" >"$work/tracevisor.conf"
+			what="the whole boot with Intel PT and code snapshots, both CPUs, from the launch to the power-off"
+		else
+			printf '%s\n' 'loader = \EFI\linux\linuxload.efi' 'console = off' 'source = mtf' \
+				'trace_start = address:0x1600000' 'trace_stop_after = 590' 'trace_buffer_kb = 64' \
+				>"$work/tracevisor.conf"
+			what="MTF tracing of its first 590 branches from the kernel's entry"
+		fi
 		TV_IMAGE_MIB=64 tv_image "$work/disk.img" EFI/BOOT/BOOTX64.EFI="$TV_BUILD/tracevisor.efi" \
 			EFI/tracevisor/tracevisor.conf="$work/tracevisor.conf" \
 			EFI/linux/linuxload.efi="$TV_BUILD/linuxload.efi" EFI/linux/vmlinuz="$LINUX_VMLINUZ" \
 			EFI/linux/initrd.img="$LINUX_INITRD" EFI/linux/cmdline.txt="$work/cmdline.txt"
-		echo "run: Bochs 3.0 + OVMF, 2 Skylake-X CPUs with VT-x, Linux $LINUX_VERSION: MTF tracing of its first 590 branches from the kernel's entry, export over ${transport/net/the e1000 + UDP}; serial log: $log"
-		TV_BOCHS_MEGS=1024 TV_BOCHS_EXTRA=$bochs_nic tv_bochs "$log" 600 "$work/disk.img" 2 >"$work/status" &
+		echo "run: Bochs 3.0 + OVMF, 2 Skylake-X CPUs with VT-x, Linux $LINUX_VERSION: $what, export over ${transport/net/the e1000 + UDP}; serial log: $log"
+		if [ "$transport" = net ]; then
+			# The PT model is in the trace build of Bochs (docs/BOCHS-MODEL.md).
+			bochs_bin=$(tv_dep BOCHS_TRACE)
+			[ -n "$bochs_bin" ] && [ -x "$bochs_bin" ] ||
+				{ echo "run: no Bochs with the trace-hardware model (BOCHS_TRACE in $TV_BUILD/deps.mk)" >&2; exit 1; }
+			TV_BOCHS_MEGS=1024 TV_BOCHS_BIN=$bochs_bin TV_BOCHS_EXTRA=$'cpu: pt=1\n'"$bochs_nic" \
+				tv_bochs "$log" 1200 "$work/disk.img" 2 >"$work/status" &
+		else
+			TV_BOCHS_MEGS=1024 TV_BOCHS_EXTRA=$bochs_nic tv_bochs "$log" 600 "$work/disk.img" 2 >"$work/status" &
+		fi
 	else
 		printf '%s\n' 'loader = \EFI\tracevisor\payload.efi' 'console = off' \
 			'source = mtf' 'trace_start = hypercall' ${net[@]+"${net[@]}"} >"$work/tracevisor.conf"
@@ -91,7 +115,7 @@ bochs)
 esac
 emu_pid=$!
 # The log as it comes; trace lines are data for the receiver, not for eyes.
-tail -n +1 -f "$log" --pid="$emu_pid" | tr -d '\r' | awk '
+tail -n +1 -F "$log" --pid="$emu_pid" 2>/dev/null | tr -d '\r' | awk '
 	/TVT1 / { n++; if (n % 100 == 0) printf "run: ... %d trace lines received\n", n; fflush(); next }
 	{ print; fflush() }
 	END { if (n) printf "run: %d trace lines received\n", n }'
@@ -126,6 +150,19 @@ else
 fi
 echo "run: tracevisor info $src"
 "$TV_BUILD/tracevisor" info "$src"
+if [ "$guest" = linux ] && [ "$transport" = net ]; then
+	# The whole boot, decoded from the capture alone: the code from its
+	# snapshots, kernel names from the symbol table inside vmlinux.
+	echo "run: the boot by phase (tracevisor report --phases --top 8 --system-map vmlinux $src):"
+	t0=$(date +%s)
+	"$TV_BUILD/tracevisor" report --phases --top 8 --system-map "$LINUX_VMLINUX" "$src" \
+		>"$work/report.txt" 2>"$work/report.err" || true
+	sed -n '1,/^# .*functions (all CPUs)/p' "$work/report.txt" | head -n 80
+	echo "run: decoded in $(($(date +%s) - t0)) s; the whole report: $work/report.txt ($(grep -c . "$work/report.txt") lines)"
+	echo "run: capture $src (trace.tvt, cpuN.pt)"
+	echo "run: more: build/tracevisor script|coverage|timeline|pt-decode $src (no --image needed: the capture has its code; build/tracevisor --help)"
+	exit 0
+fi
 "$TV_BUILD/tracevisor" script -q "${img[@]}" "$src" >"$work/script.txt"
 echo "run: first branches (tracevisor script ${img[*]} $src | head):"
 head -n 12 "$work/script.txt"
