@@ -73,6 +73,7 @@ struct tvh_ptf_decoder {
 	/* opts.libipt_branches: the transfer waiting for its destination */
 	bool pend;
 	struct tvh_ptf_item pend_it;
+	bool quiet;              /* only timing packets since the last TNT or TIP */
 	uint64_t rs[PTF_RS + 1];
 	struct ptf_block *rs_blk[PTF_RS + 1];   /* the call's block (cache gen rs_gen) */
 	uint64_t rs_gen[PTF_RS + 1];
@@ -958,6 +959,36 @@ static int walk_end(struct tvh_ptf_decoder *d)
 	return 0;
 }
 
+/*
+ * The buffer ends inside the packet at p (n bytes left): does libipt
+ * decode on?  It reads timing, status and event packets ahead and takes
+ * one cut short for the end of the trace (as when it cannot read the
+ * opcode); a branch packet it only identifies ahead, and finds it cut
+ * when a query reaches it (libipt 2.0.5 as the fuzz target sees it).
+ */
+static bool trunc_decodes_on(const uint8_t *p, size_t n)
+{
+	/* Only a branch packet: TIP (SDM 3C 33.4.2.2) or a long TNT.
+	 * Events (FUP, TIP.PGE/PGD, MODE, PIP...) are fetched at once. */
+	if (p[0] == 0x02)
+		return n >= 2 && p[1] == 0xa3;
+	return (p[0] & 0x1f) == 0x0d;
+}
+
+/*
+ * The buffer ends inside a packet: libipt, not told the trace ended,
+ * decodes on to the next instruction that needs trace (whose query then
+ * fails with -pte_eos, which tvh_pt_decode does not report).
+ */
+static int walk_trunc(struct tvh_ptf_decoder *d)
+{
+	struct ptf_insn in;
+	int err = walk(d, false, 0, PTF_BIND_NONE, 0, &in);
+
+	drop(d);
+	return err == -pte_bad_query ? 0 : err;
+}
+
 /* ---- packets ------------------------------------------------------------ */
 
 /* The IP of an IP packet after compression (libipt's pt_last_ip). */
@@ -1546,6 +1577,7 @@ static int decode_range(struct tvh_ptf_decoder *d, const uint8_t *buf, size_t le
 			void *ctx, struct tvh_ptf_stats *stats)
 {
 	size_t pos = start;
+	bool trunc = false;      /* the buffer ends inside a packet */
 
 	d->buf = buf;
 	d->len = len;
@@ -1594,6 +1626,7 @@ static int decode_range(struct tvh_ptf_decoder *d, const uint8_t *buf, size_t le
 			d->ntnt = 30u - (unsigned)__builtin_clz(b);
 			d->tnt = (b >> 1) & ((1u << d->ntnt) - 1);
 			d->tnt_fresh = true;
+			d->quiet = true;
 			pos++;
 			d->pkt_end = pos;
 			err = run(d, false, 0);
@@ -1603,13 +1636,26 @@ static int decode_range(struct tvh_ptf_decoder *d, const uint8_t *buf, size_t le
 		}
 		n = ptf_pkt_decode(buf + pos, buf + d->nb, &pk);
 		if (n < 0) {
-			if (n == -pte_eos && d->nb == len)
+			if (n == -pte_eos && d->nb == len) {
+				trunc = trunc_decodes_on(buf + pos, len - pos);
 				break;
+			}
 			/* Cut by a PSB: -pte_bad_packet, resync there. */
 			error(d, n == -pte_eos ? -pte_bad_packet : n, d->ip);
 			continue;
 		}
 		d->pkt_end = pos + (size_t)n;
+		switch (pk.type) {
+		case PTF_PKT_TNT: case PTF_PKT_TIP:
+			d->quiet = true;
+			break;
+		case PTF_PKT_PAD: case PTF_PKT_TSC: case PTF_PKT_MTC: case PTF_PKT_CYC:
+		case PTF_PKT_TMA:
+			break;
+		default:
+			d->quiet = false;       /* libipt has an event to deliver */
+			break;
+		}
 		err = packet(d, &pk, pos);
 		pos += (size_t)n;
 		if (err < 0)
@@ -1627,7 +1673,7 @@ static int decode_range(struct tvh_ptf_decoder *d, const uint8_t *buf, size_t le
 		struct tvh_ptf_item it = { .kind = TVH_PTF_END };
 
 		if (d->synced && d->enabled) {
-			int err = walk_end(d);
+			int err = trunc && !d->ntnt && d->quiet ? walk_trunc(d) : walk_end(d);
 
 			if (err < 0)
 				error(d, err, d->ip);
