@@ -55,6 +55,20 @@ tv_image() {
 	TV_IMAGE_MIB=${TV_IMAGE_MIB:-40} bash "$TV_ROOT/scripts/mkimage.sh" "$@" >/dev/null
 }
 
+# tv_linux_stick OUT CONF CMDLINE - a 64 MiB stick that boots Debian's
+# Linux (the fixture: LINUX_VMLINUZ, LINUX_INITRD from linux.env) through
+# linuxload under tracevisor with config file CONF and kernel command
+# line file CMDLINE (the whole-boot scenarios and benchmarks).
+tv_linux_stick() {
+	TV_IMAGE_MIB=64 tv_image "$1" \
+		EFI/BOOT/BOOTX64.EFI="$TV_BUILD/tracevisor.efi" \
+		EFI/tracevisor/tracevisor.conf="$2" \
+		EFI/linux/linuxload.efi="$TV_BUILD/linuxload.efi" \
+		EFI/linux/vmlinuz="$LINUX_VMLINUZ" \
+		EFI/linux/initrd.img="$LINUX_INITRD" \
+		EFI/linux/cmdline.txt="$3"
+}
+
 # tv_qemu LOG SECONDS STICK DISK2 - boot OVMF under QEMU TCG with STICK as a
 # USB mass-storage device (first in boot order) and DISK2 as a second
 # (virtio) disk.  No network, no VMX (TCG has none).  Echoes QEMU's status.

@@ -43,12 +43,8 @@ one() {
 	printf '%s\n' 'loader = \EFI\linux\linuxload.efi' 'console = off' 'nic = auto' \
 		'net_ip = 10.0.2.15/24' 'net_gw = 10.0.2.2' "receiver = 10.0.2.2:$TV_REC_PORT" \
 		"machine = bench-$name" "$@" >"$work/$name.conf"
-	TV_IMAGE_MIB=64 tv_image "$work/$name.img" \
-		EFI/BOOT/BOOTX64.EFI="$TV_BUILD/tracevisor.efi" \
-		EFI/tracevisor/tracevisor.conf="$work/$name.conf" \
-		EFI/linux/linuxload.efi="$TV_BUILD/linuxload.efi" \
-		EFI/linux/vmlinuz="$LINUX_VMLINUZ" EFI/linux/initrd.img="$LINUX_INITRD" \
-		EFI/linux/cmdline.txt="$work/cmdline.txt" || die "cannot build $work/$name.img"
+	tv_linux_stick "$work/$name.img" "$work/$name.conf" "$work/cmdline.txt" ||
+		die "cannot build $work/$name.img"
 	load=$(cut -d' ' -f1 /proc/loadavg)
 	start=$(date +%s.%N)
 	rc=$(TV_BOCHS_BIN=$model TV_BOCHS_MEGS=1024 \

@@ -53,13 +53,7 @@ printf '%s\n' 'loader = \EFI\linux\linuxload.efi' 'console = off' 'source = pt' 
 	'pt_buffer_kb = 1024' 'wait_ms = 500' "control_key = $key" \
 	'nic = auto' 'net_ip = 10.0.2.15/24' 'net_gw = 10.0.2.2' \
 	"receiver = 10.0.2.2:$TV_REC_PORT" 'machine = control' >"$work/tracevisor.conf"
-TV_IMAGE_MIB=64 tv_image "$work/disk.img" \
-	EFI/BOOT/BOOTX64.EFI="$TV_BUILD/tracevisor.efi" \
-	EFI/tracevisor/tracevisor.conf="$work/tracevisor.conf" \
-	EFI/linux/linuxload.efi="$TV_BUILD/linuxload.efi" \
-	EFI/linux/vmlinuz="$LINUX_VMLINUZ" \
-	EFI/linux/initrd.img="$LINUX_INITRD" \
-	EFI/linux/cmdline.txt="$work/cmdline.txt"
+tv_linux_stick "$work/disk.img" "$work/tracevisor.conf" "$work/cmdline.txt"
 (TV_BOCHS_BIN=$model TV_BOCHS_MEGS=1024 \
 	TV_BOCHS_EXTRA=$'cpu: pt=1\ne1000: enabled=1, mac=52:54:00:12:34:56, ethmod=slirp' \
 	tv_bochs "$log" "${TV_WHOLE_BOOT_TIMEOUT:-1500}" "$work/disk.img" 2 >"$work/bochs.rc") &
