@@ -195,6 +195,12 @@ static size_t snap_fallback(const void *ctx, uint64_t cr3, uint64_t ip, uint64_t
 	return tvh_snap_read(ctx, cr3, ip, tsc, buf, len);
 }
 
+static void snap_span(const void *ctx, uint64_t ip, uint64_t tsc, uint64_t *lo,
+		      uint64_t *hi)
+{
+	tvh_snap_span(ctx, ip, tsc, lo, hi);
+}
+
 /* Records of one piece, kept until the pieces before it are passed on. */
 struct piece_items {
 	struct tvh_ptf_item *v;
@@ -338,7 +344,9 @@ static int ptbr_decode(struct ptbr_cpu *pc)
 			struct tvh_ptf_opts fo = {
 				.read = tvh_ptf_image_read, .read_ctx = (void *)b->fast->image,
 				.fallback = b->fast->snap ? snap_fallback : NULL,
-				.fallback_ctx = b->fast->snap, .libipt_branches = true };
+				.fallback_ctx = b->fast->snap,
+				.fallback_span = b->fast->snap ? snap_span : NULL,
+				.libipt_branches = true };
 			struct tvh_ptf_stats fst;
 
 			ret = fast_run(pc, run, &fo, &fst);

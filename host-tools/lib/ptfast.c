@@ -111,9 +111,34 @@ struct tvh_ptf_decoder {
 	uint8_t win_mode;
 	uint64_t win_gen;
 	bool win_valid;
+
+	/*
+	 * Code read through opts.fallback (rewritten pages): the clock times
+	 * [span_lo, span_hi) over which all of it stays what was read;
+	 * stale: the clock left them, flush before the next use of a block.
+	 */
+	uint64_t span_lo, span_hi;
+	bool stale;
 };
 
 /* ---- code access and instruction classes ------------------------------ */
+
+/* Narrow the span to the times pages first..last read at now stay the same. */
+static void span_pages(struct tvh_ptf_decoder *d, uint64_t first, uint64_t last,
+		       uint64_t now)
+{
+	for (uint64_t pg = first & ~0xfffull;; pg += 0x1000) {
+		uint64_t lo, hi;
+
+		d->o.fallback_span(d->o.fallback_ctx, pg, now, &lo, &hi);
+		if (lo > d->span_lo)
+			d->span_lo = lo;
+		if (hi < d->span_hi)
+			d->span_hi = hi;
+		if (pg == (last & ~0xfffull))
+			return;
+	}
+}
 
 static int read_code(struct tvh_ptf_decoder *d, uint8_t *buf, size_t size, uint64_t ip)
 {
@@ -127,13 +152,51 @@ static int read_code(struct tvh_ptf_decoder *d, uint8_t *buf, size_t size, uint6
 		n = d->o.read(buf, size, &asid, ip, d->o.read_ctx);
 	}
 	if (n == -pte_nomap && d->o.fallback) {
+		/* libipt's time when it decodes this instruction (pt.c mem_clock). */
+		uint64_t now = d->rd_have_tsc ? d->rd_tsc : 0;
 		size_t got = d->o.fallback(d->o.fallback_ctx,
 					   d->cr3 == pt_asid_no_cr3 ? 0 : d->cr3, ip,
-					   d->have_tsc ? d->tsc : 0, buf, size);
+					   now, buf, size);
 
 		n = got ? (int)got : -pte_nomap;
+		if (d->o.fallback_span && size)
+			span_pages(d, ip, ip + size - 1, now);
 	}
 	return n;
+}
+
+/*
+ * libipt's time moved (rd_*: the time at the packet it read last, which
+ * tvh_pt_decode's snapshot clock follows): the code read through the
+ * fallback may be another now.
+ */
+static inline void clock_set(struct tvh_ptf_decoder *d, bool have, uint64_t tsc)
+{
+	uint64_t now = have ? tsc : 0;
+
+	d->rd_have_tsc = have;
+	d->rd_tsc = tsc;
+	if (now < d->span_lo || now >= d->span_hi)
+		d->stale = true;
+}
+
+static void fold_block(void *ctx, const struct ptf_block *b);
+
+/*
+ * Before any block or the code window is used: after the clock left the
+ * span, drop them (block pointers held elsewhere die with the cache's
+ * generation, as at a flush for size).
+ */
+static inline void clock_check(struct tvh_ptf_decoder *d)
+{
+	if (__builtin_expect(!d->stale, 1))
+		return;
+	ptf_cache_flush(&d->cache, d->o.coverage ? fold_block : NULL, d);
+	d->win_valid = false;
+	d->span_lo = 0;
+	d->span_hi = UINT64_MAX;
+	d->stale = false;
+	d->st.clock_flushes++;
 }
 
 /* Up to 15 bytes at ip into out, reading across section ends; count or error. */
@@ -141,6 +204,7 @@ static int fetch(struct tvh_ptf_decoder *d, uint64_t ip, uint8_t *out)
 {
 	size_t have = 0;
 
+	clock_check(d);
 	if (d->win_valid && d->win_asid == d->cr3 && ip >= d->win_ip &&
 	    ip - d->win_ip + X86_MAX_INSN_LEN <= d->win_len) {
 		memcpy(out, d->win + (ip - d->win_ip), X86_MAX_INSN_LEN);
@@ -362,8 +426,10 @@ static struct ptf_block *build(struct tvh_ptf_decoder *d, uint64_t ip)
 
 static inline struct ptf_block *lookup(struct tvh_ptf_decoder *d, uint64_t ip)
 {
-	struct ptf_block *b = ptf_cache_find(&d->cache, ip, d->cr3, d->mode);
+	struct ptf_block *b;
 
+	clock_check(d);
+	b = ptf_cache_find(&d->cache, ip, d->cr3, d->mode);
 	return b ? b : build(d, ip);
 }
 
@@ -385,8 +451,7 @@ static int emit(struct tvh_ptf_decoder *d, struct tvh_ptf_item *it)
 /* libipt's time: the time at the packet it read last (pt_insn_time). */
 static inline void rd_time(struct tvh_ptf_decoder *d)
 {
-	d->rd_have_tsc = d->have_tsc;
-	d->rd_tsc = d->tsc;
+	clock_set(d, d->have_tsc, d->tsc);
 }
 
 /*
@@ -459,8 +524,7 @@ static void rd_time_next_event(struct tvh_ptf_decoder *d)
 				continue;       /* CBR, MNT... in PSB+ */
 			break;              /* events of their own */
 		}
-		d->rd_have_tsc = have;
-		d->rd_tsc = tsc;
+		clock_set(d, have, tsc);
 		return;
 	}
 }
@@ -630,8 +694,11 @@ static int run(struct tvh_ptf_decoder *d, bool have_tip, uint64_t tip)
 {
 	struct ptf_block *prev = NULL, *b, **slot, *cb = NULL;
 	int side = 0;
-	uint64_t gen = d->cache.gen;
+	uint64_t gen;
 	int ret = 0;
+
+	clock_check(d);
+	gen = d->cache.gen;
 
 	/* Resume from the block the last run ended in: no hash lookup. */
 	if (d->rprev && d->rgen == gen) {
@@ -1349,8 +1416,7 @@ static int packet(struct tvh_ptf_decoder *d, const struct ptf_pkt *pk, size_t po
 			drop(d);        /* tvh_pt_decode: the event names no destination */
 			edge(d, d->fup_ip, ip, TV_BR_INTERRUPT);
 			/* The record has the event's time: at its FUP. */
-			d->rd_have_tsc = d->fup_have_tsc;
-			d->rd_tsc = d->fup_tsc;
+			clock_set(d, d->fup_have_tsc, d->fup_tsc);
 			branch_now(d, d->fup_ip, ip, TV_BR_INTERRUPT, ptic_error);
 			rd_time(d);
 			d->ip = ip;
@@ -1587,8 +1653,9 @@ static int decode_range(struct tvh_ptf_decoder *d, const uint8_t *buf, size_t le
 	d->ret = 0;
 	memset(&d->st, 0, sizeof(d->st));
 	reset_flow(d);
-	d->have_tsc = d->rd_have_tsc = false;
-	d->tsc = d->rd_tsc = 0;
+	d->have_tsc = false;
+	d->tsc = 0;
+	clock_set(d, false, 0);
 	d->synced = false;
 	d->nb = ptf_next_psb(buf, len, start);
 	while (pos < limit && !d->ret) {
@@ -1699,6 +1766,7 @@ struct tvh_ptf_decoder *tvh_ptf_alloc(const struct tvh_ptf_opts *opts)
 	if (opts)
 		d->o = *opts;
 	d->cache.max = d->o.max_blocks;
+	d->span_hi = UINT64_MAX;
 	return d;
 }
 
@@ -1990,6 +2058,7 @@ int tvh_ptf_decode_range_parallel(const uint8_t *buf, size_t len, uint64_t offse
 			stats->errors += pc[i].st.errors;
 			stats->blocks_built += pc[i].st.blocks_built;
 			stats->cache_flushes += pc[i].st.cache_flushes;
+			stats->clock_flushes += pc[i].st.clock_flushes;
 			stats->fine_timing += pc[i].st.fine_timing;
 			if (pc[i].st.peak_cache_bytes > stats->peak_cache_bytes)
 				stats->peak_cache_bytes = pc[i].st.peak_cache_bytes;

@@ -139,15 +139,27 @@ struct tvh_ptf_opts {
 	void *read_ctx;
 	/*
 	 * Where read maps nothing (may be NULL): code by address space (cr3,
-	 * 0 before any PIP), address and time (the last TSC packet's, 0
-	 * before one), e.g. tvh_snap_read's code snapshots.  Returns the
+	 * 0 before any PIP), address and time (libipt's at that
+	 * instruction: the last TSC packet before the packet libipt would
+	 * have read last, 0 before one), e.g. tvh_snap_read's code snapshots.  Returns the
 	 * bytes copied, 0 for none.  Called from every decoding thread at
-	 * once.  The block cache keeps what it read first for an address
-	 * (ptbranch.h says what that means for rewritten code).
+	 * once.
 	 */
 	size_t (*fallback)(const void *ctx, uint64_t cr3, uint64_t ip, uint64_t tsc,
 			   uint8_t *buf, size_t len);
 	const void *fallback_ctx;
+	/*
+	 * With fallback (may be NULL): the times [*lo, *hi) around tsc over
+	 * which fallback's answer for ip's 4 KiB page stays the same, for
+	 * every cr3 (tvh_snap_span).  The decoder keeps the intersection of
+	 * the spans of every page it read through fallback; when its clock
+	 * leaves it, the block cache and the code window are flushed
+	 * (stats.clock_flushes), so code rewritten during the trace decodes
+	 * as read at the decoder's time, as with no cache.  Without it the
+	 * cache keeps what it read first for an address.
+	 */
+	void (*fallback_span)(const void *ctx, uint64_t ip, uint64_t tsc, uint64_t *lo,
+			      uint64_t *hi);
 	bool coverage;           /* keep edge/block counts (tvh_ptf_coverage) */
 	/*
 	 * Report branches exactly as tvh_pt_decode's branches mode does over
@@ -169,6 +181,7 @@ struct tvh_ptf_stats {
 	uint64_t errors;
 	uint64_t blocks_built;   /* cache misses */
 	uint64_t cache_flushes;
+	uint64_t clock_flushes;  /* of those: the clock left the fallback's span */
 	uint64_t peak_cache_bytes;
 	uint64_t fine_timing;    /* MTC and CYC packets (their time is not followed) */
 };

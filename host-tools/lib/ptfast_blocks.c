@@ -81,6 +81,12 @@ static void flush(struct ptf_cache *c,
 	c->gen++;
 }
 
+void ptf_cache_flush(struct ptf_cache *c,
+		     void (*fold)(void *ctx, const struct ptf_block *b), void *ctx)
+{
+	flush(c, fold, ctx);
+}
+
 struct ptf_block *ptf_cache_insert(struct ptf_cache *c, uint64_t ip, uint64_t asid,
 				   uint8_t mode,
 				   void (*fold)(void *ctx, const struct ptf_block *b),

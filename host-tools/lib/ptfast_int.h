@@ -84,6 +84,9 @@ struct ptf_block *ptf_cache_insert(struct ptf_cache *c, uint64_t ip, uint64_t as
 				   uint8_t mode,
 				   void (*fold)(void *ctx, const struct ptf_block *b),
 				   void *ctx);
+/* Drop every block (fold as for insert; gen bumped: pointers die). */
+void ptf_cache_flush(struct ptf_cache *c,
+		     void (*fold)(void *ctx, const struct ptf_block *b), void *ctx);
 /* Calls fn on every block. */
 void ptf_cache_each(const struct ptf_cache *c,
 		    void (*fn)(void *ctx, const struct ptf_block *b), void *ctx);

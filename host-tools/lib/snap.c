@@ -396,6 +396,31 @@ int tvh_snap_lookup(const struct tvh_snap *s, uint64_t cr3, uint64_t ip,
 	return -TVH_ERR_NOT_FOUND;
 }
 
+void tvh_snap_span(const struct tvh_snap *s, uint64_t ip, uint64_t tsc,
+		   uint64_t *lo, uint64_t *hi)
+{
+	uint64_t linear = ip & PAGE_MASK;
+
+	*lo = 0;
+	*hi = UINT64_MAX;
+	if (!s || !s->finished)
+		return;
+	for (size_t i = first_of(s, linear);
+	     i < s->nlinear && s->by_linear[i]->linear == linear; i++) {
+		const struct snapshot *sn = s->by_linear[i];
+		const uint64_t t[2] = { sn->tsc, sn->end };
+
+		for (unsigned k = 0; k < 2; k++) {
+			if (t[k] == UINT64_MAX)
+				continue;
+			if (t[k] <= tsc && t[k] > *lo)
+				*lo = t[k];
+			else if (t[k] > tsc && t[k] < *hi)
+				*hi = t[k];
+		}
+	}
+}
+
 size_t tvh_snap_read(const struct tvh_snap *s, uint64_t cr3, uint64_t ip,
 		     uint64_t tsc, uint8_t *buf, size_t len)
 {

@@ -115,6 +115,17 @@ int tvh_snap_lookup(const struct tvh_snap *s, uint64_t cr3, uint64_t ip,
 		    uint64_t tsc, struct tvh_snap_hit *hit);
 
 /*
+ * tvh_snap_span - the times around tsc over which every lookup of ip's
+ * linear page (any cr3) gives the same answer: [*lo, *hi) holds tsc and
+ * no snapshot of that page starts or ends strictly inside it (the rules
+ * above only compare tsc with starts and ends).  [0, UINT64_MAX) when
+ * the page never changes.  For a cache of code read through the store:
+ * what it read at tsc stays right while its clock is in the span.
+ */
+void tvh_snap_span(const struct tvh_snap *s, uint64_t ip, uint64_t tsc,
+		   uint64_t *lo, uint64_t *hi);
+
+/*
  * tvh_snap_read - copy up to len bytes of code at linear address ip as
  * executed under cr3 (0: any address space) at tsc (0: the first
  * snapshot), page after page, each page looked up on its own.  Returns

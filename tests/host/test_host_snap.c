@@ -27,6 +27,7 @@
 #include "host-tools/lib/error.h"
 #include "host-tools/lib/info.h"
 #include "host-tools/lib/pt.h"
+#include "host-tools/lib/ptfast.h"
 #include "host-tools/lib/snap.h"
 #include "host-tools/lib/stream.h"
 #include "host-tools/lib/sym.h"
@@ -830,6 +831,159 @@ static void test_decode_patched_page_by_time(void **state)
 	assert_int_equal(f.ip[3], ret);
 }
 
+/* Branch records, libipt's (tvh_pt_decode branches mode) or ptfast's. */
+struct brs {
+	struct {
+		uint64_t from, to, tsc;
+		bool has_tsc;
+	} v[64];
+	unsigned n, errors;
+};
+
+static int on_libipt_branch(void *ctx, const struct tvh_pt_item *it)
+{
+	struct brs *b = ctx;
+
+	if (it->kind == TVH_PT_BRANCH && b->n < 64) {
+		b->v[b->n].from = it->from;
+		b->v[b->n].to = it->to;
+		b->v[b->n].has_tsc = it->has_tsc;
+		b->v[b->n++].tsc = it->tsc;
+	}
+	b->errors += it->kind == TVH_PT_ERROR;
+	return 0;
+}
+
+static int on_fast_branch(void *ctx, const struct tvh_ptf_item *it)
+{
+	struct brs *b = ctx;
+
+	if (it->kind == TVH_PTF_BRANCH && b->n < 64) {
+		b->v[b->n].from = it->from;
+		b->v[b->n].to = it->to;
+		b->v[b->n].has_tsc = it->has_tsc;
+		b->v[b->n++].tsc = it->tsc;
+	}
+	b->errors += it->kind == TVH_PTF_ERROR;
+	return 0;
+}
+
+static size_t fast_snap_read(const void *ctx, uint64_t cr3, uint64_t ip, uint64_t tsc,
+			     uint8_t *buf, size_t len)
+{
+	return tvh_snap_read(ctx, cr3, ip, tsc, buf, len);
+}
+
+static void fast_snap_span(const void *ctx, uint64_t ip, uint64_t tsc, uint64_t *lo,
+			   uint64_t *hi)
+{
+	tvh_snap_span(ctx, ip, tsc, lo, hi);
+}
+
+/*
+ * The run with TSC packets (1000..1070) over a store of the page's
+ * contents[k] from times[k] on, decoded by libipt and by ptfast (with
+ * the span, as ptbranch.c sets it): the same branch records, times
+ * included.  Returns ptfast's clock flushes.
+ */
+static uint64_t fast_equals_libipt(const uint64_t *times, const uint8_t *const *contents,
+				   unsigned n)
+{
+	uint8_t pt[512];
+	size_t len = 0;
+	struct tvh_snap *s = tvh_snap_new();
+	struct tvh_pt_opts o = { 0 };
+	struct recbuf rb = { 0 };
+	struct tvh_stream st;
+	struct trace_event rec;
+	struct tvh_event ev;
+	struct tvh_ptf_decoder *d;
+	struct tvh_ptf_stats pst;
+	static struct brs lb, fb;
+
+	assert_non_null(s);
+	ptf_encode_tsc(&fx, pt, sizeof(pt), &len, 1000, 10);
+	for (unsigned k = 0; k < n; k++)
+		rb_snap(&rb, TV_CODEF_NEW | (k ? TV_CODEF_REARM : 0), times[k], 0x5000,
+			code_lin, 0, contents[k]);
+	tvh_stream_init(&st);
+	tvh_stream_feed(&st, rb.p, rb.len, 0, false);
+	memset(&ev, 0, sizeof(ev));
+	ev.kind = TVH_EV_RECORD;
+	ev.rec = &rec;
+	while (tvh_next_record(&st, &rec) > 0)
+		assert_int_equal(tvh_snap_add(s, &ev), 0);
+	assert_int_equal(tvh_snap_finish(s), 0);
+
+	memset(&lb, 0, sizeof(lb));
+	memset(&fb, 0, sizeof(fb));
+	o.snap = s;
+	o.branches = true;
+	assert_int_equal(tvh_pt_decode(pt, len, 0, NULL, &o, on_libipt_branch, &lb, NULL), 0);
+	{
+		struct tvh_ptf_opts fo = { .fallback = fast_snap_read, .fallback_ctx = s,
+					   .fallback_span = fast_snap_span,
+					   .libipt_branches = true };
+
+		d = tvh_ptf_alloc(&fo);
+		assert_non_null(d);
+		assert_int_equal(tvh_ptf_decode(d, pt, len, 0, on_fast_branch, &fb, &pst), 0);
+		tvh_ptf_free(d);
+	}
+	assert_true(lb.n > 0);
+	assert_int_equal(fb.errors, lb.errors);
+	assert_int_equal(fb.n, lb.n);
+	for (unsigned i = 0; i < lb.n; i++) {
+		assert_int_equal(fb.v[i].from, lb.v[i].from);
+		assert_int_equal(fb.v[i].to, lb.v[i].to);
+		assert_int_equal(fb.v[i].has_tsc, lb.v[i].has_tsc);
+		assert_int_equal(fb.v[i].tsc, lb.v[i].tsc);
+	}
+	tvh_snap_free(s);
+	rb_free(&rb);
+	return pst.clock_flushes;
+}
+
+/*
+ * The fast decoder over a page rewritten during the trace gives libipt's
+ * records exactly: its block cache is flushed when its clock leaves the
+ * times the code it read stays the same (patched at every time around
+ * the run's TSC packets, either way round, and patched then put back).
+ */
+static void test_fast_decode_patched_page(void **state)
+{
+	static uint8_t bad[PG];
+	uint64_t flushes = 0;
+
+	(void)state;
+	patched_page(bad);
+	for (uint64_t t = 995; t <= 1080; t += 5) {
+		const uint64_t times[] = { 1, t };
+		const uint8_t *const good_bad[] = { code_page, bad };
+		const uint8_t *const bad_good[] = { bad, code_page };
+
+		flushes += fast_equals_libipt(times, good_bad, 2);
+		flushes += fast_equals_libipt(times, bad_good, 2);
+	}
+	for (uint64_t t = 1000; t <= 1060; t += 10) {
+		const uint64_t times[] = { 1, t, t + 10 };
+		const uint8_t *const flip[] = { code_page, bad, code_page };
+		const uint8_t *const flop[] = { bad, code_page, bad };
+
+		flushes += fast_equals_libipt(times, flip, 3);
+		flushes += fast_equals_libipt(times, flop, 3);
+	}
+	/* The cache was dropped where the content changed under the run. */
+	assert_true(flushes > 0);
+	/* A page that never changes: no flush. */
+	{
+		const uint64_t times[] = { 1 };
+		const uint8_t *const one[] = { code_page };
+
+		assert_int_equal(fast_equals_libipt(times, one, 1), 0);
+	}
+}
+
 /* Without TSC packets the PT_SYNC records' times are the clock. */
 static void test_decode_clock_from_pt_sync(void **state)
 {
@@ -956,6 +1110,7 @@ int main(void)
 		cmocka_unit_test(test_decode_equals_file),
 		cmocka_unit_test(test_decode_patched_page_by_time),
 		cmocka_unit_test(test_decode_clock_from_pt_sync),
+		cmocka_unit_test(test_fast_decode_patched_page),
 		cmocka_unit_test(test_cli_without_image),
 	};
 
