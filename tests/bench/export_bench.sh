@@ -81,7 +81,7 @@ for mode in $modes; do
 		echo "EXPORT_BENCH: mode=$mode drop=$d goodput_mbs=${g:-0} resent_pct=${r:-0} lost=$l pt_bytes=$pt" >>"$work/machine"
 	done
 	awk -v m="$mode" -v a="${good[$mode-0]:-0}" -v b="${good[$mode-$drop]:-0}" -v d="$drop" \
-		'BEGIN { printf "EXPORT_BENCH: mode=%s drop%d_vs_clean=%.2f\n", m, d, a > 0 ? b / a : 0 }' >>"$work/machine"
+		'BEGIN { printf "EXPORT_BENCH: mode=%s drop%d_vs_clean=%.2f\n", m, d, (a > 0 ? b / a : 0) }' >>"$work/machine"
 done
 cat "$work/machine"
 exit "$failed"
