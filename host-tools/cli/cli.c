@@ -543,21 +543,9 @@ bool have_code(const struct common *c)
 
 bool use_libipt(const struct common *c)
 {
-	struct tvh_snap_stats ss;
-
-	if (c->decoder)
-		return c->decoder == DECODER_LIBIPT;
-	if (tvh_snap_empty(c->snap))
-		return false;
-	tvh_snap_get_stats(c->snap, &ss);
-	if (ss.contents <= ss.pages)
-		return false;
-	if (!c->quiet)
-		fprintf(stderr, "tracevisor %s: PT decoded with libipt: the code snapshots"
-			" hold pages rewritten during the capture (%" PRIu64 " contents of %"
-			PRIu64 " pages), which the fast decoder follows only approximately"
-			" (--decoder fast to use it anyway)\n", cmd_name, ss.contents, ss.pages);
-	return true;
+	/* The fast decoder follows rewritten pages (code snapshots) as libipt
+	 * does: its block cache is dropped when the code it read changes. */
+	return c->decoder == DECODER_LIBIPT;
 }
 
 /* Say, for each CPU with PT bytes, that they need --image to be decoded. */

@@ -190,10 +190,9 @@ int load_snapshots(struct common *c, struct tvt_reader *r);
 bool have_code(const struct common *c);
 /*
  * use_libipt - decode PT with libipt?  --decoder says; by default the
- * fast decoder, except over code snapshots of pages rewritten during the
- * capture (more contents than pages): its block cache keeps the first
- * content it read (ptbranch.h), libipt reads each instruction at its
- * time.  Says so on stderr (once, unless -q).  Call after load_snapshots.
+ * fast decoder, also over code snapshots of pages rewritten during the
+ * capture (it reads them at libipt's time and drops its block cache
+ * when that code changes: ptbranch.h).
  */
 bool use_libipt(const struct common *c);
 /* Say, for each CPU with PT bytes, that they were not decoded (what: why). */

@@ -33,11 +33,13 @@
  * into fast->jobs pieces decoded at once (windows of jobs * 1 MiB,
  * records kept per piece and passed on in stream order), and hands a run
  * whose stream has MTC or CYC packets (timing it does not follow) to
- * libipt.  With code snapshots its block cache keeps the first content
- * it read at an address under a CR3 (read at the last TSC packet's time,
- * 0 before one; libipt reads every instruction at its own time): a page
- * rewritten during the capture (self-modifying code, text patched at
- * boot) is followed as libipt follows it only with the libipt decoder.
+ * libipt.  With code snapshots it reads code at libipt's time (the TSC
+ * at the packet libipt read last, 0 before one) and drops its block
+ * cache when that time leaves the span over which the pages it read keep
+ * their content (tvh_snap_span): a page rewritten during the capture
+ * (self-modifying code, text patched at boot) is followed as libipt
+ * follows it.  libipt without TSC packets reads at the PT_SYNC times;
+ * the fast decoder then at 0 (the earliest snapshot).
  */
 #ifndef TVH_PTBRANCH_H
 #define TVH_PTBRANCH_H

@@ -712,6 +712,13 @@ static int run(struct tvh_ptf_decoder *d, bool have_tip, uint64_t tip)
 		uint64_t to;
 		int taken;
 
+		/* A packet read in the last block moved libipt's clock. */
+		if (__builtin_expect(d->stale, 0)) {
+			clock_check(d);
+			gen = d->cache.gen;
+			prev = NULL;
+			slot = NULL;
+		}
 		b = slot ? *slot : NULL;
 		if (!b || b->start != d->ip || b->asid != d->cr3 || b->mode != d->mode) {
 			b = lookup(d, d->ip);

@@ -984,6 +984,89 @@ static void test_fast_decode_patched_page(void **state)
 	}
 }
 
+/* script's lines end in pt@0xOFF, the decoder's own offset: cut it. */
+static void cut_offsets(char *s)
+{
+	for (char *p; (p = strstr(s, " pt@0x")) != NULL;) {
+		char *e = p + 6;
+
+		while (*e && *e != '\n')
+			e++;
+		memmove(p, e, strlen(e) + 1);
+	}
+}
+
+/*
+ * The tools over a capture whose page is rewritten in the middle of the
+ * run (func becomes a bare ret at 1035, between TSC packets): script and
+ * report print the same with --decoder libipt, fast (one and two
+ * threads) and the default, which is the fast decoder.
+ */
+static void test_tools_rewritten_page(void **state)
+{
+	static uint8_t bad[PG];
+	uint8_t pt[512];
+	size_t len = 0;
+	struct recbuf r0 = { 0 };
+	struct th_tvt t;
+	char *path, *ret_ip, *add_ip;
+	static const char *const cmds[] = { "script --no-symbols", "report" };
+	static const char *const dec[] = { "--decoder libipt", "--decoder fast",
+					   "--decoder fast -j 2", "" };
+
+	(void)state;
+	patched_page(bad);
+	ptf_encode_tsc(&fx, pt, sizeof(pt), &len, 1000, 10);
+	rb_pt_sync(&r0, 990, 0, 0);
+	rb_snap(&r0, TV_CODEF_NEW, 900, 0x77000, code_lin, 0x8000, code_page);
+	rb_snap(&r0, TV_CODEF_NEW | TV_CODEF_REARM, 1035, 0x77000, code_lin, 0x8000, bad);
+	th_tvt_begin(&t, "m", 1);
+	th_tvt_chunk(&t, 0, TVT_KIND_PT, TVT_CHUNK_F_STREAM_START, 0, pt, len);
+	th_tvt_records(&t, 0, 0, &r0);
+	th_tvt_end(&t);
+	path = th_tvt_save(&t, "snap-rewritten.tvt");
+	th_tvt_free(&t);
+	rb_free(&r0);
+	assert_true(asprintf(&ret_ip, "0x%llx =>", (unsigned long long)ptf_sym(&fx, "i_ret")) > 0);
+	assert_true(asprintf(&add_ip, "0x%llx =>", (unsigned long long)ptf_sym(&fx, "i_add")) > 0);
+
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		char *ref = NULL;
+
+		for (size_t k = 0; k < sizeof(dec) / sizeof(dec[0]); k++) {
+			char *cmd, *out = NULL, *err = NULL;
+
+			assert_true(asprintf(&cmd, "'%s' %s '%s' %s", th_cli(), cmds[i], path,
+					     dec[k]) > 0);
+			if (th_run(cmd, &out, &err) != 0)
+				fail_msg("%s: %s", cmd, err);
+			assert_true(th_contains(err, "decoded into"));
+			assert_true(th_contains(err, " 0 decode errors"));
+			assert_true(th_contains(err, k ? "decoder fast" : "decoder libipt"));
+			cut_offsets(out);
+			if (!k) {
+				ref = out;
+				if (!i) {
+					/* Both versions of func ran: its ret, then the patch's. */
+					assert_true(th_contains(out, ret_ip));
+					assert_true(th_contains(out, add_ip));
+				}
+			} else {
+				if (strcmp(ref, out))
+					fail_msg("%s: '%s' differs from --decoder libipt:\n%s\n---\n%s",
+						 cmds[i], dec[k], ref, out);
+				free(out);
+			}
+			free(err);
+			free(cmd);
+		}
+		free(ref);
+	}
+	free(ret_ip);
+	free(add_ip);
+	free(path);
+}
+
 /* Without TSC packets the PT_SYNC records' times are the clock. */
 static void test_decode_clock_from_pt_sync(void **state)
 {
@@ -1111,6 +1194,7 @@ int main(void)
 		cmocka_unit_test(test_decode_patched_page_by_time),
 		cmocka_unit_test(test_decode_clock_from_pt_sync),
 		cmocka_unit_test(test_fast_decode_patched_page),
+		cmocka_unit_test(test_tools_rewritten_page),
 		cmocka_unit_test(test_cli_without_image),
 	};
 
