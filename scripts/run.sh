@@ -10,7 +10,7 @@
 #   capture holds (tracevisor info) and the first branches (tracevisor
 #   script).  With RUN_TRANSPORT=serial the trace goes over COM1 as TVT1
 #   lines instead and `tracevisor from-serial` rebuilds it.
-#   RUN_GUEST=linux (default, ~5 min): Debian's Linux (the bench's
+#   RUN_GUEST=linux (default, ~4 min): Debian's Linux (the bench's
 #   fixture, docs/LINUX-FIXTURE.md, through its EFI stub with nokaslr),
 #   the whole boot with Intel PT (the Bochs model), both CPUs from the
 #   launch to the guest's ACPI power-off, nothing lost (overflow = wait),
