@@ -11,7 +11,7 @@ void tvh_script_init(struct tvh_script *s, FILE *out, struct tvh_symtab *st,
 		     bool all)
 {
 	s->out = out;
-	s->st = st && st->nmods ? st : NULL;
+	s->st = st && tvh_symtab_usable(st) ? st : NULL;
 	s->all = all;
 	s->dump = (struct tvh_dump){ .out = out, .st = s->st, .records = all };
 	s->branches = 0;

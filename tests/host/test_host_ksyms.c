@@ -23,6 +23,7 @@
 #include "host-tools/lib/images.h"
 #include "host-tools/lib/ksyms.h"
 #include "host-tools/lib/report.h"
+#include "host-tools/lib/script.h"
 #include "host-tools/lib/sym.h"
 #include "tests/host/helpers.h"
 
@@ -606,6 +607,40 @@ static void test_report_phases(void **state)
 	tvh_ksyms_free(&k);
 }
 
+/*
+ * script names kernel addresses from kernel symbols alone (--system-map
+ * or --kallsyms with no --image: the whole boot decoded from its code
+ * snapshots): it used to print bare addresses unless a module was loaded.
+ */
+static void test_script_kernel_names_only(void **state)
+{
+	struct tvh_symtab st;
+	struct tvh_ksyms k;
+	struct tvh_script sc;
+	struct trace_event r = { .type = TV_REC_BRANCH };
+	struct tvh_event ev = { .kind = TVH_EV_RECORD, .rec = &r };
+	char *out;
+	size_t len;
+	FILE *f;
+
+	(void)state;
+	assert_true(parse(&k, sysmap, TVH_KSYMS_SYSTEM_MAP) > 0);
+	tvh_symtab_init(&st);
+	st.ksyms = &k;
+	r.u.branch.from = 0xffffffff81000070ull;
+	r.u.branch.to = 0xffffffff81002000ull;
+	r.u.branch.kind = TV_BR_JMP;
+	f = open_memstream(&out, &len);
+	tvh_script_init(&sc, f, &st, false);
+	assert_int_equal(tvh_script_event(&sc, &ev), 0);
+	fclose(f);
+	assert_true(th_contains(out, "secondary_startup_64+0x0"));
+	assert_true(th_contains(out, "=> 0xffffffff81002000 start_kernel+0x0"));
+	free(out);
+	tvh_symtab_free(&st);
+	tvh_ksyms_free(&k);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -622,6 +657,7 @@ int main(void)
 		cmocka_unit_test(test_relocate_from_capture),
 		cmocka_unit_test(test_exec_extents),
 		cmocka_unit_test(test_report_phases),
+		cmocka_unit_test(test_script_kernel_names_only),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
