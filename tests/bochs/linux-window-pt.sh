@@ -61,8 +61,15 @@ tv_linux_fixture "$T" || exit 0
 
 entry=${TV_LINUX_WINDOW_ENTRY:-0x1600000}
 log=$TV_LOGS/bochs-$T.serial.log
+# code_snapshots off: this window is checked against vmlinux and the MTF
+# window, which have no snapshots; with them on (the default with pt) the
+# 1 MiB ring also carries the snapshot records (16 records lost at the
+# window's end) and the first 590 transfers differ from MTF's (seen
+# 2026-11-27: the call 0x1600835 -> 0x1601b60 missing on one side; the
+# snapshots' fetch EPT exits inside the window are the candidate, not yet
+# explained: docs/SNAPSHOTS.md "Open").
 printf '%s\n' 'loader = \EFI\linux\linuxload.efi' 'console = off' 'source = pt' \
-	"trace_start = address:$entry" 'overflow = stop' >"$work/tracevisor.conf"
+	"trace_start = address:$entry" 'overflow = stop' 'code_snapshots = off' >"$work/tracevisor.conf"
 [ -z "$pmi" ] || printf '%s\n' 'pmi = on' 'pt_drain_us = 0' >>"$work/tracevisor.conf"
 tv_linux_disk "$work"
 if [ -n "${TV_LINUX_WINDOW_PT_REUSE:-}" ] && [ -s "$log" ]; then
