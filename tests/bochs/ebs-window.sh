@@ -50,8 +50,13 @@ tv_expect "ebs-window: the loader's call reached the thunk's VMCALL on cpu 0" "$
 	"trace: cpu 0: ExitBootServices called at $vmcall"
 tv_expect "ebs-window: window opened by the event" "$log" \
 	"trace: cpu 0: window 1 started \\(exit-boot-services\\) at $vmcall"
+# Events are interrupts delivered inside the window (a branch of kind
+# interrupt, not a loss): the firmware's ExitBootServices restores the TPL
+# with interrupts on, so whether a timer tick lands in these N branches
+# depends on the emulated time the boot took so far (any change to the
+# hypervisor's exit paths moves it).
 tv_expect "ebs-window: window closed by the limit, $N branches, nothing lost or undecodable" "$log" \
-	"trace: cpu 0: window 1 stopped \\(limit\\): $N branches, 0 events, 0 filtered, 0 dropped, 0 undecodable, [0-9]+ steps; ring lost 0 records"
+	"trace: cpu 0: window 1 stopped \\(limit\\): $N branches, [0-9]+ events, 0 filtered, 0 dropped, 0 undecodable, [0-9]+ steps; ring lost 0 records"
 tv_linux_booted ebs-window "$log" "$rc"
 tv_reject "ebs-window: no tracevisor errors" "$log" '\[err\]'
 
