@@ -322,13 +322,7 @@ tv_linux_fixture() {
 # tsc_early_khz=100000 nokaslr (the bench's entry addresses need nokaslr).
 tv_linux_disk() {
 	printf '%s\n' "$LINUX_CMDLINE tsc_early_khz=100000 nokaslr" >"$1/cmdline.txt"
-	TV_IMAGE_MIB=64 tv_image "$1/disk.img" \
-		EFI/BOOT/BOOTX64.EFI="$TV_BUILD/tracevisor.efi" \
-		EFI/tracevisor/tracevisor.conf="$1/tracevisor.conf" \
-		EFI/linux/linuxload.efi="$TV_BUILD/linuxload.efi" \
-		EFI/linux/vmlinuz="$LINUX_VMLINUZ" \
-		EFI/linux/initrd.img="$LINUX_INITRD" \
-		EFI/linux/cmdline.txt="$1/cmdline.txt"
+	tv_linux_stick "$1/disk.img" "$1/tracevisor.conf" "$1/cmdline.txt"
 }
 
 # tv_linux_booted NAME LOG RC - Linux reached /init and Bochs saw the ACPI
