@@ -175,6 +175,9 @@ enum tv_rec_type {
 	TV_REC_PT_SYNC = 13,     /* struct tv_rec_pt_sync */
 	TV_REC_CODE = 14,        /* struct tv_rec_code: a code page executed */
 	TV_REC_CODE_DATA = 15,   /* struct tv_rec_code_data: 512 bytes of one */
+	TV_REC_MEM = 16,         /* struct tv_rec_mem: one access to watched memory */
+	TV_REC_MEM_WATCH = 17,   /* struct tv_rec_mem_watch: a watch armed, removed, a label */
+	TV_REC_MEM_STATS = 18,   /* struct tv_rec_mem_stats: counters at a window's stop */
 	TV_REC_TYPE_MAX
 };
 
@@ -438,6 +441,85 @@ static inline uint64_t tv_code_hash(const void *page)
 	}
 	return h;
 }
+
+/*
+ * Memory-access tracing (docs/MEMTRACE.md): every guest access to watched
+ * guest-physical memory, with the instruction that made it.  The watched
+ * pages lose the EPT rights the watch names; at the violation the access
+ * is recorded and the one instruction is let through on that CPU alone
+ * (an EPT view with the watched pages open, then the monitor trap flag,
+ * then the restricted view again), so no other CPU's access is missed.
+ *
+ * One TV_REC_MEM per access to a watched range (an instruction with two
+ * memory operands in watched ranges - MOVS, PUSH [mem] - gives two).
+ * Accesses to a watched page outside every watched range are stepped but
+ * not recorded: counted in TV_REC_MEM_STATS.collateral.
+ */
+/* tv_rec.aux of TV_REC_MEM: flags in bits 11:0, CPL in 13:12, watch id in 31:16 */
+#define TV_MEMF_READ       (1u << 0)  /* the instruction reads the operand */
+#define TV_MEMF_WRITE      (1u << 1)  /* writes it (both: read-modify-write) */
+#define TV_MEMF_LOCK       (1u << 2)  /* LOCK prefix, or XCHG with memory */
+#define TV_MEMF_OLD        (1u << 3)  /* old: the operand before the instruction */
+#define TV_MEMF_NEW        (1u << 4)  /* new: the operand after it (a write) */
+#define TV_MEMF_STRING     (1u << 5)  /* a string instruction's operand (one iteration) */
+#define TV_MEMF_IMPLICIT   (1u << 6)  /* an implicit operand (the stack of PUSH/POP/CALL/RET) */
+#define TV_MEMF_SPLIT      (1u << 7)  /* crosses a page: gpa2 is the second page's address */
+#define TV_MEMF_UNDECODED  (1u << 8)  /* not decoded: size 0, only the violation's facts */
+#define TV_MEMF_LINEAR     (1u << 9)  /* gla is valid */
+#define TV_MEMF_CPL_SHIFT  12
+#define TV_MEMF_ID_SHIFT   16
+
+struct tv_rec_mem {
+	struct tv_rec h;         /* TV_REC_MEM, info = size in bytes (0: unknown), aux as above */
+	uint64_t tsc;            /* at the violation */
+	uint64_t rip;            /* guest RIP of the instruction (linear) */
+	uint64_t cr3;            /* guest CR3 */
+	uint64_t gla;            /* guest-linear address of the operand (TV_MEMF_LINEAR) */
+	uint64_t gpa;            /* guest-physical address of its first byte */
+	uint64_t gpa2;           /* TV_MEMF_SPLIT: guest-physical page of the rest, else 0 */
+	uint64_t old;            /* TV_MEMF_OLD: the operand's first 8 bytes before */
+	uint64_t new_val;        /* TV_MEMF_NEW: its first 8 bytes after */
+};
+_Static_assert(sizeof(struct tv_rec_mem) == 72, "mem layout");
+
+/* tv_rec.info of TV_REC_MEM_WATCH */
+enum tv_mem_watch_op {
+	TV_MEMW_ARM = 1,         /* [lo, hi) watched from tsc on */
+	TV_MEMW_REMOVE = 2,      /* watch id removed */
+	TV_MEMW_LABEL = 3,       /* [lo, hi) named, not watched (the guest's label call) */
+};
+/* Watch modes (aux bits 23:16 of TV_REC_MEM_WATCH) */
+#define TV_MEMW_MODE_R     1u
+#define TV_MEMW_MODE_W     2u
+#define TV_MEMW_MODE_RW    3u
+/* Where a watch came from (aux bits 31:24) */
+enum tv_mem_watch_origin {
+	TV_MEMW_FROM_CONFIG = 1,
+	TV_MEMW_FROM_HYPERCALL = 2,
+	TV_MEMW_FROM_CONTROL = 3,
+};
+
+struct tv_rec_mem_watch {
+	struct tv_rec h;         /* TV_REC_MEM_WATCH, info = op, aux = id | mode << 16 | origin << 24 */
+	uint64_t tsc;
+	uint64_t lo, hi;         /* guest-physical [lo, hi) */
+	uint64_t gla;            /* the linear address the guest passed (hypercall), else 0 */
+	uint64_t cr3;            /* guest CR3 at the call (hypercall), else 0 */
+	/* label text (not NUL-terminated), size - 48 bytes, NUL padding */
+};
+_Static_assert(sizeof(struct tv_rec_mem_watch) == 48, "mem watch fixed part");
+
+struct tv_rec_mem_stats {
+	struct tv_rec h;         /* TV_REC_MEM_STATS, aux 0; this CPU, since boot */
+	uint64_t tsc;
+	uint64_t recorded;       /* TV_REC_MEM written (the ring may still refuse: LOST) */
+	uint64_t filtered;       /* accesses mem_filter = sharing left out */
+	uint64_t collateral;     /* steps for accesses to watched pages outside every range */
+	uint64_t steps;          /* single steps in all */
+	uint64_t undecoded;      /* instructions the access decoder could not read or decode */
+	uint64_t outside_window; /* violations on watched pages with this CPU's window closed */
+};
+_Static_assert(sizeof(struct tv_rec_mem_stats) == 64, "mem stats layout");
 
 /* 64-bit mask: ~7u alone would zero-extend and clear bits 63:32. */
 #define TV_REC_ALIGN(n) (((n) + 7u) & ~(uint64_t)7u)
