@@ -77,6 +77,10 @@ static uint16_t fixed_size(uint8_t type, uint32_t aux)
 		return sizeof(struct tv_rec_code);
 	case TV_REC_CODE_DATA:
 		return sizeof(struct tv_rec_code_data);
+	case TV_REC_MEM:
+		return sizeof(struct tv_rec_mem);
+	case TV_REC_MEM_STATS:
+		return sizeof(struct tv_rec_mem_stats);
 	default:
 		return 0;
 	}
@@ -108,6 +112,8 @@ static bool size_matches(const struct trace_event *ev)
 		return ev->size == want;
 	if (toff)  /* aux <= size - toff follows; 64-bit sum: aux is untrusted */
 		return (uint64_t)ev->size == TV_REC_ALIGN((uint64_t)toff + ev->aux);
+	if (ev->type == TV_REC_MEM_WATCH)  /* the label is the rest, NUL padded */
+		return ev->size >= sizeof(struct tv_rec_mem_watch);
 	return true;  /* PAD: any size */
 }
 
@@ -153,6 +159,64 @@ static int decode_startstop(struct trace_reader *rd, const uint8_t *p, struct tr
 		return TRACE_ERR_REC_FIELD;
 	if (ev->type == TV_REC_START && ev->aux > TV_TRIG_RECEIVER)
 		return TRACE_ERR_REC_FIELD;  /* FULL, LIMIT: reasons to stop only */
+	return 0;
+}
+
+/* TV_REC_MEM (docs/MEMTRACE.md): flags that contradict each other are damage. */
+static int decode_mem(const uint8_t *p, struct trace_event *ev)
+{
+	uint32_t f = ev->aux & 0xfffu;
+
+	ev->u.mem.rip = le64(p + 16);
+	ev->u.mem.cr3 = le64(p + 24);
+	ev->u.mem.gla = le64(p + 32);
+	ev->u.mem.gpa = le64(p + 40);
+	ev->u.mem.gpa2 = le64(p + 48);
+	ev->u.mem.old = le64(p + 56);
+	ev->u.mem.new_val = le64(p + 64);
+	ev->u.mem.flags = f;
+	ev->u.mem.cpl = (uint8_t)((ev->aux >> TV_MEMF_CPL_SHIFT) & 3u);
+	ev->u.mem.id = (uint16_t)(ev->aux >> TV_MEMF_ID_SHIFT);
+	ev->u.mem.size = ev->info;
+	if (!(f & (TV_MEMF_READ | TV_MEMF_WRITE | TV_MEMF_UNDECODED)))
+		return TRACE_ERR_REC_FIELD;
+	if ((f & TV_MEMF_NEW) && !(f & TV_MEMF_WRITE))
+		return TRACE_ERR_REC_FIELD;
+	if ((f & TV_MEMF_UNDECODED) && ev->info)
+		return TRACE_ERR_REC_FIELD;
+	if ((f & TV_MEMF_SPLIT) && (ev->u.mem.gpa2 & 0xfffu))
+		return TRACE_ERR_REC_FIELD;
+	return 0;
+}
+
+static int decode_mem_watch(const uint8_t *p, struct trace_event *ev)
+{
+	uint32_t room = ev->size - (uint32_t)sizeof(struct tv_rec_mem_watch);
+	const char *label = (const char *)p + sizeof(struct tv_rec_mem_watch);
+	uint32_t n = 0;
+
+	ev->u.mem_watch.lo = le64(p + 16);
+	ev->u.mem_watch.hi = le64(p + 24);
+	ev->u.mem_watch.gla = le64(p + 32);
+	ev->u.mem_watch.cr3 = le64(p + 40);
+	while (n < room && label[n])
+		n++;
+	ev->u.mem_watch.label = label;
+	ev->u.mem_watch.label_len = n;
+	ev->u.mem_watch.op = ev->info;
+	ev->u.mem_watch.id = (uint16_t)ev->aux;
+	ev->u.mem_watch.mode = (uint8_t)(ev->aux >> 16);
+	ev->u.mem_watch.origin = (uint8_t)(ev->aux >> 24);
+	if (ev->info < TV_MEMW_ARM || ev->info > TV_MEMW_LABEL)
+		return TRACE_ERR_REC_FIELD;
+	if (ev->u.mem_watch.origin < TV_MEMW_FROM_CONFIG ||
+	    ev->u.mem_watch.origin > TV_MEMW_FROM_CONTROL)
+		return TRACE_ERR_REC_FIELD;
+	if (ev->info == TV_MEMW_ARM &&
+	    (ev->u.mem_watch.mode < TV_MEMW_MODE_R || ev->u.mem_watch.mode > TV_MEMW_MODE_RW))
+		return TRACE_ERR_REC_FIELD;
+	if (ev->info != TV_MEMW_REMOVE && ev->u.mem_watch.lo >= ev->u.mem_watch.hi)
+		return TRACE_ERR_REC_FIELD;
 	return 0;
 }
 
@@ -232,6 +296,18 @@ static int decode_fields(struct trace_reader *rd, const uint8_t *p, struct trace
 		ev->u.code_data.bytes = p + 16;
 		ev->u.code_data.chunk = ev->aux;
 		return ev->aux < TV_CODE_CHUNKS ? 0 : TRACE_ERR_REC_FIELD;
+	case TV_REC_MEM:
+		return decode_mem(p, ev);
+	case TV_REC_MEM_WATCH:
+		return decode_mem_watch(p, ev);
+	case TV_REC_MEM_STATS:
+		ev->u.mem_stats.recorded = le64(p + 16);
+		ev->u.mem_stats.filtered = le64(p + 24);
+		ev->u.mem_stats.collateral = le64(p + 32);
+		ev->u.mem_stats.steps = le64(p + 40);
+		ev->u.mem_stats.undecoded = le64(p + 48);
+		ev->u.mem_stats.outside_window = le64(p + 56);
+		return 0;
 	default:
 		return TRACE_ERR_REC_TYPE;
 	}
@@ -319,6 +395,8 @@ const char *trace_rec_type_name(unsigned type)
 		[TV_REC_IMAGE] = "IMAGE", [TV_REC_LOST] = "LOST",
 		[TV_REC_MARKER] = "MARKER", [TV_REC_PT_SYNC] = "PT_SYNC",
 		[TV_REC_CODE] = "CODE", [TV_REC_CODE_DATA] = "CODE_DATA",
+		[TV_REC_MEM] = "MEM", [TV_REC_MEM_WATCH] = "MEM_WATCH",
+		[TV_REC_MEM_STATS] = "MEM_STATS",
 	};
 
 	return name_of(names, ARRAY_LEN(names), type);

@@ -21,7 +21,10 @@
  *   TRACE_ERR_REC_TYPE    unknown type (it also breaks the branch chain)
  *   TRACE_ERR_REC_FIELD   size does not match the type, or a field is out
  *                         of its enum (branch kind, trigger, log level,
- *                         image kind)
+ *                         image kind, memory watch op/mode/origin; a MEM
+ *                         record with neither read nor write, a new value
+ *                         without write, a size with UNDECODED, an
+ *                         unaligned SPLIT page; a watch with lo >= hi)
  *   TRACE_ERR_NO_PREV     compact branch with no branch before it since the
  *                         start, a non-contiguous feed, a fatal error,
  *                         START or LOST: ev has `to` and the offset, `from`
@@ -111,6 +114,24 @@ struct trace_event {
 			const uint8_t *bytes;  /* TV_CODE_CHUNK of them, in the fed buffer */
 			uint32_t chunk;
 		} code_data;
+		struct {                     /* MEM: one access to watched memory */
+			uint64_t rip, cr3, gla, gpa, gpa2, old, new_val;
+			uint32_t flags;      /* TV_MEMF_* (aux bits 11:0) */
+			uint16_t id;         /* watch id (aux bits 31:16) */
+			uint8_t size;        /* bytes (info), 0: unknown */
+			uint8_t cpl;         /* aux bits 13:12 */
+		} mem;
+		struct {                     /* MEM_WATCH; op = info */
+			uint64_t lo, hi, gla, cr3;
+			const char *label;   /* not NUL terminated, up to the padding */
+			uint32_t label_len;
+			uint16_t id;
+			uint8_t mode, origin, op;
+		} mem_watch;
+		struct {                     /* MEM_STATS */
+			uint64_t recorded, filtered, collateral, steps, undecoded,
+				 outside_window;
+		} mem_stats;
 	} u;
 };
 

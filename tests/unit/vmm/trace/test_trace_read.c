@@ -364,7 +364,7 @@ static void test_fatal_errors_end_the_buffer(void **state)
 static void test_skippable_errors_go_on(void **state)
 {
 	static const uint8_t bytes[] = {
-		H(16, 0, 16, 0), Q(0ull),                  /* unknown type (14, 15: CODE) */
+		H(19, 0, 16, 0), Q(0ull),                  /* unknown type (14, 15: CODE; 16-18: MEM) */
 		H(255, 0, 8, 0),                           /* unknown type, bare header */
 		H(1, 1, 32, 0), Q(1ull), Q(2ull), Q(3ull), /* BRANCH: 32 bytes without TSC */
 		H(1, 1, 24, 1), Q(1ull), Q(2ull),          /* BRANCH: TSC flag in 24 bytes */
