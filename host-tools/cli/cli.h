@@ -240,5 +240,7 @@ int cmd_record(int argc, char **argv);
 void record_usage(FILE *f);
 int cmd_control(int argc, char **argv);
 void control_usage(FILE *f);
+int cmd_mem(int argc, char **argv);              /* also `c2c` (--sharing) */
+void mem_usage(FILE *f);
 
 #endif /* TVH_CLI_H */

@@ -33,6 +33,8 @@ static const struct command commands[] = {
 	{ "coverage", cmd_coverage, coverage_usage, "basic-block coverage: drcov (Lighthouse) or module+offset" },
 	{ "timeline", cmd_timeline, timeline_usage, "call/return slices per CPU as Chrome trace-event JSON (Perfetto)" },
 	{ "dump", cmd_dump, dump_usage, "records, one per line, and a summary of losses and damage" },
+	{ "mem", cmd_mem, mem_usage, "accesses to watched memory, symbolized; --sharing: cache-line report" },
+	{ "c2c", cmd_mem, mem_usage, "cache-line sharing of watched memory ('mem --sharing', like perf c2c)" },
 	{ "symbolize", cmd_symbolize, symbolize_usage, "addresses to func+off (file:line) from ELF/PE files" },
 	{ "ksyms", cmd_ksyms, ksyms_usage, "a kernel image's own symbol table (for /proc/kallsyms), recovered" },
 	{ "drcov", cmd_coverage, coverage_usage, "old name of 'coverage' (drcov output)" },

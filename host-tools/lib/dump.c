@@ -9,6 +9,7 @@
 
 #include "host-tools/lib/dump.h"
 #include "host-tools/lib/error.h"
+#include "host-tools/lib/mem.h"
 #include "host-tools/lib/pt.h"
 #include "host-tools/lib/text.h"
 
@@ -139,6 +140,47 @@ void tvh_dump_fields(FILE *out, const struct trace_event *r, struct tvh_symtab *
 		for (unsigned i = 0; i < 16; i++)
 			fprintf(out, " %02x", r->u.code_data.bytes[i]);
 		fputs(" ...", out);
+		break;
+	case TV_REC_MEM:
+		fputs("rip=", out);
+		addr(out, r->u.mem.rip, st);
+		fprintf(out, " %s size=%u", tvh_mem_kind(r->u.mem.flags), r->u.mem.size);
+		if (r->u.mem.flags & TV_MEMF_LINEAR)
+			fprintf(out, " gla=0x%" PRIx64, r->u.mem.gla);
+		fprintf(out, " gpa=0x%" PRIx64, r->u.mem.gpa);
+		if (r->u.mem.flags & TV_MEMF_SPLIT)
+			fprintf(out, " gpa2=0x%" PRIx64, r->u.mem.gpa2);
+		if (r->u.mem.flags & TV_MEMF_OLD)
+			fprintf(out, " old=0x%" PRIx64, r->u.mem.old);
+		if (r->u.mem.flags & TV_MEMF_NEW)
+			fprintf(out, " new=0x%" PRIx64, r->u.mem.new_val);
+		fprintf(out, " cr3=0x%" PRIx64 " cpl=%u watch=%u%s%s%s", r->u.mem.cr3,
+			r->u.mem.cpl, r->u.mem.id,
+			r->u.mem.flags & TV_MEMF_STRING ? " string" : "",
+			r->u.mem.flags & TV_MEMF_IMPLICIT ? " stack" : "",
+			r->u.mem.flags & TV_MEMF_UNDECODED ? " undecoded" : "");
+		tsc(out, r);
+		break;
+	case TV_REC_MEM_WATCH:
+		fprintf(out, "%s id=%u mode=%u origin=%u lo=0x%" PRIx64 " hi=0x%" PRIx64,
+			r->u.mem_watch.op == TV_MEMW_ARM ? "arm" :
+			r->u.mem_watch.op == TV_MEMW_REMOVE ? "remove" : "label",
+			r->u.mem_watch.id, r->u.mem_watch.mode, r->u.mem_watch.origin,
+			r->u.mem_watch.lo, r->u.mem_watch.hi);
+		if (r->u.mem_watch.gla || r->u.mem_watch.cr3)
+			fprintf(out, " gla=0x%" PRIx64 " cr3=0x%" PRIx64, r->u.mem_watch.gla,
+				r->u.mem_watch.cr3);
+		fputc(' ', out);
+		tvh_quoted(out, r->u.mem_watch.label, r->u.mem_watch.label_len);
+		tsc(out, r);
+		break;
+	case TV_REC_MEM_STATS:
+		fprintf(out, "recorded=%" PRIu64 " filtered=%" PRIu64 " collateral=%" PRIu64
+			" steps=%" PRIu64 " undecoded=%" PRIu64 " outside_window=%" PRIu64,
+			r->u.mem_stats.recorded, r->u.mem_stats.filtered,
+			r->u.mem_stats.collateral, r->u.mem_stats.steps,
+			r->u.mem_stats.undecoded, r->u.mem_stats.outside_window);
+		tsc(out, r);
 		break;
 	default:
 		fprintf(out, "type=%u size=%u", r->type, r->size);

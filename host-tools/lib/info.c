@@ -159,6 +159,9 @@ int tvh_info_event(void *ctx, const struct tvh_event *ev)
 		if (ret)
 			return ret;
 	}
+	if (ev->kind == TVH_EV_MALFORMED && r->type >= TV_REC_MEM &&
+	    r->type <= TV_REC_MEM_STATS)
+		in->mem_bad++;
 	if (ev->kind != TVH_EV_RECORD)
 		return 0;
 	c = tvh_cputab_get(&in->cpus, ev->cpu);
@@ -195,6 +198,22 @@ int tvh_info_event(void *ctx, const struct tvh_event *ev)
 	case TV_REC_BRANCH_COMPACT:
 	case TV_REC_LBR:
 		c->branches++;
+		break;
+	case TV_REC_MEM:
+		c->mem_accesses++;
+		break;
+	case TV_REC_MEM_WATCH:
+		c->mem_watch_ops[r->u.mem_watch.op & 3]++;
+		break;
+	case TV_REC_MEM_STATS:
+		/* Since boot: the last one counts. */
+		c->have_mem_stats = true;
+		c->mem_stats[0] = r->u.mem_stats.recorded;
+		c->mem_stats[1] = r->u.mem_stats.filtered;
+		c->mem_stats[2] = r->u.mem_stats.collateral;
+		c->mem_stats[3] = r->u.mem_stats.steps;
+		c->mem_stats[4] = r->u.mem_stats.undecoded;
+		c->mem_stats[5] = r->u.mem_stats.outside_window;
 		break;
 	case TV_REC_IMAGE: {
 		int ret = tvh_images_add(&in->images, ev->cpu, r->u.image.kind,
@@ -306,6 +325,45 @@ static void snap_lines(const struct tvh_info *in, FILE *out)
 	fprintf(out, " (%u CPU%s)\n", cpus, cpus == 1 ? "" : "s");
 }
 
+/*
+ * Memory-access tracing: the accesses the capture holds, the hypervisor's
+ * counters (each CPU's last TV_REC_MEM_STATS, summed) and the watches.
+ */
+static void mem_lines(const struct tvh_info *in, FILE *out)
+{
+	uint64_t acc = 0, ops[4] = { 0 }, st[6] = { 0 };
+	unsigned cpus = 0;
+
+	for (uint32_t i = 0; i < in->cpus.len; i++) {
+		const struct tvh_info_cpu *c = tvh_cputab_peek(&in->cpus, i);
+
+		if (!c)
+			continue;
+		acc = tvh_sat_add(acc, c->mem_accesses);
+		for (unsigned k = 0; k < 4; k++)
+			ops[k] = tvh_sat_add(ops[k], c->mem_watch_ops[k]);
+		if (c->have_mem_stats) {
+			cpus++;
+			for (unsigned k = 0; k < 6; k++)
+				st[k] = tvh_sat_add(st[k], c->mem_stats[k]);
+		}
+	}
+	if (!acc && !cpus && !in->mem_bad && !ops[TV_MEMW_ARM] && !ops[TV_MEMW_LABEL] &&
+	    !ops[TV_MEMW_REMOVE])
+		return;
+	fprintf(out, "memory accesses: %" PRIu64 " in the capture", acc);
+	if (cpus)
+		fprintf(out, "; hypervisor (%u CPU%s, since boot): recorded %" PRIu64
+			", filtered %" PRIu64 ", collateral %" PRIu64 ", steps %" PRIu64
+			", undecoded %" PRIu64 ", outside window %" PRIu64, cpus,
+			cpus == 1 ? "" : "s", st[0], st[1], st[2], st[3], st[4], st[5]);
+	if (in->mem_bad)
+		fprintf(out, "; malformed memory records %" PRIu64, in->mem_bad);
+	fputc('\n', out);
+	fprintf(out, "  watches: %" PRIu64 " armed, %" PRIu64 " removed, %" PRIu64 " labels\n",
+		ops[TV_MEMW_ARM], ops[TV_MEMW_REMOVE], ops[TV_MEMW_LABEL]);
+}
+
 int tvh_info_write(const struct tvh_info *in, const struct tvt_reader *r,
 		   const struct tvh_stats *s, const char *path, FILE *out)
 {
@@ -374,6 +432,7 @@ int tvh_info_write(const struct tvh_info *in, const struct tvt_reader *r,
 		fputc('\n', out);
 	}
 	snap_lines(in, out);
+	mem_lines(in, out);
 	tvh_dump_summary(out, s);
 	return ferror(out) ? -TVH_ERR_IO : 0;
 }

@@ -67,12 +67,18 @@ struct tvh_info_cpu {
 	uint64_t branches;
 	unsigned nsnap;          /* the last "snap: cpu N:" LOG line's counters */
 	struct tvh_snap_counter snap[TVH_SNAP_COUNTERS];
+	/* memory-access tracing: records, and the last TV_REC_MEM_STATS */
+	uint64_t mem_accesses, mem_watch_ops[4];   /* [enum tv_mem_watch_op] */
+	bool have_mem_stats;
+	uint64_t mem_stats[6];   /* recorded, filtered, collateral, steps,
+				  * undecoded, outside window */
 };
 
 struct tvh_info {
 	struct tvh_cputab cpus;  /* struct tvh_info_cpu */
 	struct tvh_images images;
 	struct tvh_snap *snap;   /* the capture's code snapshots (counted) */
+	uint64_t mem_bad;        /* malformed TV_REC_MEM, _WATCH, _STATS records */
 	int err;                 /* first allocation failure */
 };
 

@@ -400,3 +400,33 @@ int tvh_ksyms_lookup(const struct tvh_ksyms *k, uint64_t addr, const char **name
 		*module = name_at(k, k->v[lo].module);
 	return 0;
 }
+
+int tvh_ksyms_lookup_data(const struct tvh_ksyms *k, uint64_t addr, const char **name,
+			  uint64_t *offset, const char **module)
+{
+	uint64_t a = addr - k->bias;
+	size_t lo = 0, hi = k->n;
+	char t;
+
+	*name = NULL;
+	*offset = 0;
+	*module = NULL;
+	if (!k->n || a < k->lo || a >= k->hi)
+		return -TVH_ERR_NOT_FOUND;
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (k->v[mid].addr <= a)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	t = k->v[lo].type;
+	if (k->v[lo].addr > a || !t || !strchr("dDbBrRgGsSvV", t))
+		return -TVH_ERR_NOT_FOUND;
+	*name = name_at(k, k->v[lo].name);
+	*offset = a - k->v[lo].addr;
+	if (k->v[lo].module != UINT32_MAX)
+		*module = name_at(k, k->v[lo].module);
+	return 0;
+}

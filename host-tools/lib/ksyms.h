@@ -118,4 +118,16 @@ void tvh_ksyms_phys_alias(struct tvh_ksyms *k, uint64_t phys_text);
 int tvh_ksyms_lookup(const struct tvh_ksyms *k, uint64_t addr, const char **name,
 		     uint64_t *offset, const char **module);
 
+/*
+ * tvh_ksyms_lookup_data - the data symbol covering run-time address addr
+ * (memory tracing names the data an access touched): as tvh_ksyms_lookup,
+ * but only when the last symbol at or below addr is data (types d/D,
+ * b/B, r/R, g/G, s/S, v/V: initialised, bss, read-only, small, weak
+ * object), and without the text's physical alias.  An address past a
+ * function's start is in that function, not in the data before it.
+ * Returns 0 or -TVH_ERR_NOT_FOUND.
+ */
+int tvh_ksyms_lookup_data(const struct tvh_ksyms *k, uint64_t addr, const char **name,
+			  uint64_t *offset, const char **module);
+
 #endif /* TVH_KSYMS_H */
