@@ -375,6 +375,10 @@ static int vex_evex(struct dec *d, struct x86_insn *out, uint8_t esc, uint32_t *
 			return rc;
 		out->encoding = X86_ENC_VEX;
 		out->map = X86_MAP_0F;
+		/* C5: R~ vvvv~ L pp (2.3.5.5); X and B are implied 0. */
+		out->vex_rxb = (p0 & 0x80) ? 0 : 4;
+		out->vex_l = (p0 >> 2) & 1;
+		out->vex_pp = p0 & 3;
 	} else if (esc == 0xc4) {
 		rc = next_byte(d, &p0);
 		if (rc)
@@ -388,6 +392,10 @@ static int vex_evex(struct dec *d, struct x86_insn *out, uint8_t esc, uint32_t *
 			return -X86_ERR_INVALID;
 		if (p1 & 0x80)
 			out->flags |= X86_F_W;
+		/* C4: R~ X~ B~ mmmmm, then W vvvv~ L pp (2.3.5.5). */
+		out->vex_rxb = (uint8_t)((~p0 >> 5) & 7);
+		out->vex_l = (p1 >> 2) & 1;
+		out->vex_pp = p1 & 3;
 	} else {
 		rc = next_byte(d, &p0);
 		if (rc)
@@ -408,7 +416,10 @@ static int vex_evex(struct dec *d, struct x86_insn *out, uint8_t esc, uint32_t *
 			return -X86_ERR_INVALID;
 		if (p1 & 0x80)
 			out->flags |= X86_F_W;
-		(void)p2;
+		/* P0: R~ X~ B~ R'~ 0 mmm; P1: W vvvv~ 1 pp; P2: z L'L b V'~ aaa (2.7.1). */
+		out->vex_rxb = (uint8_t)((~p0 >> 5) & 7);
+		out->vex_pp = p1 & 3;
+		out->vex_l = (p2 >> 5) & 3;
 	}
 	rc = next_byte(d, &op);
 	if (rc)

@@ -120,6 +120,16 @@ struct x86_insn {
 	int64_t disp;         /* sign-extended displacement */
 	uint64_t imm;         /* first immediate as encoded (zero-extended); ptr: offset */
 	int64_t rel;          /* with X86_F_REL: sign-extended displacement from next IP */
+	/*
+	 * VEX/EVEX only (0 for legacy encodings), for the access decoder
+	 * (x86_access.h): the vector length L (0: 128, 1: 256, 2: 512 bits),
+	 * the implied mandatory prefix pp (0 none, 1 66, 2 F3, 3 F2) and
+	 * the R, X, B register-extension bits un-inverted, in REX's bit
+	 * positions 2:0, so rex | vex_rxb extends ModR/M and SIB alike.
+	 */
+	uint8_t vex_l;
+	uint8_t vex_pp;
+	uint8_t vex_rxb;
 };
 
 /*
