@@ -30,7 +30,8 @@ local STATUS = { [0] = "applied", [-1] = "unsupported", [-2] = "failed" }
 local REC_TYPES = {
 	[0] = "PAD", [1] = "BRANCH", [2] = "BRANCH_COMPACT", [3] = "LBR", [4] = "CR3",
 	[5] = "START", [6] = "STOP", [7] = "CONFIG", [8] = "TIME", [9] = "LOG", [10] = "IMAGE",
-	[11] = "LOST", [12] = "MARKER", [13] = "PT_SYNC",
+	[11] = "LOST", [12] = "MARKER", [13] = "PT_SYNC", [14] = "CODE", [15] = "CODE_DATA",
+	[16] = "MEM", [17] = "MEM_WATCH", [18] = "MEM_STATS",
 }
 
 local f = {
@@ -76,6 +77,14 @@ local f = {
 	rec_seq = ProtoField.uint64("tracevisor.rec.seq", "Record seq"),
 	rec_from = ProtoField.uint64("tracevisor.rec.from", "From", base.HEX),
 	rec_to = ProtoField.uint64("tracevisor.rec.to", "To", base.HEX),
+	-- memory-access tracing (vmm/trace/format.h: tv_rec_mem, tv_rec_mem_watch)
+	rec_mem_flags = ProtoField.uint32("tracevisor.rec.mem.aux", "Flags, CPL, watch id", base.HEX),
+	rec_mem_size = ProtoField.uint8("tracevisor.rec.mem.size", "Access size"),
+	rec_mem_rip = ProtoField.uint64("tracevisor.rec.mem.rip", "RIP", base.HEX),
+	rec_mem_gla = ProtoField.uint64("tracevisor.rec.mem.gla", "Guest-linear address", base.HEX),
+	rec_mem_gpa = ProtoField.uint64("tracevisor.rec.mem.gpa", "Guest-physical address", base.HEX),
+	rec_mem_lo = ProtoField.uint64("tracevisor.rec.mem.lo", "Watch lo", base.HEX),
+	rec_mem_hi = ProtoField.uint64("tracevisor.rec.mem.hi", "Watch hi", base.HEX),
 
 	pt_offset = ProtoField.uint64("tracevisor.pt.offset", "PT offset"),
 	pt_len = ProtoField.uint32("tracevisor.pt.len", "PT bytes"),
@@ -185,6 +194,15 @@ local function dissect_records(tvb, tree, off, first_seq, count)
 			t:add_le(f.rec_to, tvb(off + 16, 8))
 		elseif rtype == 2 and size >= 16 then
 			t:add_le(f.rec_to, tvb(off + 8, 8))
+		elseif rtype == 16 and size >= 72 then
+			t:add_le(f.rec_mem_size, tvb(off + 1, 1))
+			t:add_le(f.rec_mem_flags, tvb(off + 4, 4))
+			t:add_le(f.rec_mem_rip, tvb(off + 16, 8))
+			t:add_le(f.rec_mem_gla, tvb(off + 32, 8))
+			t:add_le(f.rec_mem_gpa, tvb(off + 40, 8))
+		elseif rtype == 17 and size >= 48 then
+			t:add_le(f.rec_mem_lo, tvb(off + 16, 8))
+			t:add_le(f.rec_mem_hi, tvb(off + 24, 8))
 		end
 		off = off + size
 		seq = seq + 1

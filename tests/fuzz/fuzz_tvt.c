@@ -2,11 +2,13 @@
 /*
  * fuzz_tvt.c - libFuzzer target: a .tvt file through the reader, the
  * walk (record decoding, loss tracking), the parallel walk and the text
- * exporters (dump, script), as `tracevisor dump`/`script` would see it.
+ * exporters (dump, script, mem's listing and sharing report), as
+ * `tracevisor dump`/`script`/`mem` would see it.
  */
 #include <stdio.h>
 
 #include "host-tools/lib/dump.h"
+#include "host-tools/lib/mem.h"
 #include "host-tools/lib/pwalk.h"
 #include "host-tools/lib/script.h"
 #include "host-tools/lib/tvt.h"
@@ -48,6 +50,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	tvh_stats_free(&s);
 	tvh_pwalk(&r, NULL, 2, &ops, &n, &s);
 	tvh_stats_free(&s);
+	{
+		struct tvh_mem m;
+		struct tvh_mem_sharing sh;
+
+		tvh_mem_init(&m);
+		tvh_walk(&r, NULL, tvh_mem_event, &m, &s);
+		tvh_mem_list(&m, NULL, &s, false, null);
+		tvh_mem_list(&m, NULL, &s, true, null);
+		if (!tvh_mem_sharing_build(&m, &sh)) {
+			tvh_mem_sharing_write(&sh, &m, NULL, &s, 3, false, null);
+			tvh_mem_sharing_write(&sh, &m, NULL, &s, 0, true, null);
+			tvh_mem_sharing_free(&sh);
+		}
+		tvh_mem_free(&m);
+		tvh_stats_free(&s);
+	}
 	tvt_reader_close(&r);
 	return 0;
 }

@@ -36,7 +36,7 @@ static void put(const char *sub, const char *name, const void *p, size_t n)
 	fclose(f);
 }
 
-/* A record stream: START, branches full and compact, IMAGE, MARKER, LOST, STOP. */
+/* A record stream: START, branches full and compact, IMAGE, MEM_WATCH, MEM, MEM_STATS, LOST, STOP. */
 static size_t records(uint8_t *b)
 {
 	size_t n = 0;
@@ -63,6 +63,32 @@ static size_t records(uint8_t *b)
 	tvh_put_le64(b + n + 24, 0x2000);
 	memcpy(b + n + 32, "Dxe.dll\0", 8);
 	n += 40;
+	/* memory-access tracing: a watch with its label, two CPUs' worth of accesses, the counters */
+	HDR(TV_REC_MEM_WATCH, TV_MEMW_ARM, 1u | TV_MEMW_MODE_RW << 16 | TV_MEMW_FROM_CONFIG << 24, 56);
+	tvh_put_le64(b + n + 8, 3100);
+	tvh_put_le64(b + n + 16, 0x10000);
+	tvh_put_le64(b + n + 24, 0x11000);
+	tvh_put_le64(b + n + 32, 0);
+	tvh_put_le64(b + n + 40, 0);
+	memcpy(b + n + 48, "buf\0\0\0\0\0", 8);
+	n += 56;
+	for (unsigned k = 0; k < 2; k++) {
+		HDR(TV_REC_MEM, 4, TV_MEMF_WRITE | TV_MEMF_NEW | TV_MEMF_LINEAR |
+		    (k ? TV_MEMF_READ | TV_MEMF_LOCK | TV_MEMF_OLD : 0) | 1u << TV_MEMF_ID_SHIFT, 72);
+		tvh_put_le64(b + n + 8, 3200 + k);
+		tvh_put_le64(b + n + 16, 0x1004);
+		tvh_put_le64(b + n + 24, 0x3000);
+		tvh_put_le64(b + n + 32, 0x7000010000ull + 8 * k);
+		tvh_put_le64(b + n + 40, 0x10000 + 8 * k);
+		tvh_put_le64(b + n + 48, 0);
+		tvh_put_le64(b + n + 56, k);
+		tvh_put_le64(b + n + 64, k + 1);
+		n += 72;
+	}
+	HDR(TV_REC_MEM_STATS, 0, 0, 64);
+	for (unsigned k = 0; k < 7; k++)
+		tvh_put_le64(b + n + 8 + 8 * k, 3300 + k);
+	n += 64;
 	HDR(TV_REC_LOST, 0, 0, 24);
 	tvh_put_le64(b + n + 8, 4000);
 	tvh_put_le64(b + n + 16, 3);
@@ -166,7 +192,7 @@ static void recv_seed(const uint8_t *recs, size_t nrec)
 
 int main(int argc, char **argv)
 {
-	static uint8_t recs[512];
+	static uint8_t recs[1024];
 	size_t nrec;
 	struct tvt_file_info info = { .trace_version = TV_TRACE_VERSION,
 				      .machine = "seed", .session_id = 1 };
