@@ -676,6 +676,19 @@ static void test_cli(void **state)
 	assert_true(th_contains(out, "memory accesses: 19 in the capture"));
 	free(cmd); free(out); free(err);
 
+	assert_true(asprintf(&cmd, "'%s' mem --help", th_cli()) > 0);
+	assert_int_equal(th_run(cmd, &out, NULL), 0);
+	assert_true(th_contains(out, "Usage: tracevisor mem [OPTIONS]"));
+	free(cmd); free(out);
+	assert_true(asprintf(&cmd, "'%s' help c2c", th_cli()) > 0);
+	assert_int_equal(th_run(cmd, &out, NULL), 0);
+	assert_true(th_contains(out, "Usage: tracevisor c2c [OPTIONS]"));
+	free(cmd); free(out);
+	assert_true(asprintf(&cmd, "'%s' --help", th_cli()) > 0);
+	assert_int_equal(th_run(cmd, &out, NULL), 0);
+	assert_true(th_contains(out, "  mem         accesses to watched memory"));
+	free(cmd); free(out);
+
 	assert_true(asprintf(&cmd, "'%s' mem --top x '%s'", th_cli(), path) > 0);
 	assert_int_equal(th_run(cmd, NULL, NULL), 2);
 	free(cmd);
