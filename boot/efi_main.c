@@ -244,6 +244,10 @@ static void trace_setup_from_config(struct vmx_boot_params *p, const struct tv_c
 	p->trace.wait_ms = cfg->trace_wait_ms;
 	p->trace.stall_tsc = cfg->trace_stall_tsc;
 	p->trace.code_snapshots = cfg->code_snapshots;
+	/* memory-access tracing (docs/MEMTRACE.md) */
+	p->trace.mem_filter = cfg->mem_filter;
+	p->trace.nmem_watch = cfg->nmem_watch;
+	memcpy(p->trace.mem_watch, cfg->mem_watch, sizeof(p->trace.mem_watch));
 	if (cfg->trace_pmi && chosen != TV_SOURCE_LBR && chosen != TV_SOURCE_BTS &&
 	    chosen != TV_SOURCE_PT) {
 		/* only source = auto gets here (config_parse refuses mtf/btf) */

@@ -363,7 +363,8 @@ static void parse_line(struct tv_config *cfg, char *s, uint32_t lineno,
 		config_add_error(res, lineno, "unknown key '%.40s'", key);
 		return;
 	}
-	if (seen[i]) {
+	/* mem_watch: one watch per line, up to TRACE_MEM_WATCH_CONFIG_MAX (its own check) */
+	if (seen[i] && i != CONFIG_KEY_INDEX_mem_watch) {
 		config_add_error(res, lineno, "duplicate key '%s' (first set on line %u)",
 			  key, seen[i]);
 		return;

@@ -110,6 +110,10 @@ struct tv_config {
 	uint32_t trace_wait_ms;        /* overflow = wait: the bound of one wait, ms */
 	uint8_t trace_stall_tsc;       /* stall_tsc: enum trace_stall_tsc */
 	uint8_t code_snapshots;        /* code_snapshots: enum trace_snap_mode (0 = auto) */
+	/* memory-access tracing (docs/MEMTRACE.md): mem_watch lines, mem_filter */
+	uint8_t mem_filter;            /* enum trace_mem_filter */
+	uint8_t nmem_watch;
+	struct trace_mem_watch mem_watch[TRACE_MEM_WATCH_CONFIG_MAX];
 	uint32_t npci_hide;
 	struct pci_bdf pci_hide[CONFIG_PCI_HIDE_MAX];  /* pci_hide = BB:DD.F,... */
 };

@@ -27,7 +27,7 @@
 	X(trace_stop_after) X(trace_cpl) X(pt_options) X(trace_cr3)            \
 	X(trace_ip) X(trace_cpus) X(pt_drain_us) X(pmi) X(pmi_every)           \
 	X(pt_buffer_kb) X(pt_topa_kb) X(bts_buffer_kb)                         \
-	X(wait_ms) X(stall_tsc) X(code_snapshots)                              \
+	X(wait_ms) X(stall_tsc) X(code_snapshots) X(mem_watch) X(mem_filter)  \
 	/* config_net.c */                                                     \
 	X(nic) X(net_ip) X(net_gw) X(receiver) X(net_selftest) X(net_bench)    \
 	X(control_key) X(machine)

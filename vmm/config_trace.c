@@ -494,6 +494,73 @@ int config_key_pmi_every(struct tv_config *cfg, const char *val, char *err, size
 
 
 /*
+ * mem_watch = 0xLO-0xHI[:r|w|rw] (docs/MEMTRACE.md): guest-physical
+ * [LO, HI), LO < HI, below 2^52; mode rw by default.  One watch per line,
+ * up to TRACE_MEM_WATCH_CONFIG_MAX lines.
+ */
+int config_key_mem_watch(struct tv_config *cfg, const char *val, char *err, size_t errlen)
+{
+	char num[24];
+	const char *dash = strchr(val, '-'), *colon = strchr(val, ':');
+	struct trace_mem_watch w = { 0, 0, TV_MEMW_MODE_RW };
+	size_t n;
+
+	if (cfg->nmem_watch >= TRACE_MEM_WATCH_CONFIG_MAX) {
+		snprintf(err, errlen, "mem_watch: at most %u lines", TRACE_MEM_WATCH_CONFIG_MAX);
+		return -1;
+	}
+	if (!dash || (colon && colon < dash))
+		goto bad;
+	n = (size_t)(dash - val);
+	if (!n || n >= sizeof(num))
+		goto bad;
+	memcpy(num, val, n);
+	num[n] = '\0';
+	if (strncmp(num, "0x", 2) || config_parse_u64(num, &w.lo))
+		goto bad;
+	n = colon ? (size_t)(colon - dash - 1) : strlen(dash + 1);
+	if (!n || n >= sizeof(num))
+		goto bad;
+	memcpy(num, dash + 1, n);
+	num[n] = '\0';
+	if (strncmp(num, "0x", 2) || config_parse_u64(num, &w.hi))
+		goto bad;
+	if (colon) {
+		if (!strcmp(colon + 1, "r"))
+			w.mode = TV_MEMW_MODE_R;
+		else if (!strcmp(colon + 1, "w"))
+			w.mode = TV_MEMW_MODE_W;
+		else if (!strcmp(colon + 1, "rw"))
+			w.mode = TV_MEMW_MODE_RW;
+		else
+			goto bad;
+	}
+	if (w.lo >= w.hi || w.hi > (1ull << 52)) {
+		snprintf(err, errlen, "mem_watch: the range must be LO < HI <= 2^52 (guest-physical, HI exclusive)");
+		return -1;
+	}
+	cfg->mem_watch[cfg->nmem_watch++] = w;
+	return 0;
+bad:
+	snprintf(err, errlen, "mem_watch must be 0xLO-0xHI[:r|w|rw] (hexadecimal, guest-physical, HI exclusive)");
+	return -1;
+}
+
+/* mem_filter = none | sharing (mtrace's cache-line rule). */
+int config_key_mem_filter(struct tv_config *cfg, const char *val, char *err, size_t errlen)
+{
+	if (!strcmp(val, "none"))
+		cfg->mem_filter = TRACE_MEM_FILTER_NONE;
+	else if (!strcmp(val, "sharing"))
+		cfg->mem_filter = TRACE_MEM_FILTER_SHARING;
+	else {
+		snprintf(err, errlen, "mem_filter must be none or sharing");
+		return -1;
+	}
+	return 0;
+}
+
+/*
  * The PMI keys against the source: a request no CPU could honour is an
  * error here, not a silent no-op at boot (source = auto is checked when
  * the source is chosen).
@@ -515,6 +582,10 @@ void config_trace_check(const struct tv_config *cfg, const uint32_t line[CONFIG_
 	else if (every && src == TV_SOURCE_PT)
 		config_add_error(res, every, "pmi_every sets the bts threshold or the lbr counter period: pt's PMI comes at a ToPA region's end");
 	/* a drain empties the whole output into the ring: it must fit an empty one */
+	/* memory watches single-step with MTF: the mtf source owns it */
+	if (cfg->nmem_watch && src == TV_SOURCE_MTF)
+		config_add_error(res, line[CONFIG_KEY_INDEX_mem_watch],
+				 "mem_watch steps each watched access with MTF: it cannot be used with source = mtf (pick btf, lbr, bts, pt or auto)");
 	if (topa && cfg->pt_topa_kb > config_pt_buffer_kb(cfg))
 		config_add_error(res, topa, "pt_topa_kb %u > the PT ring's pt_buffer_kb %u%s: %u used",
 				 cfg->pt_topa_kb, config_pt_buffer_kb(cfg),
@@ -582,4 +653,12 @@ void config_log_trace(const struct tv_config *cfg)
 	log_info("config: code_snapshots=%s",
 		 cfg->code_snapshots == TRACE_SNAP_ON ? "on" :
 		 cfg->code_snapshots == TRACE_SNAP_OFF ? "off" : "auto (on with source = pt)");
+	for (unsigned i = 0; i < cfg->nmem_watch; i++)
+		log_info("config: mem_watch=%#llx-%#llx:%s", (unsigned long long)cfg->mem_watch[i].lo,
+			 (unsigned long long)cfg->mem_watch[i].hi,
+			 cfg->mem_watch[i].mode == TV_MEMW_MODE_R ? "r" :
+			 cfg->mem_watch[i].mode == TV_MEMW_MODE_W ? "w" : "rw");
+	if (cfg->nmem_watch || cfg->mem_filter)
+		log_info("config: mem_filter=%s",
+			 cfg->mem_filter == TRACE_MEM_FILTER_SHARING ? "sharing" : "none");
 }

@@ -181,6 +181,9 @@ enum exit_action exit_ept_violation(struct exit_ctx *ctx)
 	if ((ctx->qualification & EPT_QUAL_FETCH) && hooks->ept_fetch &&
 	    hooks->ept_fetch(ctx->cpu, gpa, ctx->regs->rax))
 		return EXIT_RESUME;
+	/* A tracer's watched page (memory-access tracing: stepped). */
+	if (hooks->ept_access && hooks->ept_access(ctx, gpa))
+		return EXIT_RESUME;
 	/* A tracer's write-protected page (code snapshots: re-armed). */
 	if ((ctx->qualification & EPT_QUAL_WRITE) && hooks->ept_write &&
 	    hooks->ept_write(ctx->cpu, gpa))

@@ -58,6 +58,16 @@ struct exit_hooks {
 	 */
 	bool (*ept_fetch)(struct per_cpu *cpu, uint64_t gpa, uint64_t guest_rax);
 	/*
+	 * ept_access - any EPT violation at gpa (ctx->qualification read),
+	 * asked after ept_fetch and before ept_write: true when gpa is on a
+	 * page the tracer watches (memory-access tracing, vmm/trace/
+	 * memwatch.h) and the exit is dealt with (the instruction is run
+	 * once more, under the tracer's control).  Asked before ept_write so
+	 * that a page both watched and snapshotted is the watch's.
+	 * NULL: false (the violation goes on as before).
+	 */
+	bool (*ept_access)(struct exit_ctx *ctx, uint64_t gpa);
+	/*
 	 * ept_write - an EPT violation caused by a data write at gpa (exit
 	 * qualification bit 1, SDM 3C 28.2.1), asked before the generic
 	 * path: true when the page was write-protected by the tracer (code

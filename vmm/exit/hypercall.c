@@ -85,6 +85,16 @@ enum exit_action exit_vmcall(struct exit_ctx *ctx)
 	case TV_HC_EVENT:
 		status = hooks && hooks->event ? hooks->event(ctx->cpu, rbx) : TV_HC_ENOSYS;
 		break;
+	case TV_HC_MEM_WATCH:
+	case TV_HC_MEM_UNWATCH:
+	case TV_HC_MEM_LABEL: {
+		uint64_t rsi = regs->rsi & mask, rdi = regs->rdi & mask;
+
+		memcpy(label, &rsi, 8);
+		memcpy(label + 8, &rdi, 8);
+		status = hooks && hooks->mem ? hooks->mem(ctx->cpu, fn, rbx, rcx, rdx, label) : TV_HC_ENOSYS;
+		break;
+	}
 	case TV_HC_SEAL:
 		if (hypercall_sealed()) {
 			status = TV_HC_EINVAL;

@@ -34,6 +34,20 @@
  *                      makes it); opens the window when trace_start names
  *                      that event, else changes nothing (TV_HC_OK);
  *                      TV_HC_EINVAL for an unknown event (ABI 2)
+ *   TV_HC_MEM_WATCH    RBX = address, RCX = length (bytes), RDX = mode:
+ *                      bits 1:0 = 1 read, 2 write, 3 both; bit 8 = RBX is
+ *                      guest-physical (else guest-linear, translated
+ *                      through the guest's page tables at the call, page
+ *                      by page, one watch range per physically
+ *                      contiguous run); RSI, RDI = up to 16 bytes of
+ *                      label as MARKER's RCX, RDX.  Watches the memory
+ *                      (docs/MEMTRACE.md) -> RAX = the watch id (> 0) or
+ *                      TV_HC_EINVAL (bad length/mode, memory not mapped
+ *                      or not the guest's), TV_HC_EBUSY (limits reached),
+ *                      TV_HC_ENOSYS (memory watches not armed) (ABI 3)
+ *   TV_HC_MEM_UNWATCH  RBX = watch id: removes every range of it (ABI 3)
+ *   TV_HC_MEM_LABEL    as TV_HC_MEM_WATCH, but only names the memory with
+ *                      the label in the trace (no watch): TV_HC_OK (ABI 3)
  *
  * Errors: TV_HC_EINVAL  unknown function number
  *         TV_HC_ENOSYS  no tracing backend configured (no hook registered)
@@ -51,7 +65,7 @@
 #include <stdint.h>
 
 /* Bumped whenever a function is added or a register's meaning changes. */
-#define TV_HC_ABI_VERSION 2
+#define TV_HC_ABI_VERSION 3
 
 /* "TRVS" in memory order: RBX of TV_HC_PROBE. */
 #define TV_HC_PROBE_MAGIC 0x53565254u
@@ -67,6 +81,9 @@ enum tv_hc_function {
 	TV_HC_TRACE_STOP = 2,
 	TV_HC_MARKER = 3,
 	TV_HC_EVENT = 4,
+	TV_HC_MEM_WATCH = 5,
+	TV_HC_MEM_UNWATCH = 6,
+	TV_HC_MEM_LABEL = 7,
 	/*
 	 * Boot-time only, used by tracevisor's own boot code before it hands
 	 * the machine to the OS loader; once sealed both return TV_HC_EINVAL,
@@ -79,6 +96,11 @@ enum tv_hc_function {
 	TV_HC_DEVIRT = 0x100,
 	TV_HC_SEAL = 0x101,
 };
+
+/* RDX of TV_HC_MEM_WATCH / TV_HC_MEM_LABEL */
+#define TV_HC_MEM_READ   1u
+#define TV_HC_MEM_WRITE  2u
+#define TV_HC_MEM_PHYS   (1u << 8)
 
 /* RBX of TV_HC_EVENT. */
 enum tv_hc_event {
@@ -109,6 +131,13 @@ struct hypercall_hooks {
 	int (*trace_stop)(struct per_cpu *cpu);
 	int (*marker)(struct per_cpu *cpu, uint64_t id, const char label[TV_HC_LABEL_LEN]);
 	int (*event)(struct per_cpu *cpu, uint64_t event);
+	/*
+	 * mem - TV_HC_MEM_WATCH, _UNWATCH or _LABEL (fn) with RBX, RCX, RDX
+	 * (a, b, c: masked as above) and the RSI:RDI label; returns RAX: an
+	 * id >= 0 or a TV_HC_E* code.
+	 */
+	int64_t (*mem)(struct per_cpu *cpu, uint64_t fn, uint64_t a, uint64_t b, uint64_t c,
+		       const char label[TV_HC_LABEL_LEN]);
 };
 
 /*

@@ -14,6 +14,7 @@
 #include "vmm/lib/log.h"
 #include "vmm/trace/cpu.h"
 #include "vmm/trace/hooks.h"
+#include "vmm/trace/memwatch.h"
 #include "vmm/trace/read.h"
 #include "vmm/trace/snap.h"
 #include "vmm/vmx/vcpu.h"
@@ -36,6 +37,7 @@ void trace_engine_init(const struct trace_setup *s, gmem_read_phys_fn read_phys,
 	trace_guest_set_reader(read_phys, read_ctx);
 	trace_trigger_reset();
 	trace_snap_reset();
+	memwatch_reset();
 	trace_guest_reset();
 	trace_hcall_register(trace_cfg.source != TV_SOURCE_NONE);
 	trace_hooks_register();
@@ -219,6 +221,7 @@ int trace_start(struct per_cpu *cpu, enum tv_trigger why)
 	}
 	t->b.windows++;
 	trace_append_start(t->b.ring, hw_rdtsc(), why, trace_guest_ip());
+	memwatch_window_start(cpu);   /* the config's watches, at this CPU's first window */
 	/* Backends that arm at entries do so in trace_before_entry, before this exit's entry. */
 	log_info("trace: cpu %u: window %llu started (%s) at %#llx", cpu->index,
 		 (unsigned long long)t->b.windows, trace_trigger_name(why),
@@ -241,6 +244,7 @@ int trace_stop(struct per_cpu *cpu, enum tv_trigger why)
 	trace_be->close(&t->b, &v);
 	trace_view_flush(&v);
 	trace_snap_window_stop(cpu);   /* its LOG record inside the window */
+	memwatch_window_stop(cpu);     /* TV_REC_MEM_STATS and its LOG line, inside too */
 	trace_append_stop(t->b.ring, hw_rdtsc(), why, trace_guest_ip());
 	trace_be->log_stop(&t->b, trace_trigger_name(why));
 	trace_stall_log(t);

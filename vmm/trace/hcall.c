@@ -9,6 +9,7 @@
 #include "vmm/exit/hypercall.h"
 #include "vmm/hw/hw.h"
 #include "vmm/trace/cpu.h"
+#include "vmm/trace/memwatch.h"
 #include "vmm/vmx/vcpu.h"
 
 _Static_assert(TRACE_REQ_LABEL_MAX == TV_HC_LABEL_LEN, "marker labels: one length");
@@ -65,11 +66,33 @@ static int hc_event(struct per_cpu *cpu, uint64_t event)
 	return hc_status(trace_event_ebs(cpu));
 }
 
+/* TV_HC_MEM_*: memory watches (vmm/trace/memwatch.h); an id in RAX for WATCH. */
+static int64_t hc_mem(struct per_cpu *cpu, uint64_t fn, uint64_t a, uint64_t b, uint64_t c,
+		      const char label[TV_HC_LABEL_LEN])
+{
+	int rc;
+
+	switch (fn) {
+	case TV_HC_MEM_WATCH:
+		rc = memwatch_hc_watch(cpu, a, b, c, label, TV_HC_LABEL_LEN);
+		return rc > 0 ? rc : hc_status(rc);
+	case TV_HC_MEM_UNWATCH:
+		if (!a || a > 0xffffu)
+			return TV_HC_EINVAL;
+		return hc_status(memwatch_remove(cpu, (uint32_t)a));
+	case TV_HC_MEM_LABEL:
+		return hc_status(memwatch_hc_label(cpu, a, b, c, label, TV_HC_LABEL_LEN));
+	default:
+		return TV_HC_EINVAL;
+	}
+}
+
 static const struct hypercall_hooks hooks = {
 	.trace_start = hc_start,
 	.trace_stop = hc_stop,
 	.marker = hc_marker,
 	.event = hc_event,
+	.mem = hc_mem,
 };
 
 void trace_hcall_register(bool on)

@@ -12,6 +12,7 @@
 #include "vmm/exit/hooks.h"
 #include "vmm/trace/cpu.h"
 #include "vmm/trace/engine.h"
+#include "vmm/trace/memwatch.h"
 #include "vmm/trace/msr_policy.h"
 #include "vmm/trace/poweroff.h"
 #include "vmm/trace/snap.h"
@@ -24,6 +25,7 @@
 static void hook_before_entry(struct per_cpu *cpu, uint32_t exit_reason)
 {
 	trace_snap_before_entry(cpu);
+	memwatch_before_entry(cpu);
 	trace_before_entry(cpu, exit_reason);
 }
 
@@ -33,6 +35,16 @@ static bool hook_ept_fetch(struct per_cpu *cpu, uint64_t gpa, uint64_t guest_rax
 	if (trace_trigger_fetch(cpu, gpa, guest_rax))
 		return true;
 	return trace_snap_fetch(cpu, gpa);
+}
+
+/*
+ * Exit reason 37: a memory watch's step ends here (its records go to the
+ * ring); then the engine's MTF work (in trace_before_entry).
+ */
+static enum exit_action hook_mtf_exit(struct exit_ctx *ctx)
+{
+	(void)memwatch_mtf(ctx->cpu);
+	return exit_monitor_trap(ctx);
 }
 
 /* The guest resets the machine: close the window, which exports it. */
@@ -95,8 +107,9 @@ static const struct exit_hooks trace_exit_hooks = {
 	.nmi_exit = trace_nmi_exit,
 	.owns_db = trace_owns_db,
 	.db_exit = exit_debug_exception,
-	.mtf_exit = exit_monitor_trap,
+	.mtf_exit = hook_mtf_exit,
 	.ept_fetch = hook_ept_fetch,
+	.ept_access = memwatch_violation,
 	.ept_write = trace_snap_write,
 	.guest_reset = hook_guest_reset,
 	.guest_sleep = hook_guest_sleep,

@@ -8,6 +8,7 @@
 
 #include "vmm/trace/backend.h"
 #include "vmm/trace/engine.h"
+#include "vmm/trace/memwatch.h"
 #include "vmm/trace/needs.h"
 #include "vmm/trace/snap.h"
 #include "vmm/vmx/vmx_defs.h"
@@ -44,6 +45,9 @@ int trace_engine_needs(const struct trace_setup *s, struct trace_needs *n)
 		n->hidden_align = 0;
 	if (trace_snap_wanted(s))
 		n->pool_bytes = TRACE_SNAP_POOL_BYTES;
+	/* memory watches from the config: the open view, the filter, splits (memwatch.h) */
+	if (s->source != TV_SOURCE_MTF && (s->nmem_watch || s->mem_filter))
+		n->pool_bytes += MEMWATCH_POOL_BYTES;
 	return 0;
 }
 

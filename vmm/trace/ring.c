@@ -620,6 +620,43 @@ int trace_append_code_data(struct tv_trace_ring *r, uint64_t hash, uint32_t chun
 	return put_var(r, &head, sizeof(head), (const char *)bytes, TV_CODE_CHUNK);
 }
 
+int trace_append_mem(struct tv_trace_ring *r, struct tv_rec_mem *m, uint32_t size, uint32_t aux)
+{
+	if (!is_ring(r) || !m)
+		return TRACE_ERR_INVAL;
+	note_tsc(r, m->tsc);
+	m->h = rec_hdr(TV_REC_MEM, (uint8_t)(size > 255 ? 255 : size), sizeof(*m), aux);
+	return put_fixed(r, m, sizeof(*m));
+}
+
+int trace_append_mem_watch(struct tv_trace_ring *r, uint64_t tsc, uint8_t op, uint32_t aux,
+			   uint64_t lo, uint64_t hi, uint64_t gla, uint64_t cr3,
+			   const char *label, size_t label_len)
+{
+	struct tv_rec_mem_watch w;
+
+	if (!is_ring(r) || (!label && label_len) || op < TV_MEMW_ARM || op > TV_MEMW_LABEL)
+		return TRACE_ERR_INVAL;
+	label_len = cut(label_len, TRACE_MEM_LABEL_MAX);
+	note_tsc(r, tsc);
+	w.h = rec_hdr(TV_REC_MEM_WATCH, op, (uint16_t)TV_REC_ALIGN(sizeof(w) + label_len), aux);
+	w.tsc = tsc;
+	w.lo = lo;
+	w.hi = hi;
+	w.gla = gla;
+	w.cr3 = cr3;
+	return put_var(r, &w, sizeof(w), label, label_len);
+}
+
+int trace_append_mem_stats(struct tv_trace_ring *r, struct tv_rec_mem_stats *s)
+{
+	if (!is_ring(r) || !s)
+		return TRACE_ERR_INVAL;
+	note_tsc(r, s->tsc);
+	s->h = rec_hdr(TV_REC_MEM_STATS, 0, sizeof(*s), 0);
+	return put_fixed(r, s, sizeof(*s));
+}
+
 /* --- consumer ---------------------------------------------------------------------- */
 
 /* Sequence numbers compare modulo 2^64 (a stream may start anywhere). */

@@ -209,6 +209,21 @@ int trace_append_code(struct tv_trace_ring *r, uint64_t tsc, uint8_t info, uint6
 int trace_append_code_data(struct tv_trace_ring *r, uint64_t hash, uint32_t chunk,
 			   const void *bytes);
 
+/*
+ * Memory-access tracing (vmm/trace/memwatch.h): MEM is one access, the
+ * caller's record with the header set here (info = min(size, 255), aux
+ * as given: TV_MEMF_* | CPL | watch id); MEM_WATCH an arm, remove or
+ * label (op enum tv_mem_watch_op; label cut to TRACE_MEM_LABEL_MAX
+ * bytes, NUL-padded); MEM_STATS the counters (the caller's record, the
+ * header set here).
+ */
+#define TRACE_MEM_LABEL_MAX 64u
+int trace_append_mem(struct tv_trace_ring *r, struct tv_rec_mem *m, uint32_t size, uint32_t aux);
+int trace_append_mem_watch(struct tv_trace_ring *r, uint64_t tsc, uint8_t op, uint32_t aux,
+			   uint64_t lo, uint64_t hi, uint64_t gla, uint64_t cr3,
+			   const char *label, size_t label_len);
+int trace_append_mem_stats(struct tv_trace_ring *r, struct tv_rec_mem_stats *s);
+
 /* --- consumer ------------------------------------------------------------- */
 
 /*

@@ -102,6 +102,21 @@ static inline bool trace_filter_cpl(const struct trace_filter *f, unsigned cpl)
 #define TRACE_EBUSY   (-2)   /* not now: start while open, stop while closed, ... */
 #define TRACE_EINVAL  (-3)   /* a bad argument */
 
+/*
+ * Memory-access tracing (docs/MEMTRACE.md, vmm/trace/memwatch.h): the
+ * config's watches (mem_watch, guest-physical [lo, hi), mode
+ * TV_MEMW_MODE_*) and mem_filter.
+ */
+#define TRACE_MEM_WATCH_CONFIG_MAX 16
+struct trace_mem_watch {
+	uint64_t lo, hi;
+	uint8_t mode;
+};
+enum trace_mem_filter {
+	TRACE_MEM_FILTER_NONE = 0,
+	TRACE_MEM_FILTER_SHARING = 1,   /* mtrace's cache-line sharing rule (memshare.h) */
+};
+
 /* What to trace, from the configuration; the same for every CPU. */
 struct trace_setup {
 	uint8_t source;           /* enum tv_source; TV_SOURCE_NONE = no tracing */
@@ -126,6 +141,10 @@ struct trace_setup {
 	uint64_t pt_ring_bytes;   /* pt: the stream ring the drains fill (a power of two) */
 	uint64_t pt_topa_bytes;   /* pt: the ToPA output regions together (a power of two) */
 	uint64_t bts_buf_bytes;   /* bts: the BTS buffer (a power of two), after the DS page */
+	/* memory-access tracing: the config's watches and filter (struct trace_mem_watch above) */
+	uint8_t mem_filter;       /* enum trace_mem_filter */
+	uint8_t nmem_watch;
+	struct trace_mem_watch mem_watch[TRACE_MEM_WATCH_CONFIG_MAX];
 };
 
 /* code_snapshots (docs/SNAPSHOTS.md): auto is on with source = pt. */

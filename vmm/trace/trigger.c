@@ -15,6 +15,7 @@
 #include "vmm/lib/log.h"
 #include "vmm/lib/pe_debug.h"
 #include "vmm/trace/cpu.h"
+#include "vmm/trace/memwatch.h"
 #include "vmm/vmx/ept.h"
 
 /* The address trigger: armed while its page is not executable. */
@@ -83,6 +84,8 @@ int trace_trigger_arm(struct ept *ept, struct page_pool *pool)
 	struct ept_leaf leaf;
 	int rc;
 
+	/* Memory watches first (vmm/trace/memwatch.h): the same EPT, at the same time. */
+	(void)memwatch_arm(ept, pool, &trace_cfg);
 	if (trace_cfg.source == TV_SOURCE_NONE)
 		return 0;
 	if (trace_cfg.start == TV_TRIG_KERNEL_ENTRY) {

@@ -376,6 +376,7 @@ int ept_map_4k(struct ept *ept, struct page_pool *pool, uint64_t gpa,
 	if (stop == EPT_LEVEL_PT) {
 		old_4k = e;
 		__atomic_store_n(slot, new_e, __ATOMIC_RELEASE);
+		ept->edits++;
 		goto account;
 	}
 
@@ -421,6 +422,7 @@ int ept_map_4k(struct ept *ept, struct page_pool *pool, uint64_t gpa,
 	}
 	/* One aligned 64-bit store makes the new subtree live. */
 	__atomic_store_n(slot, table_entry(pas[stop - 1]), __ATOMIC_RELEASE);
+	ept->edits++;
 
 	for (level = 0; level < stop; level++) {
 		switch (level) {
@@ -485,7 +487,24 @@ int ept_set_rights(struct ept *ept, uint64_t gpa, unsigned rwx, struct ept_leaf 
 	if (old)
 		fill_leaf(old, e, level, gpa);
 	__atomic_store_n(slot, (e & ~(uint64_t)EPT_RWX) | rwx, __ATOMIC_RELEASE);
+	ept->edits++;
 	return 0;
+}
+
+uint64_t *ept_table(const struct ept *ept, uint64_t gpa, enum ept_level level)
+{
+	uint64_t *table = ept->pml4;
+
+	if (gpa >= EPT_MAX_GPA || !table || (unsigned)level > EPT_LEVEL_PML4)
+		return NULL;
+	for (unsigned l = EPT_LEVEL_PML4; l > (unsigned)level; l--) {
+		uint64_t e = __atomic_load_n(&table[level_index(gpa, l)], __ATOMIC_ACQUIRE);
+
+		if (!(e & EPT_RWX) || (l != EPT_LEVEL_PML4 && (e & EPT_LARGE)))
+			return NULL;
+		table = table_va(ept, e & EPT_ADDR_MASK);
+	}
+	return table;
 }
 
 /* --- text --------------------------------------------------------------- */

@@ -122,6 +122,13 @@ struct ept {
 	uint32_t phys_bits;   /* MAXPHYADDR */
 	uintptr_t va_minus_pa;  /* of the pool(s) the tables come from */
 	struct ept_stats stats;
+	/*
+	 * Changes by ept_map_4k and ept_set_rights since ept_build (under the
+	 * callers' lock): who keeps a copy of some tables or a flushed TLB
+	 * (memory watches' open view, vmm/trace/memwatch.h) knows from it
+	 * whether anything moved.
+	 */
+	uint64_t edits;
 };
 
 /* A leaf as ept_lookup finds it. */
@@ -189,6 +196,14 @@ int ept_map_4k(struct ept *ept, struct page_pool *pool, uint64_t gpa,
  * for ept_map_4k).
  */
 int ept_set_rights(struct ept *ept, uint64_t gpa, unsigned rwx, struct ept_leaf *old);
+
+/*
+ * ept_table - the table of level (EPT_LEVEL_PML4 .. EPT_LEVEL_PT) on the
+ * walk for gpa, its va; NULL when the walk ends above that level (a large
+ * leaf or a non-present entry) or gpa >= 2^48.  May run concurrently
+ * with edits (each entry read once).
+ */
+uint64_t *ept_table(const struct ept *ept, uint64_t gpa, enum ept_level level);
 
 /* Text for an EPT_ERR_* code ("ok" for 0). */
 const char *ept_strerror(int err);
