@@ -70,6 +70,15 @@ struct mw_cpu {
 	bool set_sti;               /* the step set "blocking by STI" */
 	bool announced;             /* the config's watches are in this CPU's ring */
 	uint32_t nops;
+	/*
+	 * Where the step should end: an event delivered before the
+	 * instruction (an NMI, which STI blocking need not hold off) or a
+	 * fault it raised ends the step elsewhere, with nothing accessed
+	 * (SDM 3C 25.5.2: the MTF exit then follows the delivery).
+	 */
+	bool check_end;             /* the instruction was decoded and is no branch */
+	bool rep;                   /* a REP string instruction: may end at its own RIP */
+	uint64_t start_rip, next_rip;
 	uint64_t edits_seen;        /* struct ept.edits at this CPU's last INVEPT */
 	uint32_t open_seen;         /* the open view's version this CPU flushed */
 	struct mw_op ops[MEMWATCH_MAX_OPS];
@@ -783,12 +792,19 @@ static bool prepare(struct exit_ctx *ctx, struct mw_cpu *mc, uint64_t gpa, bool 
 	bool covered = false;
 
 	mc->nops = 0;
+	mc->check_end = false;
 	trace_guest_read(&tg);
 	trace_guest_mem(&g);
 	if (fetch_insn(&tg, &g, &insn) < 0 || x86_access_decode(&insn, &acc) < 0) {
 		add_fact(mc, &tg, gpa, qual, gla, window);
 		return false;
 	}
+	mc->check_end = insn.branch == X86_BR_NONE;
+	mc->rep = (insn.flags & (X86_F_REP | X86_F_REPNE)) && acc.n && (acc.op[0].flags & X86_ACC_STRING);
+	mc->start_rip = tg.ip;
+	mc->next_rip = tg.ip + insn.len;
+	if (tg.mode != 64)
+		mc->next_rip &= insn.opsize == 16 ? 0xffffull : 0xffffffffull;
 	guest_regs_of(ctx->regs, &regs, &tg);
 	for (uint32_t i = 0; i < acc.n && mc->nops < MEMWATCH_MAX_OPS; i++) {
 		const struct x86_access *a = &acc.op[i];
@@ -912,6 +928,7 @@ bool memwatch_violation(struct exit_ctx *ctx, uint64_t gpa)
 	if ((qual & QUAL_LINEAR_VALID) && !(qual & QUAL_TRANSLATED)) {
 		/* the guest's page walk reads or sets A/D bits in a watched page */
 		mc->nops = 0;
+		mc->check_end = false;
 		mc->st.walks++;
 		decoded = true;
 	} else {
@@ -964,6 +981,15 @@ bool memwatch_mtf(struct per_cpu *cpu)
 		if (intr & INTERRUPTIBILITY_STI)
 			vmcs_write(VMCS_GUEST_INTERRUPTIBILITY, intr & ~(uint64_t)INTERRUPTIBILITY_STI);
 		mc->set_sti = false;
+	}
+	if (mc->check_end && mc->nops) {
+		uint64_t rip = vmcs_get(VMCS_GUEST_RIP);
+
+		if (rip != mc->next_rip && !(mc->rep && rip == mc->start_rip)) {
+			/* an event came first, or the instruction faulted: it runs (and faults) again */
+			mc->st.interrupted++;
+			mc->nops = 0;
+		}
 	}
 	r = trace_cpu_ring(cpu);
 	for (uint32_t i = 0; i < mc->nops; i++) {
@@ -1052,11 +1078,11 @@ void memwatch_window_stop(struct per_cpu *cpu)
 	if (r)
 		(void)trace_append_mem_stats(r, &s);
 	n = snprintf(line, sizeof(line),
-		     "mem: cpu %u: recorded %llu, filtered %llu, collateral %llu, steps %llu, undecoded %llu, outside window %llu, lost %llu",
+		     "mem: cpu %u: recorded %llu, filtered %llu, collateral %llu, steps %llu, undecoded %llu, outside window %llu, lost %llu, interrupted %llu",
 		     cpu->index, (unsigned long long)s.recorded, (unsigned long long)s.filtered,
 		     (unsigned long long)s.collateral, (unsigned long long)s.steps,
 		     (unsigned long long)s.undecoded, (unsigned long long)s.outside_window,
-		     (unsigned long long)mc->st.lost);
+		     (unsigned long long)mc->st.lost, (unsigned long long)mc->st.interrupted);
 	if (n < 0)
 		return;
 	if (r)

@@ -79,6 +79,7 @@ struct memwatch_stats {
 	uint64_t lost;            /* TV_REC_MEM the ring refused (also counted by the ring as LOST) */
 	uint64_t unfiltered;      /* logged by the filter for want of state (table full, CPU >= 32) */
 	uint64_t walks;           /* violations by the guest's page walk (its tables are watched) */
+	uint64_t interrupted;     /* steps that ended elsewhere (an event first, a fault): records dropped */
 };
 
 /* memwatch_reset - forget everything (tests; trace_engine_init). */

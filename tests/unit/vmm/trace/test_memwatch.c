@@ -245,9 +245,13 @@ static struct ept open_view(void)
 	return o;
 }
 
+/* The instruction at CODE (n bytes: where its step ends). */
+static size_t code_len;
+
 static void code(const uint8_t *bytes, size_t n)
 {
 	memcpy(gmem + 0x5000, bytes, n);
+	code_len = n;
 }
 
 static enum exit_action exit_on(struct per_cpu *c, uint32_t reason, uint64_t gpa, uint64_t qual,
@@ -265,9 +269,20 @@ static enum exit_action violation(struct per_cpu *c, uint64_t gpa, uint64_t qual
 	return exit_on(c, EXIT_REASON_EPT_VIOLATION, gpa, qual, lin);
 }
 
+/* The MTF exit after the instruction at CODE ran (RIP past it), then RIP back for the next. */
+static enum exit_action mtf_at(struct per_cpu *c, uint64_t rip)
+{
+	enum exit_action a;
+
+	hw_fake_vmcs_set(VMCS_GUEST_RIP, rip);
+	a = exit_on(c, EXIT_REASON_MONITOR_TRAP_FLAG, 0, 0, 0);
+	hw_fake_vmcs_set(VMCS_GUEST_RIP, CODE);
+	return a;
+}
+
 static enum exit_action mtf(struct per_cpu *c)
 {
-	return exit_on(c, EXIT_REASON_MONITOR_TRAP_FLAG, 0, 0, 0);
+	return mtf_at(c, CODE + code_len);
 }
 
 /* The ring's records of type (0: any) from the oldest, copied into out. */
@@ -544,6 +559,34 @@ static void test_undecoded(void **state)
 	assert_int_equal(memwatch_stats_of(&cpu)->undecoded, 2);
 }
 
+/* An NMI delivered first, or a fault: the step ends in a handler, nothing was accessed. */
+static void test_step_ended_elsewhere(void **state)
+{
+	const uint8_t *r[8];
+
+	(void)state;
+	code((const uint8_t[]){ 0x8b, 0x03 }, 2);
+	regs.rbx = BUF;
+	assert_int_equal(violation(&cpu, 0x8000, QUAL_R | QUAL_LIN, BUF), EXIT_RESUME);
+	assert_int_equal(mtf_at(&cpu, 0xffffffff81000000ull), EXIT_RESUME);
+	assert_int_equal(records(&cpu, TV_REC_MEM, r, 8), 0);
+	assert_int_equal(memwatch_stats_of(&cpu)->interrupted, 1);
+	assert_int_equal(hw_fake_vmcs_get(VMCS_EPT_POINTER), ept.eptp);   /* restricted again */
+	/* the handler returns, the instruction faults again and runs */
+	assert_int_equal(violation(&cpu, 0x8000, QUAL_R | QUAL_LIN, BUF), EXIT_RESUME);
+	assert_int_equal(mtf(&cpu), EXIT_RESUME);
+	assert_int_equal(records(&cpu, TV_REC_MEM, r, 8), 1);
+	/* a REP string iteration ends at its own RIP (SDM 3C 25.5.2): recorded */
+	code((const uint8_t[]){ 0xf3, 0xaa }, 2);               /* rep stosb */
+	regs.rdi = BUF + 0x90;
+	regs.rcx = 5;
+	assert_int_equal(violation(&cpu, 0x8090, QUAL_W | QUAL_LIN, BUF + 0x90), EXIT_RESUME);
+	assert_int_equal(mtf_at(&cpu, CODE), EXIT_RESUME);
+	assert_int_equal(records(&cpu, TV_REC_MEM, r, 8), 2);
+	assert_int_equal(mem_rec(r[1])->h.aux, AUX(F(WRITE) | F(NEW) | F(STRING) | F(LINEAR), 1));
+	assert_int_equal(memwatch_stats_of(&cpu)->interrupted, 1);
+}
+
 static void test_sti_blocking_rules(void **state)
 {
 	(void)state;
@@ -649,6 +692,8 @@ static int64_t vmcall(uint64_t fn, uint64_t a, uint64_t b, uint64_t c, const cha
 	memcpy(&regs.rdi, l + 8, 8);
 	hw_fake_vmcs_set(VMCS_EXIT_INSTRUCTION_LEN, 3);
 	assert_int_equal(exit_on(&cpu, EXIT_REASON_VMCALL, 0, 0, 0), EXIT_RESUME);
+	assert_int_equal(hw_fake_vmcs_get(VMCS_GUEST_RIP), CODE + 3);   /* VMCALL skipped */
+	hw_fake_vmcs_set(VMCS_GUEST_RIP, CODE);
 	return (int64_t)regs.rax;
 }
 
@@ -753,7 +798,7 @@ static void test_window_start_announces_and_stop_counts(void **state)
 	assert_int_equal(s->recorded, 1);
 	assert_int_equal(s->steps, 1);
 	assert_int_equal(s->collateral, 0);
-	if (!strstr(logbuf, "mem: cpu 0: recorded 1, filtered 0, collateral 0, steps 1, undecoded 0, outside window 0"))
+	if (!strstr(logbuf, "mem: cpu 0: recorded 1, filtered 0, collateral 0, steps 1, undecoded 0, outside window 0, lost 0, interrupted 0"))
 		fail_msg("log: %s", logbuf);
 }
 
@@ -843,6 +888,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_page_crossing_load, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_collateral_walk_and_closed_window, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_undecoded, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_step_ended_elsewhere, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sti_blocking_rules, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sharing_filter_two_cpus, setup_sharing, teardown),
 		cmocka_unit_test_setup_teardown(test_open_view_follows_other_edits, setup, teardown),
