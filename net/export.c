@@ -1183,6 +1183,11 @@ static int on_control(struct exporter *e, const void *dgram, size_t len,
 			st = ops->marker(e->cfg.ops_ctx, &m->u.control.arg.marker,
 					 m->u.control.label) ? TVP_CTL_EFAILED : 0;
 		break;
+	case TVP_CTL_MEM_WATCH:
+		if (ops && ops->mem_watch)
+			st = ops->mem_watch(e->cfg.ops_ctx, &m->u.control.arg.mem_watch,
+					    m->u.control.label) ? TVP_CTL_EFAILED : 0;
+		break;
 	default:
 		break;
 	}

@@ -117,6 +117,8 @@ struct export_ops {
 	int (*stop)(void *ctx, const struct tvp_ctl_cpus *cpus);
 	int (*filters)(void *ctx, const struct tvp_ctl_filter *f);
 	int (*marker)(void *ctx, const struct tvp_ctl_marker *m, const char *label);
+	/* MEM_WATCH (arm, remove or label; proto.h): label has w->label_len bytes */
+	int (*mem_watch)(void *ctx, const struct tvp_ctl_mem_watch *w, const char *label);
 };
 
 /* Returns 0 when the datagram was handed to the network, else non-zero. */

@@ -525,7 +525,8 @@ static int ctl_filters(void *ctx, const struct tvp_ctl_filter *in)
 	return rc ? -1 : 0;
 }
 
-static const struct export_ops res_ctl_ops = { ctl_start, ctl_stop, ctl_filters, ctl_marker };
+/* mem_watch (CONTROL MEM_WATCH): NULL until memory tracing is wired here: the reply says unsupported. */
+static const struct export_ops res_ctl_ops = { ctl_start, ctl_stop, ctl_filters, ctl_marker, NULL };
 
 /*
  * overflow = wait (vmm/trace/stall.h): a CPU whose buffer is full waits

@@ -383,8 +383,34 @@ static size_t ctl_arg_size(uint16_t op)
 		return sizeof(struct tvp_ctl_filter);
 	case TVP_CTL_MARKER:
 		return sizeof(struct tvp_ctl_marker);
+	case TVP_CTL_MEM_WATCH:
+		return sizeof(struct tvp_ctl_mem_watch);
 	default:
 		return 0;
+	}
+}
+
+/* Ops whose fixed part is followed by label_len bytes of label. */
+static bool ctl_has_label(uint16_t op)
+{
+	return op == TVP_CTL_MARKER || op == TVP_CTL_MEM_WATCH;
+}
+
+/* MEM_WATCH's fields by op (proto.h); arg_len is checked by the caller. */
+static int check_mem_watch(const struct tvp_ctl_mem_watch *w)
+{
+	if (w->label_len > TVP_LABEL_MAX)
+		return PROTO_ERR_FIELD;
+	switch (w->op) {
+	case TV_MEMW_ARM:
+		return w->lo < w->hi && w->mode >= TV_MEMW_MODE_R && w->mode <= TV_MEMW_MODE_RW &&
+		       !w->id ? 0 : PROTO_ERR_FIELD;
+	case TV_MEMW_REMOVE:
+		return w->id && !(w->lo | w->hi) && !w->mode && !w->label_len ? 0 : PROTO_ERR_FIELD;
+	case TV_MEMW_LABEL:
+		return w->lo < w->hi && !w->mode && !w->id ? 0 : PROTO_ERR_FIELD;
+	default:
+		return PROTO_ERR_FIELD;
 	}
 }
 
@@ -428,8 +454,8 @@ static int decode_control(const uint8_t *b, size_t blen, struct proto_msg *m)
 		return PROTO_ERR_FLAGS;
 	if (c->counter == 0 || c->op >= TVP_CTL_OP_MAX)
 		return PROTO_ERR_FIELD;
-	if (c->op == TVP_CTL_MARKER ? c->arg_len < ctl_arg_size(c->op)
-				    : c->arg_len != ctl_arg_size(c->op))
+	if (ctl_has_label(c->op) ? c->arg_len < ctl_arg_size(c->op)
+				 : c->arg_len != ctl_arg_size(c->op))
 		return PROTO_ERR_FIELD;
 	memset(&m->u.control.arg, 0, sizeof(m->u.control.arg));
 	switch (c->op) {
@@ -451,6 +477,20 @@ static int decode_control(const uint8_t *b, size_t blen, struct proto_msg *m)
 		    (mk->cpu >= TVP_MAX_CPUS && mk->cpu != TVP_CPU_ALL))
 			return PROTO_ERR_FIELD;
 		m->u.control.label = (const char *)a + sizeof(*mk);
+		return 0;
+	}
+	case TVP_CTL_MEM_WATCH: {
+		struct tvp_ctl_mem_watch *w = &m->u.control.arg.mem_watch;
+
+		w->lo = GET64(a);
+		w->hi = GET64(a + 8);
+		w->op = a[16];
+		w->mode = a[17];
+		w->id = GET16(a + 18);
+		w->label_len = GET32(a + 20);
+		if (check_mem_watch(w) || c->arg_len != sizeof(*w) + w->label_len)
+			return PROTO_ERR_FIELD;
+		m->u.control.label = (const char *)a + sizeof(*w);
 		return 0;
 	}
 	default:
@@ -812,6 +852,21 @@ static int put_ctl_args(uint8_t *a, uint16_t op, uint16_t arg_len, const void *a
 		memcpy(a + sizeof(*mk), (const uint8_t *)args + sizeof(*mk), mk->label_len);
 		return 0;
 	}
+	case TVP_CTL_MEM_WATCH: {
+		const struct tvp_ctl_mem_watch *w = args;
+
+		if (arg_len < sizeof(*w) || w->label_len != arg_len - sizeof(*w) ||
+		    check_mem_watch(w))
+			return PROTO_ERR_INVAL;
+		put_le(a, w->lo, 8);
+		put_le(a + 8, w->hi, 8);
+		a[16] = w->op;
+		a[17] = w->mode;
+		put_le(a + 18, w->id, 2);
+		put_le(a + 20, w->label_len, 4);
+		memcpy(a + sizeof(*w), (const uint8_t *)args + sizeof(*w), w->label_len);
+		return 0;
+	}
 	default:
 		return 0;
 	}
@@ -828,7 +883,7 @@ int proto_encode_control(void *buf, size_t cap, uint64_t session,
 	if (!buf || !c || (!args && c->arg_len) || (!key && keylen) ||
 	    c->op >= TVP_CTL_OP_MAX || c->arg_len > TVP_CTL_ARGS_MAX)
 		return PROTO_ERR_INVAL;
-	if (c->op != TVP_CTL_MARKER && c->arg_len != ctl_arg_size(c->op))
+	if (!ctl_has_label(c->op) && c->arg_len != ctl_arg_size(c->op))
 		return PROTO_ERR_INVAL;
 	padded = align8(c->arg_len);
 	len = HDR_LEN + sizeof(*c) + padded + TVP_TAG_LEN;

@@ -317,6 +317,8 @@ enum tvp_ctl_op {
 	TVP_CTL_STOP = 2,       /* struct tvp_ctl_cpus: close it */
 	TVP_CTL_FILTERS = 3,    /* struct tvp_ctl_filter: replace the trace filter */
 	TVP_CTL_MARKER = 4,     /* struct tvp_ctl_marker + label: a MARKER record */
+	TVP_CTL_MEM_WATCH = 5,  /* struct tvp_ctl_mem_watch + label: arm, remove or
+				 * label a memory watch (docs/MEMTRACE.md) */
 	TVP_CTL_OP_MAX
 };
 
@@ -347,6 +349,23 @@ struct tvp_ctl_marker {
 _Static_assert(sizeof(struct tvp_ctl_marker) == 16, "tvp_ctl_marker layout");
 
 /*
+ * MEM_WATCH: op is enum tv_mem_watch_op (vmm/trace/format.h), mode
+ * TV_MEMW_MODE_*; the watch's records say origin TV_MEMW_FROM_CONTROL.
+ *   ARM     watch guest-physical [lo, hi), lo < hi, mode 1..3, id 0 (the
+ *           hypervisor picks it; its TV_REC_MEM_WATCH record names it)
+ *   REMOVE  remove watch id (!= 0); lo, hi, mode, label_len 0
+ *   LABEL   name [lo, hi), lo < hi, without watching it; mode 0, id 0
+ */
+struct tvp_ctl_mem_watch {
+	uint64_t lo, hi;
+	uint8_t op;
+	uint8_t mode;
+	uint16_t id;
+	uint32_t label_len;     /* bytes of label after this struct, <= TVP_LABEL_MAX */
+};
+_Static_assert(sizeof(struct tvp_ctl_mem_watch) == 24, "tvp_ctl_mem_watch layout");
+
+/*
  * After the header: struct tvp_control, arg_len bytes of arguments (the
  * op's struct, exactly its size; MARKER: 16 + label_len), zero padding to
  * a multiple of 8, then the 32-byte tag:
@@ -365,7 +384,7 @@ struct tvp_control {
 	uint32_t reserved;      /* 0 */
 };
 _Static_assert(sizeof(struct tvp_control) == 16, "tvp_control layout");
-#define TVP_CTL_ARGS_MAX (sizeof(struct tvp_ctl_marker) + TVP_LABEL_MAX)
+#define TVP_CTL_ARGS_MAX (sizeof(struct tvp_ctl_mem_watch) + TVP_LABEL_MAX)
 
 /* --- CONTROL_REPLY (S -> R) -------------------------------------------------------------------------------------- */
 
@@ -428,8 +447,9 @@ struct proto_msg {
 				struct tvp_ctl_cpus cpus;
 				struct tvp_ctl_filter filter;
 				struct tvp_ctl_marker marker;
+				struct tvp_ctl_mem_watch mem_watch;
 			} arg;
-			const char *label;       /* MARKER: label_len bytes */
+			const char *label;       /* MARKER, MEM_WATCH: label_len bytes */
 			const uint8_t *tag;      /* TVP_TAG_LEN bytes */
 		} control;
 		struct tvp_control_reply reply;
@@ -485,7 +505,8 @@ int proto_encode_control_reply(void *buf, size_t cap, uint64_t session,
 /*
  * proto_encode_control - an authenticated CONTROL: c->arg_len bytes of
  * args (the op's struct in host order as in struct proto_msg; for MARKER
- * a struct tvp_ctl_marker followed by its label), tag from key[0..keylen).
+ * a struct tvp_ctl_marker followed by its label, for MEM_WATCH a struct
+ * tvp_ctl_mem_watch followed by its label), tag from key[0..keylen).
  * arg_len must be what the op needs (see proto_decode).
  */
 int proto_encode_control(void *buf, size_t cap, uint64_t session,

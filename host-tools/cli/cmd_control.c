@@ -39,6 +39,12 @@ void control_usage(FILE *f)
 "  filter CPL [CR3 [LO-HI]...]  replace the trace filter: CPL \"0\", \"3\" or\n"
 "                           \"0,3\"; CR3 0 for any address space; up to 4\n"
 "                           inclusive linear address ranges\n"
+"  watch LO-HI[:r|w|rw] [LABEL]  watch guest-physical [LO, HI) (docs/MEMTRACE.md;\n"
+"                           default rw): every access becomes a MEM record;\n"
+"                           the machine picks the id, its MEM_WATCH record\n"
+"                           in the capture names it ('tracevisor mem')\n"
+"  unwatch ID               remove watch ID\n"
+"  label LO-HI LABEL        name guest-physical [LO, HI) without watching it\n"
 "\n"
 "Options:\n"
 "  -t, --to ADDR:PORT   the machine (the `peer` of its capture's meta.json)\n"
@@ -77,6 +83,10 @@ union control_args {
 		struct tvp_ctl_marker m;
 		char label[TVP_LABEL_MAX];
 	} marker;
+	struct {
+		struct tvp_ctl_mem_watch w;
+		char label[TVP_LABEL_MAX];
+	} mem;
 };
 
 static int parse_u64(const char *s, uint64_t *v)
@@ -172,6 +182,66 @@ static int parse_filter(char **words, int n, struct tvp_ctl_filter *f)
 	return 0;
 }
 
+/* "LO-HI" with an optional ":r", ":w" or ":rw" (mode 0 when modes is false). */
+static int parse_mem_range(const char *word, bool modes, struct tvp_ctl_mem_watch *w)
+{
+	char buf[80], *dash, *colon;
+
+	if (strlen(word) >= sizeof(buf))
+		return -1;
+	strcpy(buf, word);
+	colon = strchr(buf, ':');
+	w->mode = modes ? TV_MEMW_MODE_RW : 0;
+	if (colon) {
+		*colon++ = '\0';
+		if (!modes)
+			return -1;
+		w->mode = !strcmp(colon, "r") ? TV_MEMW_MODE_R : !strcmp(colon, "w") ? TV_MEMW_MODE_W :
+			  !strcmp(colon, "rw") ? TV_MEMW_MODE_RW : 0;
+		if (!w->mode)
+			return -1;
+	}
+	dash = strchr(buf, '-');
+	if (!dash)
+		return -1;
+	*dash++ = '\0';
+	if (parse_u64(buf, &w->lo) || parse_u64(dash, &w->hi) || w->lo >= w->hi)
+		return -1;
+	return 0;
+}
+
+/* watch LO-HI[:MODE] [LABEL], label LO-HI LABEL, unwatch ID. */
+static int parse_mem(const char *op, char **words, int n, struct tvp_control *c,
+		     union control_args *args)
+{
+	struct tvp_ctl_mem_watch *w = &args->mem.w;
+	size_t l = 0;
+	uint64_t id;
+
+	if (!strcmp(op, "unwatch")) {
+		if (n != 1 || parse_u64(words[0], &id) || !id || id > UINT16_MAX)
+			return -1;
+		w->op = TV_MEMW_REMOVE;
+		w->id = (uint16_t)id;
+	} else {
+		bool arm = !strcmp(op, "watch");
+
+		if (arm ? n != 1 && n != 2 : n != 2)
+			return -1;
+		if (parse_mem_range(words[0], arm, w))
+			return -1;
+		w->op = arm ? TV_MEMW_ARM : TV_MEMW_LABEL;
+		l = n == 2 ? strlen(words[1]) : 0;
+		if (l > TVP_LABEL_MAX)
+			return -1;
+		memcpy(args->mem.label, n == 2 ? words[1] : "", l);
+		w->label_len = (uint32_t)l;
+	}
+	c->op = TVP_CTL_MEM_WATCH;
+	c->arg_len = (uint16_t)(sizeof(*w) + l);
+	return 0;
+}
+
 /*
  * parse_op - OP and its n argument words into c (op, arg_len) and args;
  * cpu is --cpu's value (marker).  0, or -1: bad op or arguments.
@@ -202,6 +272,8 @@ static int parse_op(const char *op, char **words, int n, uint64_t cpu,
 			return -1;
 		c->op = TVP_CTL_FILTERS;
 		c->arg_len = sizeof(args->filter);
+	} else if (!strcmp(op, "watch") || !strcmp(op, "unwatch") || !strcmp(op, "label")) {
+		return parse_mem(op, words, n, c, args);
 	} else {
 		return -1;
 	}

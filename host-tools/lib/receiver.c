@@ -379,7 +379,8 @@ static void cb_reply(void *ctx, uint64_t session, const struct tvp_control_reply
 {
 	struct rec *r = ctx;
 	struct rec_session *s = open_session(r, session);
-	static const char *const ops[] = { "nop", "start", "stop", "filters", "marker" };
+	static const char *const ops[] = { "nop", "start", "stop", "filters", "marker",
+					   "mem-watch" };
 
 	bool ours;
 
@@ -399,7 +400,8 @@ static void cb_reply(void *ctx, uint64_t session, const struct tvp_control_reply
 			fputs("\r\033[K", stderr);
 		r->drawn = false;
 		fprintf(stderr, "tracevisor record: session %016" PRIx64 ": control %s (counter %"
-			PRIu64 ") %s%s\n", session, rep->op < 5 ? ops[rep->op] : "?", rep->counter,
+			PRIu64 ") %s%s\n", session, rep->op < sizeof(ops) / sizeof(ops[0]) ? ops[rep->op] : "?",
+			rep->counter,
 			rep->status == 0 ? "applied" : rep->status == TVP_CTL_EUNSUPPORTED ?
 			"not supported by the machine" : "refused by the machine",
 			ours ? "" : " (a command not sent by this receiver)");

@@ -25,7 +25,9 @@ local TYPES = {
 local SOURCES = { [0] = "none", [1] = "mtf", [2] = "btf", [3] = "lbr", [4] = "bts", [5] = "pt" }
 local OVERFLOW = { [0] = "stop", [1] = "overwrite" }
 local VENDORS = { [0] = "other", [1] = "intel", [2] = "amd" }
-local OPS = { [0] = "NOP", [1] = "START", [2] = "STOP", [3] = "FILTERS", [4] = "MARKER" }
+local OPS = { [0] = "NOP", [1] = "START", [2] = "STOP", [3] = "FILTERS", [4] = "MARKER",
+	[5] = "MEM_WATCH" }
+local MEMW_OPS = { [1] = "ARM", [2] = "REMOVE", [3] = "LABEL" }
 local STATUS = { [0] = "applied", [-1] = "unsupported", [-2] = "failed" }
 local REC_TYPES = {
 	[0] = "PAD", [1] = "BRANCH", [2] = "BRANCH_COMPACT", [3] = "LBR", [4] = "CR3",
@@ -133,6 +135,10 @@ local f = {
 	ctl_value = ProtoField.uint64("tracevisor.ctl.marker_value", "Marker value", base.HEX),
 	ctl_cpu = ProtoField.uint32("tracevisor.ctl.marker_cpu", "Marker CPU", base.HEX),
 	ctl_label = ProtoField.string("tracevisor.ctl.label", "Marker label"),
+	ctl_mw_op = ProtoField.uint8("tracevisor.ctl.mem_watch.op", "Watch op", base.DEC, MEMW_OPS),
+	ctl_mw_mode = ProtoField.uint8("tracevisor.ctl.mem_watch.mode", "Watch mode (1 r, 2 w, 3 rw)"),
+	ctl_mw_id = ProtoField.uint16("tracevisor.ctl.mem_watch.id", "Watch id"),
+	ctl_mw_label = ProtoField.string("tracevisor.ctl.mem_watch.label", "Watch label"),
 	ctl_tag = ProtoField.bytes("tracevisor.ctl.tag", "HMAC-SHA256 tag"),
 
 	reply_counter = ProtoField.uint64("tracevisor.reply.counter", "Counter"),
@@ -317,6 +323,13 @@ local function dissect_body(ty, tvb, tree, pinfo, len, info)
 			tree:add_le(f.ctl_value, tvb(a, 8))
 			tree:add_le(f.ctl_cpu, tvb(a + 8, 4))
 			if alen > 16 then tree:add(f.ctl_label, tvb(a + 16, alen - 16)) end
+		elseif op == 5 and alen >= 24 and a + alen <= len then
+			tree:add_le(f.ctl_lo, tvb(a, 8))
+			tree:add_le(f.ctl_hi, tvb(a + 8, 8))
+			tree:add_le(f.ctl_mw_op, tvb(a + 16, 1))
+			tree:add_le(f.ctl_mw_mode, tvb(a + 17, 1))
+			tree:add_le(f.ctl_mw_id, tvb(a + 18, 2))
+			if alen > 24 then tree:add(f.ctl_mw_label, tvb(a + 24, alen - 24)) end
 		end
 		if len >= 24 + 16 + 32 then tree:add(f.ctl_tag, tvb(len - 32, 32)) end
 		return string.format("%s, counter %s", OPS[op] or ("op " .. op), u64s(tvb, o))

@@ -17,6 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
 #include <cmocka.h>
 
 #include "host-tools/lib/dump.h"
@@ -26,6 +32,7 @@
 #include "host-tools/lib/mem.h"
 #include "host-tools/lib/stream.h"
 #include "host-tools/lib/sym.h"
+#include "net/proto.h"
 #include "tests/host/helpers.h"
 #include "tests/host/json_check.h"
 
@@ -714,6 +721,93 @@ static void test_cli(void **state)
 	free(path);
 }
 
+/* `tracevisor control watch/unwatch/label`: the datagram a machine would get. */
+static void test_control_watch(void **state)
+{
+	static const uint8_t key[4] = { 0x00, 0x11, 0x22, 0x33 };
+	static const char *const bad[] = {
+		"watch 0x2000-0x1000", "watch 0x1000-0x2000:x", "watch 0x1000", "label 0x1000-0x2000",
+		"unwatch 0", "unwatch 65536", "watch 0x1000-0x2000 a b", "label 0x1000-0x2000:r x",
+	};
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sa);
+	uint8_t b[TVP_MAX_DATAGRAM];
+	struct timeval tv = { 5, 0 };
+	struct proto_msg m;
+	char *cmd, *out;
+	ssize_t n;
+	int fd;
+
+	(void)state;
+	fd = socket(AF_INET, SOCK_DGRAM, 0);
+	assert_true(fd >= 0);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+	assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+
+	assert_true(asprintf(&cmd, "'%s' control --to 127.0.0.1:%u --session 5eed --key-hex 00112233 "
+			     "--counter 7 watch 0x10000-0x11000:w 'the buf'", th_cli(),
+			     ntohs(sa.sin_port)) > 0);
+	assert_int_equal(th_run(cmd, &out, NULL), 0);
+	assert_true(th_contains(out, "sent watch (counter 7)"));
+	free(cmd); free(out);
+	n = recv(fd, b, sizeof(b), 0);
+	assert_true(n > 0);
+	assert_int_equal(proto_decode(b, (size_t)n, &m), 0);
+	assert_int_equal(proto_control_verify(b, (size_t)n, key, sizeof(key)), 0);
+	assert_int_equal(m.session, 0x5eed);
+	assert_int_equal(m.u.control.c.counter, 7);
+	assert_int_equal(m.u.control.c.op, TVP_CTL_MEM_WATCH);
+	assert_int_equal(m.u.control.arg.mem_watch.op, TV_MEMW_ARM);
+	assert_int_equal(m.u.control.arg.mem_watch.lo, 0x10000);
+	assert_int_equal(m.u.control.arg.mem_watch.hi, 0x11000);
+	assert_int_equal(m.u.control.arg.mem_watch.mode, TV_MEMW_MODE_W);
+	assert_int_equal(m.u.control.arg.mem_watch.label_len, 7);
+	assert_memory_equal(m.u.control.label, "the buf", 7);
+
+	assert_true(asprintf(&cmd, "'%s' control --to 127.0.0.1:%u --session 5eed --key-hex 00112233 "
+			     "watch 4096-8192", th_cli(), ntohs(sa.sin_port)) > 0);
+	assert_int_equal(th_run(cmd, NULL, NULL), 0);
+	free(cmd);
+	n = recv(fd, b, sizeof(b), 0);
+	assert_int_equal(proto_decode(b, (size_t)n, &m), 0);
+	assert_int_equal(m.u.control.arg.mem_watch.mode, TV_MEMW_MODE_RW);   /* the default */
+	assert_int_equal(m.u.control.arg.mem_watch.hi, 8192);
+	assert_int_equal(m.u.control.arg.mem_watch.label_len, 0);
+
+	assert_true(asprintf(&cmd, "'%s' control --to 127.0.0.1:%u --session 5eed --key-hex 00112233 "
+			     "unwatch 3", th_cli(), ntohs(sa.sin_port)) > 0);
+	assert_int_equal(th_run(cmd, NULL, NULL), 0);
+	free(cmd);
+	n = recv(fd, b, sizeof(b), 0);
+	assert_int_equal(proto_decode(b, (size_t)n, &m), 0);
+	assert_int_equal(m.u.control.arg.mem_watch.op, TV_MEMW_REMOVE);
+	assert_int_equal(m.u.control.arg.mem_watch.id, 3);
+
+	assert_true(asprintf(&cmd, "'%s' control --to 127.0.0.1:%u --session 5eed --key-hex 00112233 "
+			     "label 0x2000-0x2040 counters", th_cli(), ntohs(sa.sin_port)) > 0);
+	assert_int_equal(th_run(cmd, NULL, NULL), 0);
+	free(cmd);
+	n = recv(fd, b, sizeof(b), 0);
+	assert_int_equal(proto_decode(b, (size_t)n, &m), 0);
+	assert_int_equal(m.u.control.arg.mem_watch.op, TV_MEMW_LABEL);
+	assert_int_equal(m.u.control.arg.mem_watch.mode, 0);
+	assert_memory_equal(m.u.control.label, "counters", 8);
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int rc;
+
+		assert_true(asprintf(&cmd, "'%s' control --to 127.0.0.1:%u --session 5eed "
+				     "--key-hex 00112233 %s", th_cli(), ntohs(sa.sin_port), bad[i]) > 0);
+		rc = th_run(cmd, NULL, NULL);
+		if (rc != 2)
+			fail_msg("'%s': exit %d, want 2", bad[i], rc);
+		free(cmd);
+	}
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -727,6 +821,7 @@ int main(void)
 		cmocka_unit_test(test_damaged_counted),
 		cmocka_unit_test(test_dump_info),
 		cmocka_unit_test(test_cli),
+		cmocka_unit_test(test_control_watch),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -124,8 +124,10 @@ static struct world {
 	unsigned hellos, heartbeats, replies;
 	struct tvp_control_reply last_reply;
 	struct tvp_hb_cpu hb[NCPU];
-	unsigned ops_start, ops_stop, ops_marker;
+	unsigned ops_start, ops_stop, ops_marker, ops_mem_watch;
 	uint64_t marker_value;
+	struct tvp_ctl_mem_watch mem_watch;   /* the last MEM_WATCH handed over */
+	char mem_label[8];
 } W;
 
 static uint64_t to_of(uint64_t seq)
@@ -285,8 +287,20 @@ static int op_marker(void *ctx, const struct tvp_ctl_marker *m, const char *labe
 	return 0;
 }
 
+/* Arms and labels what it is given; refuses to remove watch 13. */
+static int op_mem_watch(void *ctx, const struct tvp_ctl_mem_watch *w, const char *label)
+{
+	(void)ctx;
+	W.mem_watch = *w;
+	memset(W.mem_label, 0, sizeof(W.mem_label));
+	memcpy(W.mem_label, label, w->label_len < 7 ? w->label_len : 7);
+	W.ops_mem_watch++;
+	return w->op == TV_MEMW_REMOVE && w->id == 13 ? -1 : 0;
+}
+
 static const struct export_ops EX_OPS = {
 	.start = op_start, .stop = op_stop, .marker = op_marker,   /* no filters */
+	.mem_watch = op_mem_watch,
 };
 
 static void world_init(enum tv_overflow policy, uint64_t start_seq, uint64_t seed)
@@ -775,6 +789,51 @@ static void test_control(void **state)
 	world_free();
 }
 
+/* MEM_WATCH reaches the handler with its fields and label; refusals and no handler. */
+static void test_control_mem_watch(void **state)
+{
+	static const struct export_ops no_mem = { .start = op_start };
+	struct { struct tvp_ctl_mem_watch w; char label[4]; } a;
+	uint8_t b[TVP_MAX_DATAGRAM];
+	int n;
+
+	(void)state;
+	world_init(TV_OVERFLOW_STOP, 0, 11);
+	for (unsigned k = 0; k < 20; k++)
+		step();
+	memset(&a, 0, sizeof(a));
+	a.w = (struct tvp_ctl_mem_watch){ .lo = 0x10000, .hi = 0x10040, .op = TV_MEMW_ARM,
+					  .mode = TV_MEMW_MODE_W, .label_len = 4 };
+	memcpy(a.label, "jifs", 4);
+	n = build(SESSION, TVP_CTL_MEM_WATCH, &a, sizeof(a.w) + 4, KEY, b);
+	deliver_back(b, n);
+	assert_int_equal(W.ops_mem_watch, 1);
+	assert_int_equal(W.mem_watch.lo, 0x10000);
+	assert_int_equal(W.mem_watch.hi, 0x10040);
+	assert_int_equal(W.mem_watch.op, TV_MEMW_ARM);
+	assert_int_equal(W.mem_watch.mode, TV_MEMW_MODE_W);
+	assert_string_equal(W.mem_label, "jifs");
+	assert_int_equal(W.last_reply.op, TVP_CTL_MEM_WATCH);
+	assert_int_equal(W.last_reply.status, 0);
+
+	a.w = (struct tvp_ctl_mem_watch){ .op = TV_MEMW_REMOVE, .id = 13 };
+	n = build(SESSION, TVP_CTL_MEM_WATCH, &a, sizeof(a.w), KEY, b);
+	deliver_back(b, n);
+	assert_int_equal(W.ops_mem_watch, 2);
+	assert_int_equal(W.mem_watch.id, 13);
+	assert_int_equal(W.last_reply.status, TVP_CTL_EFAILED);
+
+	W.ex->cfg.ops = &no_mem;
+	a.w.id = 14;
+	n = build(SESSION, TVP_CTL_MEM_WATCH, &a, sizeof(a.w), KEY, b);
+	deliver_back(b, n);
+	assert_int_equal(W.ops_mem_watch, 2);
+	assert_int_equal(W.last_reply.status, TVP_CTL_EUNSUPPORTED);
+	assert_int_equal(W.ex->st.ctl_accepted, 3);
+	W.ex->cfg.ops = &EX_OPS;
+	world_free();
+}
+
 /* --- receiver alone ---------------------------------------------------------------------------- */
 
 static int mk_data(uint8_t *b, uint64_t first, uint16_t count, uint16_t flags)
@@ -963,6 +1022,7 @@ int main(void)
 		cmocka_unit_test(test_window_full),
 		cmocka_unit_test(test_hello_until_acked_and_heartbeat),
 		cmocka_unit_test(test_control),
+		cmocka_unit_test(test_control_mem_watch),
 		cmocka_unit_test(test_receiver_alone),
 		cmocka_unit_test(test_receiver_sessions),
 		cmocka_unit_test(test_exporter_edges),

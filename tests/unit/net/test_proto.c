@@ -437,6 +437,101 @@ static void test_control_round_trip_and_tag(void **state)
 	assert_int_equal(enc_control(b, 5, TVP_CTL_FILTERS, sizeof(f), &f), PROTO_ERR_INVAL);
 }
 
+/* MEM_WATCH: arm with a label, remove, label; every field rule refused by the decoder. */
+static void test_control_mem_watch(void **state)
+{
+	uint8_t b[TVP_MAX_DATAGRAM], raw[TVP_MAX_DATAGRAM];
+	struct { struct tvp_ctl_mem_watch w; char label[TVP_LABEL_MAX + 8]; } a;
+	struct proto_msg m;
+	/* arguments start after the header (24) and struct tvp_control (16) */
+	const size_t at = 24 + 16;
+	static const struct { size_t off; uint8_t v; } bad[] = {
+		{ 16, 0 }, { 16, 4 },          /* op */
+		{ 17, 0 }, { 17, 4 },          /* ARM's mode */
+		{ 18, 1 },                     /* ARM with an id */
+		{ 10, 0 },                     /* hi (0x1000) below lo */
+		{ 20, 6 },                     /* label_len beyond arg_len */
+	};
+	int n;
+
+	(void)state;
+	memset(&a, 0, sizeof(a));
+	a.w.lo = 0x10000;
+	a.w.hi = 0x11000;
+	a.w.op = TV_MEMW_ARM;
+	a.w.mode = TV_MEMW_MODE_RW;
+	a.w.label_len = 5;
+	memcpy(a.label, "ring0", 5);
+	n = enc_control(b, 7, TVP_CTL_MEM_WATCH, sizeof(a.w) + 5, &a);
+	assert_int_equal(n, 24 + 16 + 32 + 32);
+	assert_int_equal(proto_decode(b, (size_t)n, &m), 0);
+	assert_int_equal(proto_control_verify(b, (size_t)n, KEY, strlen(KEY)), 0);
+	assert_int_equal(m.u.control.c.op, TVP_CTL_MEM_WATCH);
+	assert_int_equal(m.u.control.arg.mem_watch.lo, 0x10000);
+	assert_int_equal(m.u.control.arg.mem_watch.hi, 0x11000);
+	assert_int_equal(m.u.control.arg.mem_watch.op, TV_MEMW_ARM);
+	assert_int_equal(m.u.control.arg.mem_watch.mode, TV_MEMW_MODE_RW);
+	assert_int_equal(m.u.control.arg.mem_watch.id, 0);
+	assert_int_equal(m.u.control.arg.mem_watch.label_len, 5);
+	assert_memory_equal(m.u.control.label, "ring0", 5);
+	/* the wire bytes: lo, hi, op, mode, id, label_len, label */
+	assert_int_equal(b[at], 0x00);
+	assert_int_equal(b[at + 2], 0x01);
+	assert_int_equal(b[at + 10], 0x01);
+	assert_int_equal(b[at + 16], TV_MEMW_ARM);
+	assert_int_equal(b[at + 17], TV_MEMW_MODE_RW);
+	assert_int_equal(b[at + 20], 5);
+	assert_memory_equal(b + at + 24, "ring0", 5);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memcpy(raw, b, (size_t)n);
+		raw[at + bad[i].off] = bad[i].v;
+		fix(raw, (size_t)n);
+		if (dec(raw, (size_t)n) != PROTO_ERR_FIELD)
+			fail_msg("bad field %zu: %d", i, dec(raw, (size_t)n));
+	}
+
+	/* REMOVE: an id, nothing else */
+	memset(&a, 0, sizeof(a));
+	a.w.op = TV_MEMW_REMOVE;
+	a.w.id = 9;
+	n = enc_control(b, 8, TVP_CTL_MEM_WATCH, sizeof(a.w), &a);
+	assert_true(n > 0);
+	assert_int_equal(proto_decode(b, (size_t)n, &m), 0);
+	assert_int_equal(m.u.control.arg.mem_watch.id, 9);
+	memcpy(raw, b, (size_t)n);
+	raw[at + 18] = 0;                      /* REMOVE of id 0 */
+	fix(raw, (size_t)n);
+	assert_int_equal(dec(raw, (size_t)n), PROTO_ERR_FIELD);
+	memcpy(raw, b, (size_t)n);
+	raw[at + 17] = 1;                      /* REMOVE with a mode */
+	fix(raw, (size_t)n);
+	assert_int_equal(dec(raw, (size_t)n), PROTO_ERR_FIELD);
+
+	/* LABEL: a range, no mode */
+	memset(&a, 0, sizeof(a));
+	a.w.op = TV_MEMW_LABEL;
+	a.w.lo = 0x2000;
+	a.w.hi = 0x2010;
+	a.w.label_len = TVP_LABEL_MAX;
+	memset(a.label, 'x', TVP_LABEL_MAX);
+	n = enc_control(b, 9, TVP_CTL_MEM_WATCH, (uint16_t)(sizeof(a.w) + TVP_LABEL_MAX), &a);
+	assert_true(n > 0);
+	assert_int_equal(proto_decode(b, (size_t)n, &m), 0);
+	assert_int_equal(m.u.control.arg.mem_watch.label_len, TVP_LABEL_MAX);
+
+	/* encoder refusals: label too long, label_len not arg_len's, bad fields */
+	a.w.label_len = TVP_LABEL_MAX + 1;
+	assert_int_equal(enc_control(b, 10, TVP_CTL_MEM_WATCH,
+				     (uint16_t)(sizeof(a.w) + TVP_LABEL_MAX + 1), &a), PROTO_ERR_INVAL);
+	a.w.label_len = 3;
+	assert_int_equal(enc_control(b, 10, TVP_CTL_MEM_WATCH, sizeof(a.w) + 4, &a),
+			 PROTO_ERR_INVAL);
+	assert_int_equal(enc_control(b, 10, TVP_CTL_MEM_WATCH, 8, &a), PROTO_ERR_INVAL);
+	a.w.mode = TV_MEMW_MODE_R;             /* LABEL with a mode */
+	assert_int_equal(enc_control(b, 10, TVP_CTL_MEM_WATCH, sizeof(a.w) + 3, &a),
+			 PROTO_ERR_INVAL);
+}
+
 /* --- malformed classes ------------------------------------------------------------ */
 
 static void test_malformed_framing(void **state)
@@ -831,6 +926,7 @@ int main(void)
 		cmocka_unit_test(test_ack_round_trip),
 		cmocka_unit_test(test_heartbeat_round_trip),
 		cmocka_unit_test(test_control_round_trip_and_tag),
+		cmocka_unit_test(test_control_mem_watch),
 		cmocka_unit_test(test_malformed_framing),
 		cmocka_unit_test(test_malformed_stream),
 		cmocka_unit_test(test_malformed_bodies),
