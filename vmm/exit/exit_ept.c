@@ -177,12 +177,12 @@ enum exit_action exit_ept_violation(struct exit_ctx *ctx)
 		log_err("ept: violation at %#llx before EPT state is known", (unsigned long long)gpa);
 		return EXIT_STOP_CPU;
 	}
+	/* A tracer's watched page, or its single step (memory-access tracing). */
+	if (hooks->ept_access && hooks->ept_access(ctx, gpa))
+		return EXIT_RESUME;
 	/* A tracer's trigger: an execute-disabled page (vmm/exit/hooks.h). */
 	if ((ctx->qualification & EPT_QUAL_FETCH) && hooks->ept_fetch &&
 	    hooks->ept_fetch(ctx->cpu, gpa, ctx->regs->rax))
-		return EXIT_RESUME;
-	/* A tracer's watched page (memory-access tracing: stepped). */
-	if (hooks->ept_access && hooks->ept_access(ctx, gpa))
 		return EXIT_RESUME;
 	/* A tracer's write-protected page (code snapshots: re-armed). */
 	if ((ctx->qualification & EPT_QUAL_WRITE) && hooks->ept_write &&

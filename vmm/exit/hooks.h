@@ -59,11 +59,13 @@ struct exit_hooks {
 	bool (*ept_fetch)(struct per_cpu *cpu, uint64_t gpa, uint64_t guest_rax);
 	/*
 	 * ept_access - any EPT violation at gpa (ctx->qualification read),
-	 * asked after ept_fetch and before ept_write: true when gpa is on a
+	 * asked first, before ept_fetch and ept_write: true when gpa is on a
 	 * page the tracer watches (memory-access tracing, vmm/trace/
-	 * memwatch.h) and the exit is dealt with (the instruction is run
-	 * once more, under the tracer's control).  Asked before ept_write so
-	 * that a page both watched and snapshotted is the watch's.
+	 * memwatch.h) or the CPU is in the tracer's single step in another
+	 * EPT view that must be brought up to date, and the exit is dealt
+	 * with (the instruction is retried).  First so that a CPU stepping
+	 * in that view never loops on other hooks' "stale TLB" answers,
+	 * which flush only the guest's own EPTP.
 	 * NULL: false (the violation goes on as before).
 	 */
 	bool (*ept_access)(struct exit_ctx *ctx, uint64_t gpa);

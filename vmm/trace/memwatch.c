@@ -897,13 +897,35 @@ bool memwatch_violation(struct exit_ctx *ctx, uint64_t gpa)
 	struct per_cpu *cpu = ctx->cpu;
 	struct mw_cpu *mc = mw_cpu_of(cpu);
 	uint64_t qual = ctx->qualification;
+	const struct mw_page *p;
 	bool window, decoded;
 	int rc;
 
 	if (!memwatch_armed())
 		return false;
 	ept_edit_lock();
-	if (!page_find(gpa & PAGE_MASK)) {
+	p = page_find(gpa & PAGE_MASK);
+	if (mc && mc->stepping) {
+		/*
+		 * In the open view: another editor changed the restricted view
+		 * (a snapshot re-armed, a page mapped) or this CPU's open-view
+		 * translations are stale.  Resynchronise and retry; anything
+		 * else is for the other hooks (they edit the restricted view,
+		 * and the retry comes back here).
+		 */
+		bool stale = !mw.open_valid || mw.open_edits != mw.ept->edits ||
+			     mc->open_seen != mw.open_version || p;
+
+		rc = stale && (!mw.open_valid || mw.open_edits != mw.ept->edits || p) ? open_sync() : 0;
+		if (stale && !rc) {
+			hw_invept(1, mw.open_eptp);
+			mc->open_seen = mw.open_version;
+		}
+		ept_edit_unlock();
+		return stale && rc == 0;
+	}
+	/* not watched; or an execute the watch left to code snapshots (their X, mode w) */
+	if (!p || ((ctx->qualification & (QUAL_READ | QUAL_WRITE)) == 0 && !(p->taken & EPT_X))) {
 		ept_edit_unlock();
 		return false;
 	}
@@ -913,16 +935,6 @@ bool memwatch_violation(struct exit_ctx *ctx, uint64_t gpa)
 			log_err("mem: cpu %u is beyond the %u CPUs memory watches step: it stops at a watched page",
 				cpu->index, MEMWATCH_MAX_CPUS);
 		return false;
-	}
-	if (mc->stepping) {
-		/* the open view lacked it: resynchronise (the step goes on) */
-		rc = open_sync();
-		if (!rc) {
-			hw_invept(1, mw.open_eptp);
-			mc->open_seen = mw.open_version;
-		}
-		ept_edit_unlock();
-		return rc == 0;
 	}
 	window = trace_cpu_active(cpu);
 	if ((qual & QUAL_LINEAR_VALID) && !(qual & QUAL_TRANSLATED)) {

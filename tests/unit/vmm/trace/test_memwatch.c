@@ -669,6 +669,25 @@ static void test_open_view_follows_other_edits(void **state)
 	assert_int_equal(rights_in(&o, 0x8000), EPT_RWX);
 	assert_int_equal(hw_fake_inv_log(0)->eptp, memwatch_open_eptp());
 	assert_int_equal(mtf(&cpu), EXIT_RESUME);
+	/* an edit while this CPU steps: its next violation in the open view resynchronises */
+	assert_int_equal(violation(&cpu, 0x8000, QUAL_R | QUAL_LIN, BUF), EXIT_RESUME);
+	assert_true(memwatch_stepping(&cpu));
+	ept_edit_lock();
+	assert_int_equal(ept_map_4k(&ept, &pool, 0x9000, 0x9000, EPT_R, MTRR_TYPE_WB), 0);
+	ept_edit_unlock();
+	assert_true(memwatch_violation(&(struct exit_ctx){ .cpu = &cpu, .regs = &regs,
+							   .qualification = QUAL_X }, 0x9000));
+	assert_int_equal(rights_in(&o, 0x9000), EPT_R);
+	assert_int_equal(hw_fake_inv_log(0)->eptp, memwatch_open_eptp());
+	/* in sync now: an unwatched page's violation is the other hooks' */
+	assert_false(memwatch_violation(&(struct exit_ctx){ .cpu = &cpu, .regs = &regs,
+							    .qualification = QUAL_X }, 0x9000));
+	assert_true(memwatch_stepping(&cpu));
+	assert_int_equal(mtf(&cpu), EXIT_RESUME);
+	/* an execute on a mode-w page whose X code snapshots took: theirs, not the watch's */
+	assert_false(memwatch_violation(&(struct exit_ctx){ .cpu = &cpu, .regs = &regs,
+							    .qualification = QUAL_X }, 0xc000));
+	assert_false(memwatch_stepping(&cpu));
 	/* the other CPU flushes its restricted view at its next entry */
 	assert_int_equal(hw_vmptrld(VMCS_B), 0);
 	exit_hooks_get()->before_entry(&cpu2, EXIT_REASON_EPT_VIOLATION);
