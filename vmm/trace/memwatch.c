@@ -804,7 +804,7 @@ static bool prepare(struct exit_ctx *ctx, struct mw_cpu *mc, uint64_t gpa, bool 
 	mc->start_rip = tg.ip;
 	mc->next_rip = tg.ip + insn.len;
 	if (tg.mode != 64)
-		mc->next_rip &= insn.opsize == 16 ? 0xffffull : 0xffffffffull;
+		mc->next_rip &= tg.mode == 16 ? 0xffffull : 0xffffffffull;
 	guest_regs_of(ctx->regs, &regs, &tg);
 	for (uint32_t i = 0; i < acc.n && mc->nops < MEMWATCH_MAX_OPS; i++) {
 		const struct x86_access *a = &acc.op[i];
