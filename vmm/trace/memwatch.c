@@ -651,6 +651,31 @@ int memwatch_hc_label(struct per_cpu *cpu, uint64_t addr, uint64_t len, uint64_t
 	return for_runs(cpu, addr, len, (mode & MEMWATCH_HC_PHYS) != 0, run_label, &a);
 }
 
+int memwatch_control(struct per_cpu *cpu, uint8_t op, uint32_t id, uint64_t lo, uint64_t hi,
+		     unsigned mode, const char *label, size_t label_len)
+{
+	int rc;
+
+	if (!memwatch_armed())
+		return TRACE_ENOSYS;
+	switch (op) {
+	case TV_MEMW_ARM:
+		id = memwatch_new_id();
+		rc = memwatch_add(cpu, id, lo, hi, mode, TV_MEMW_FROM_CONTROL, 0, 0, label, label_len);
+		return rc ? rc : (int)id;
+	case TV_MEMW_REMOVE:
+		return id && id <= 0xffffu ? memwatch_remove(cpu, id) : TRACE_EINVAL;
+	case TV_MEMW_LABEL:
+		if (lo >= hi)
+			return TRACE_EINVAL;
+		record_watch(cpu, TV_MEMW_LABEL, watch_aux(0, mode & 3u, TV_MEMW_FROM_CONTROL), lo, hi,
+			     0, 0, label, label_len);
+		return 0;
+	default:
+		return TRACE_EINVAL;
+	}
+}
+
 /* --- the step ------------------------------------------------------------------------- */
 
 /* The first watch (in table order) with the mode that covers part of [gpa, gpa + size); 0 none. */

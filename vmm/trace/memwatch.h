@@ -132,6 +132,18 @@ int memwatch_hc_label(struct per_cpu *cpu, uint64_t addr, uint64_t len, uint64_t
 		      const char *label, size_t label_len);
 
 /*
+ * memwatch_control - the receiver's CONTROL MEM_WATCH (net/proto.h struct
+ * tvp_ctl_mem_watch), on whichever CPU serves it (records go to cpu's
+ * ring; cpu may be NULL): op TV_MEMW_ARM watches guest-physical [lo, hi)
+ * with mode under a new id (returned, > 0), origin TV_MEMW_FROM_CONTROL;
+ * TV_MEMW_REMOVE removes id (0 returned); TV_MEMW_LABEL writes a LABEL
+ * record for [lo, hi) (0 returned).  Errors as memwatch_add /
+ * memwatch_remove, TRACE_EINVAL for another op.
+ */
+int memwatch_control(struct per_cpu *cpu, uint8_t op, uint32_t id, uint64_t lo, uint64_t hi,
+		     unsigned mode, const char *label, size_t label_len);
+
+/*
  * memwatch_violation - the exit hook (vmm/exit/hooks.h ept_access): an
  * EPT violation at gpa with ctx->qualification.  true when gpa is on a
  * watched page and the exit is dealt with (a step started, or a stale

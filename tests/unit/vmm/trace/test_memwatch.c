@@ -791,6 +791,32 @@ static void test_hypercall_bad_arguments(void **state)
 	assert_int_equal(regs.rcx, 3);
 }
 
+/* The receiver's CONTROL MEM_WATCH, as net.c hands it over. */
+static void test_control_arm_remove_label(void **state)
+{
+	const uint8_t *r[8];
+	const struct tv_rec_mem_watch *w;
+	int id;
+
+	(void)state;
+	id = memwatch_control(&cpu, TV_MEMW_ARM, 0, 0xd000, 0xd040, TV_MEMW_MODE_RW, "ctl", 3);
+	assert_true(id > 2);
+	assert_int_equal(rights(0xd000), 0);
+	assert_int_equal(records(&cpu, TV_REC_MEM_WATCH, r, 8), 1);
+	w = (const void *)r[0];
+	assert_int_equal(w->h.aux, (uint32_t)id | TV_MEMW_MODE_RW << 16 | TV_MEMW_FROM_CONTROL << 24);
+	assert_int_equal(memwatch_control(&cpu, TV_MEMW_REMOVE, (uint32_t)id, 0, 0, 0, NULL, 0), 0);
+	assert_int_equal(rights(0xd000), EPT_RWX);
+	assert_int_equal(memwatch_control(&cpu, TV_MEMW_REMOVE, (uint32_t)id, 0, 0, 0, NULL, 0),
+			 TRACE_EINVAL);
+	assert_int_equal(memwatch_control(&cpu, TV_MEMW_LABEL, 0, 0x8000, 0x8010, 0, "hdr", 3), 0);
+	assert_int_equal(records(&cpu, TV_REC_MEM_WATCH, r, 8), 3);
+	assert_int_equal(((const struct tv_rec_mem_watch *)(const void *)r[2])->h.info, TV_MEMW_LABEL);
+	assert_int_equal(memwatch_control(&cpu, TV_MEMW_LABEL, 0, 0x8010, 0x8010, 0, NULL, 0), TRACE_EINVAL);
+	assert_int_equal(memwatch_control(&cpu, 9, 0, 0x8000, 0x8010, 0, NULL, 0), TRACE_EINVAL);
+	assert_int_equal(memwatch_control(&cpu, TV_MEMW_ARM, 0, 0x8000, 0x8010, 0, NULL, 0), TRACE_EINVAL);
+}
+
 /* --- window edges ---------------------------------------------------------------- */
 
 static void test_window_start_announces_and_stop_counts(void **state)
@@ -913,6 +939,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_open_view_follows_other_edits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hypercall_linear_range, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hypercall_bad_arguments, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_control_arm_remove_label, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_window_start_announces_and_stop_counts, setup, teardown),
 		cmocka_unit_test(test_config_keys),
 		cmocka_unit_test(test_needs_pool),
