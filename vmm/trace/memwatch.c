@@ -773,6 +773,12 @@ static int fetch_insn(const struct trace_guest *tg, struct gmem_ctx *g, struct x
 	return rc;
 }
 
+/* The record's rip: linear (CS.base + EIP outside 64-bit mode, as the branch records). */
+static uint64_t rip_linear(const struct trace_guest *tg)
+{
+	return tg->mode == 64 ? tg->ip : (tg->cs_base + tg->ip) & 0xffffffffull;
+}
+
 /* A record the violation alone describes (the decoder could not say, or missed it). */
 static void add_fact(struct mw_cpu *mc, const struct trace_guest *tg, uint64_t gpa, uint64_t qual,
 		     uint64_t gla, bool window)
@@ -792,7 +798,7 @@ static void add_fact(struct mw_cpu *mc, const struct trace_guest *tg, uint64_t g
 	o = &mc->ops[mc->nops++];
 	memset(o, 0, sizeof(*o));
 	o->rec.tsc = tg->tsc;
-	o->rec.rip = tg->ip;
+	o->rec.rip = rip_linear(tg);
 	o->rec.cr3 = tg->cr3;
 	o->rec.gla = (qual & QUAL_LINEAR_VALID) ? gla : 0;
 	o->rec.gpa = gpa;
@@ -857,7 +863,7 @@ static bool prepare(struct exit_ctx *ctx, struct mw_cpu *mc, uint64_t gpa, bool 
 		o = &mc->ops[mc->nops++];
 		memset(o, 0, sizeof(*o));
 		o->rec.tsc = tg.tsc;
-		o->rec.rip = tg.ip;
+		o->rec.rip = rip_linear(&tg);
 		o->rec.cr3 = tg.cr3;
 		o->rec.gla = lin;
 		o->rec.gpa = pa;

@@ -409,6 +409,39 @@ static void test_load_stepped_and_recorded(void **state)
 	assert_false(memwatch_mtf(&cpu));
 }
 
+/* 32-bit protected mode without paging: CS.base + EIP is the record's rip, DS.base added. */
+static void test_protected_mode_32(void **state)
+{
+	const uint8_t *r[8];
+	const struct tv_rec_mem *m;
+
+	(void)state;
+	hw_fake_vmcs_set(VMCS_GUEST_CR0, 0x11);                /* PE, no paging */
+	hw_fake_vmcs_set(VMCS_GUEST_CR4, 0);
+	hw_fake_vmcs_set(VMCS_GUEST_IA32_EFER, 0);
+	hw_fake_vmcs_set(VMCS_ENTRY_CTLS, 0);
+	hw_fake_vmcs_set(VMCS_GUEST_CS_AR, 0xc09b);            /* D = 1 */
+	hw_fake_vmcs_set(VMCS_GUEST_SS_AR, 0xc093);
+	hw_fake_vmcs_set(VMCS_GUEST_CS_BASE, 0x1000);
+	hw_fake_vmcs_set(VMCS_GUEST_DS_BASE, 0x10);
+	hw_fake_vmcs_set(VMCS_GUEST_RIP, 0x4000);              /* linear 0x5000 */
+	code((const uint8_t[]){ 0x66, 0x89, 0x0b }, 3);        /* mov [ebx], cx */
+	regs.rbx = 0x8010;
+	regs.rcx = 0xbeef;
+	assert_int_equal(violation(&cpu, 0x8020, QUAL_W | QUAL_LIN, 0x8020), EXIT_RESUME);
+	gmem[0x8020] = 0xef;
+	gmem[0x8021] = 0xbe;
+	assert_int_equal(mtf_at(&cpu, 0x4003), EXIT_RESUME);
+	assert_int_equal(records(&cpu, TV_REC_MEM, r, 8), 1);
+	m = mem_rec(r[0]);
+	assert_int_equal(m->rip, 0x5000);
+	assert_int_equal(m->gla, 0x8020);
+	assert_int_equal(m->gpa, 0x8020);
+	assert_int_equal(m->h.info, 2);
+	assert_int_equal(m->new_val, 0xbeef);
+	assert_int_equal(m->cr3, CR3);
+}
+
 static void test_store_and_locked_rmw(void **state)
 {
 	const uint8_t *r[8];
@@ -927,6 +960,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_config_watches_restrict_the_view, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mtf_source_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_load_stepped_and_recorded, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_protected_mode_32, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_store_and_locked_rmw, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_movs_two_records_in_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stack_push_to_watched_page, setup, teardown),
