@@ -16,6 +16,7 @@
 #include "vmm/lib/log.h"
 #include "vmm/exit/pci_hide.h"
 #include "vmm/trace/engine.h"
+#include "vmm/trace/memwatch.h"
 #include "vmm/trace/stall.h"
 #include "vmm/vmx/vcpu.h"
 #include "vmm/version.h"
@@ -525,8 +526,27 @@ static int ctl_filters(void *ctx, const struct tvp_ctl_filter *in)
 	return rc ? -1 : 0;
 }
 
-/* mem_watch (CONTROL MEM_WATCH): NULL until memory tracing is wired here: the reply says unsupported. */
-static const struct export_ops res_ctl_ops = { ctl_start, ctl_stop, ctl_filters, ctl_marker, NULL };
+/*
+ * MEM_WATCH is applied at once, here on the link's CPU (memwatch_control:
+ * the EPT edit is shared, every CPU re-reads its EPT before its next
+ * entry); the watch's MEM_WATCH record goes to this CPU's ring when it
+ * traces, else nowhere.  Refused (-2) when memory tracing is off or the
+ * range, id or mode is refused.
+ */
+static int ctl_mem_watch(void *ctx, const struct tvp_ctl_mem_watch *w, const char *label)
+{
+	struct per_cpu *cpu = res.cfg->cpu < res.ncpus ? &res.cpus[res.cfg->cpu] : NULL;
+
+	(void)ctx;
+	if (cpu && !trace_cpu_ring(cpu))
+		cpu = NULL;
+	return memwatch_control(cpu, w->op, w->id, w->lo, w->hi, w->mode, label,
+				w->label_len) < 0 ? -1 : 0;
+}
+
+static const struct export_ops res_ctl_ops = {
+	ctl_start, ctl_stop, ctl_filters, ctl_marker, ctl_mem_watch,
+};
 
 /*
  * overflow = wait (vmm/trace/stall.h): a CPU whose buffer is full waits
