@@ -359,6 +359,23 @@ static int op_marker(void *ctx, const struct tvp_ctl_marker *m, const char *labe
 	return 0;
 }
 
+/*
+ * A MEM_WATCH from the receiver: CPU 0's ring gets the record the
+ * hypervisor would write (origin CONTROL; ARM under the next id).
+ */
+static int op_mem_watch(void *ctx, const struct tvp_ctl_mem_watch *w, const char *label)
+{
+	static uint32_t next_id;
+	uint32_t id = w->op == TV_MEMW_ARM ? ++next_id : w->id;
+	uint32_t aux = id | (uint32_t)w->mode << 16 | (uint32_t)TV_MEMW_FROM_CONTROL << 24;
+
+	(void)ctx;
+	trace_append_mem_watch(rings[0], now_ns(), w->op, aux, w->lo, w->hi, 0, 0, label,
+			       w->label_len);
+	ctl_applied++;
+	return 0;
+}
+
 /* ---- PT: the pattern and the producer of CPU 0's PT byte ring ---------------- */
 
 /* The PT byte at stream offset off (not a valid PT packet stream: raw bytes). */
@@ -406,7 +423,7 @@ static int cmd_send(void)
 {
 	static const struct export_ops ops = {
 		.start = op_startstop, .stop = op_startstop, .filters = op_filters,
-		.marker = op_marker,
+		.marker = op_marker, .mem_watch = op_mem_watch,
 	};
 	static struct exporter ex;
 	static struct gen g[MAX_CPUS];
