@@ -61,6 +61,16 @@ static struct {
 	uint64_t *pages[PAGE_PAGES];
 	struct trace_snap_global g;
 	uint32_t logged;            /* SNAP_LOG_* bits: each reason logged once */
+	/*
+	 * Pages left R+W+X because an instruction on them writes them (a
+	 * decompressor moving itself over its own code), under
+	 * ept_edit_lock: re-armed at the next fetch exit of another page,
+	 * so what executes there later (the kernel it decompressed) is
+	 * snapshotted again instead of decoding from the stale content.
+	 */
+	uint64_t self[TRACE_SNAP_SELF_MAX];
+	uint32_t nself;
+	uint32_t self_logged;
 	struct snap_cpu cpus[TRACE_SNAP_MAX_CPUS];
 } snap;
 
@@ -358,6 +368,37 @@ static void snapshot(struct per_cpu *cpu, struct snap_cpu *sc, uint64_t page, ui
 		hash_forget(hash);
 }
 
+/*
+ * Under ept_edit_lock: take execute away again from the self-writing
+ * pages (snap.self) other than except, so their next fetch takes a new
+ * snapshot.  Each such snapshot counts as a re-arm of its page, so a page
+ * that keeps writing itself reaches TRACE_SNAP_REARM_MAX and stays
+ * untracked for good.  true when rights changed (the caller flushes).
+ */
+static bool retrack_self(uint64_t except)
+{
+	uint32_t keep = 0;
+	bool any = false;
+
+	for (uint32_t i = 0; i < snap.nself; i++) {
+		uint64_t p = snap.self[i];
+		struct ept_leaf l;
+
+		if (p == except) {
+			snap.self[keep++] = p;
+			continue;
+		}
+		if (ept_lookup(snap.ept, p, &l) || l.level != EPT_LEVEL_PT || l.rwx != EPT_RWX)
+			continue;   /* changed since: nothing to undo */
+		if (ept_map_4k(snap.ept, snap.pool, p, l.hpa & ~0xfffull, EPT_R | EPT_W, l.memtype) == 0) {
+			snap.g.retracked++;
+			any = true;
+		}
+	}
+	snap.nself = keep;
+	return any;
+}
+
 bool trace_snap_fetch(struct per_cpu *cpu, uint64_t gpa)
 {
 	struct snap_cpu *sc = snap_cpu_of(cpu);
@@ -370,6 +411,8 @@ bool trace_snap_fetch(struct per_cpu *cpu, uint64_t gpa)
 	if (!__atomic_load_n(&snap.g.armed, __ATOMIC_ACQUIRE))
 		return false;
 	ept_edit_lock();
+	if (snap.nself && retrack_self(page))
+		changed(sc);
 	if (ept_lookup(snap.ept, page, &leaf) || !trackable(&leaf)) {
 		ept_edit_unlock();
 		return false;   /* not guest RAM the tracker took execute from */
@@ -388,12 +431,24 @@ bool trace_snap_fetch(struct per_cpu *cpu, uint64_t gpa)
 		 * The instruction at rip writes the page it runs from (or
 		 * spans): write and fetch exits would alternate for ever.
 		 */
+		bool listed = false, logit;
+
 		untrack_page(sc, page, &leaf);
+		if (snap.nself < TRACE_SNAP_SELF_MAX) {
+			snap.self[snap.nself++] = page;
+			listed = true;
+		} else {
+			snap.g.self_full++;
+		}
 		changed(sc);
+		logit = snap.self_logged < TRACE_SNAP_SELF_LOG;
+		if (logit)
+			snap.self_logged++;
 		ept_edit_unlock();
-		if (log_first(SNAP_LOG_SELF))
-			log_warn("snap: cpu %u: the instruction at %#llx writes the page %#llx it executes from: that page is left executable and writable (untracked)",
-				 cpu->index, (unsigned long long)rip, (unsigned long long)page);
+		if (logit)
+			log_info("snap: cpu %u: the instruction at %#llx writes the page %#llx it executes from: executable and writable until the next fetch exit elsewhere%s",
+				 cpu->index, (unsigned long long)rip, (unsigned long long)page,
+				 listed ? "" : " (list full: for good)");
 		return true;
 	}
 	slot = page_find(page, &fresh);
@@ -546,10 +601,11 @@ void trace_snap_window_stop(struct per_cpu *cpu)
 	if (r)
 		(void)trace_append_log(r, hw_rdtsc(), LOG_INFO, line, n);
 	log_info("%s", line);
-	log_info("snap: contents %llu of %u slots (sent again for want of a slot %llu), pages %llu of %u (no slot %llu), not recorded: %llu on CPUs without a ring, %llu unreadable; %llu pool pages left",
+	log_info("snap: contents %llu of %u slots (sent again for want of a slot %llu), pages %llu of %u (no slot %llu), not recorded: %llu on CPUs without a ring, %llu unreadable; self-writing pages re-tracked %llu, left for good %llu; %llu pool pages left",
 		 (unsigned long long)g->contents, TRACE_SNAP_HASH_SLOTS,
 		 (unsigned long long)g->hash_full, (unsigned long long)g->pages,
 		 TRACE_SNAP_PAGE_SLOTS, (unsigned long long)g->page_full,
 		 (unsigned long long)g->no_ring, (unsigned long long)g->unreadable,
+		 (unsigned long long)g->retracked, (unsigned long long)g->self_full,
 		 (unsigned long long)(snap.pool ? page_pool_avail(snap.pool) : 0));
 }

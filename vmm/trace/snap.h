@@ -71,6 +71,14 @@ struct page_pool;
  * (contents that come back are not sent again).
  */
 #define TRACE_SNAP_REARM_MAX    2000u
+/*
+ * Self-writing pages (an instruction writes the page it runs from) left
+ * executable until the next fetch exit of another page; past this many
+ * at once, for good (counted: self_full).  The first TRACE_SNAP_SELF_LOG
+ * are logged.
+ */
+#define TRACE_SNAP_SELF_MAX     32u
+#define TRACE_SNAP_SELF_LOG     16u
 /* CPUs with their own counters and EPT generation (index < this). */
 #define TRACE_SNAP_MAX_CPUS     256u
 
@@ -109,6 +117,8 @@ struct trace_snap_global {
 	uint64_t no_ring;        /* snapshots on a CPU without a ring: not recorded */
 	uint64_t unreadable;     /* pages the reader could not read: not recorded */
 	uint64_t generation;     /* EPT rights changes */
+	uint64_t retracked;      /* self-writing pages given back to the tracker */
+	uint64_t self_full;      /* self-writing pages left untracked for good (list full) */
 };
 
 /*

@@ -535,6 +535,40 @@ static void test_self_writing_instruction_untracked(void **state)
 		fail_msg("log: %s", logbuf);
 }
 
+/*
+ * A decompressor moves itself over its own code, then the code it wrote
+ * runs there: the page left RWX by the self-writing instruction is re-armed
+ * at the next fetch exit elsewhere, and its next execution is snapshotted
+ * again (with the content written meanwhile) instead of decoding from the
+ * stale one.
+ */
+static void test_self_writing_page_retracked(void **state)
+{
+	struct trace_event ev[32];
+	uint64_t snaps;
+
+	(void)state;
+	hw_fake_vmcs_set(VMCS_GUEST_RIP, 0x2ff0);
+	assert_int_equal(fetch(0x2ff0), EXIT_RESUME);
+	assert_int_equal(violation_on(&cpu, 0x2800, QUAL_W, 0), EXIT_RESUME);
+	assert_int_equal(fetch(0x2ff0), EXIT_RESUME);
+	assert_int_equal(rights(0x2000), EPT_RWX);
+	snaps = trace_snap_stats_of(&cpu)->snapshots;
+	/* another page's first fetch: 0x2000 loses execute again, keeps write */
+	hw_fake_vmcs_set(VMCS_GUEST_RIP, 0x6010);
+	assert_int_equal(fetch(0x6010), EXIT_RESUME);
+	assert_int_equal(rights(0x2000), EPT_R | EPT_W);
+	assert_int_equal(trace_snap_global()->retracked, 1);
+	/* the new code at 0x2000 runs: a new snapshot, flagged as a re-arm */
+	hw_fake_vmcs_set(VMCS_GUEST_RIP, 0x2100);
+	assert_int_equal(fetch(0x2100), EXIT_RESUME);
+	assert_int_equal(rights(0x2000), EPT_R | EPT_X);
+	assert_int_equal(trace_snap_stats_of(&cpu)->snapshots, snaps + 2);
+	assert_true(events(ev, 32) > 0);
+	assert_int_equal(trace_snap_global()->retracked, 1);
+	assert_int_equal(trace_snap_global()->self_full, 0);
+}
+
 static void test_rearm_limit(void **state)
 {
 	(void)state;
@@ -760,6 +794,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_hidden_and_mmio_never_snapshotted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_other_cpu_flushes_at_its_entry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_self_writing_instruction_untracked, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_self_writing_page_retracked, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rearm_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_window_stop_line, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wait_ring_takes_nine_records, setup_wait, teardown),
