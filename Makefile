@@ -112,6 +112,15 @@ $(BUILD)/payload.so: $(PAYLOAD_OBJS) linker.ld
 	@echo "  LD      $@"
 	$(Q)$(LD) $(EFI_LDFLAGS) $(EFI_CRT0) $(PAYLOAD_OBJS) $(EFI_LIBS) -o $@
 
+# --- guest of the memory-access tracing scenario (tests/bochs/mem-watch.sh) ---
+MEMTEST_SRCS := tests/payload/memtest.c tests/payload/mem_code.S vmm/hw/hw_x86.c
+MEMTEST_OBJS := $(patsubst %.S,$(BUILD)/efi/%.o,$(patsubst %.c,$(BUILD)/efi/%.o,$(MEMTEST_SRCS)))
+$(BUILD)/memtest.so: $(MEMTEST_OBJS) linker.ld
+	@echo "  LD      $@"
+	$(Q)$(LD) $(EFI_LDFLAGS) $(EFI_CRT0) $(MEMTEST_OBJS) $(EFI_LIBS) -o $@
+all: $(BUILD)/memtest.efi
+-include $(MEMTEST_OBJS:.o=.d)
+
 # --- guest program of the Bochs trace-hardware model test (docs/BOCHS-MODEL.md)
 LBRTEST_SRCS := tests/payload/lbrtest.c tests/payload/lbr_branches.S vmm/hw/hw_x86.c
 LBRTEST_OBJS := $(patsubst %.S,$(BUILD)/efi/%.o,$(patsubst %.c,$(BUILD)/efi/%.o,$(LBRTEST_SRCS)))
