@@ -69,6 +69,7 @@ struct mw_cpu {
 	bool mtf_was;               /* MTF was on before the step (the tracer's) */
 	bool set_sti;               /* the step set "blocking by STI" */
 	bool announced;             /* the config's watches are in this CPU's ring */
+	bool holds_lock;            /* this CPU's step holds mw.step_lock */
 	uint32_t nops;
 	/*
 	 * Where the step should end: an event delivered before the
@@ -100,6 +101,7 @@ static struct {
 	bool open_valid;
 	uint32_t open_version;      /* bumped at each sync: CPUs INVEPT the open view */
 	bool filter;                /* mem_filter = sharing */
+	uint32_t step_lock;         /* 1: a CPU is between its violation and its MTF exit */
 	struct memshare share;
 	uint32_t logged;
 	struct mw_cpu cpus[MEMWATCH_MAX_CPUS];
@@ -108,6 +110,7 @@ static struct {
 #define MW_LOG_SYNC  (1u << 0)
 #define MW_LOG_UNDEC (1u << 1)
 #define MW_LOG_CPU   (1u << 2)
+#define MW_LOG_LOCK  (1u << 3)
 
 static bool log_first(uint32_t bit)
 {
@@ -923,6 +926,48 @@ static int step_start(struct per_cpu *cpu, struct mw_cpu *mc)
 	return 0;
 }
 
+/* Is the violation the watch's: a watched page, and not an execute it left to code snapshots (mode w)? */
+static bool claims(const struct mw_page *p, uint64_t qual)
+{
+	return p && ((qual & (QUAL_READ | QUAL_WRITE)) || (p->taken & EPT_X));
+}
+
+/*
+ * The machine-wide step lock (test and test-and-set).  Bounded: a CPU
+ * whose step never ends (stopped by the panic path, the machine reset)
+ * cannot hang the others; past the bound a CPU steps without it (counted,
+ * logged once).
+ */
+#define MW_STEP_SPINS (1u << 26)
+
+static void step_lock_take(const struct per_cpu *cpu, struct mw_cpu *mc)
+{
+	for (uint32_t n = 0;; n++) {
+		if (!__atomic_load_n(&mw.step_lock, __ATOMIC_RELAXED) &&
+		    !__atomic_exchange_n(&mw.step_lock, 1, __ATOMIC_ACQUIRE)) {
+			mc->holds_lock = true;
+			return;
+		}
+		if (n == MW_STEP_SPINS) {
+			mc->holds_lock = false;
+			mc->st.lock_timeouts++;
+			if (log_first(MW_LOG_LOCK))
+				log_err("mem: cpu %u: another CPU's step did not end: stepping without the step lock (old values and order may be off; later ones counted)",
+					cpu->index);
+			return;
+		}
+		hw_pause();
+	}
+}
+
+static void step_lock_release(struct mw_cpu *mc)
+{
+	if (!mc->holds_lock)
+		return;
+	mc->holds_lock = false;
+	__atomic_store_n(&mw.step_lock, 0, __ATOMIC_RELEASE);
+}
+
 bool memwatch_violation(struct exit_ctx *ctx, uint64_t gpa)
 {
 	struct per_cpu *cpu = ctx->cpu;
@@ -955,8 +1000,7 @@ bool memwatch_violation(struct exit_ctx *ctx, uint64_t gpa)
 		ept_edit_unlock();
 		return stale && rc == 0;
 	}
-	/* not watched; or an execute the watch left to code snapshots (their X, mode w) */
-	if (!p || ((ctx->qualification & (QUAL_READ | QUAL_WRITE)) == 0 && !(p->taken & EPT_X))) {
+	if (!claims(p, qual)) {
 		ept_edit_unlock();
 		return false;
 	}
@@ -966,6 +1010,24 @@ bool memwatch_violation(struct exit_ctx *ctx, uint64_t gpa)
 			log_err("mem: cpu %u is beyond the %u CPUs memory watches step: it stops at a watched page",
 				cpu->index, MEMWATCH_MAX_CPUS);
 		return false;
+	}
+	/*
+	 * One step at a time, machine-wide: the old values read now are the
+	 * ones the instruction sees, the records' TSCs and the sharing
+	 * filter follow the order of the watched accesses.  Taken without
+	 * ept_edit_lock (the stepping CPU may need it for other exits).
+	 */
+	ept_edit_unlock();
+	step_lock_take(cpu, mc);
+	ept_edit_lock();
+	p = page_find(gpa & PAGE_MASK);
+	if (!claims(p, qual)) {
+		/* unwatched meanwhile: its rights are back, only this CPU's TLB may be stale */
+		if (!p)
+			hw_invept(1, mw.ept->eptp);
+		ept_edit_unlock();
+		step_lock_release(mc);
+		return !p;
 	}
 	window = trace_cpu_active(cpu);
 	if ((qual & QUAL_LINEAR_VALID) && !(qual & QUAL_TRANSLATED)) {
@@ -990,6 +1052,8 @@ bool memwatch_violation(struct exit_ctx *ctx, uint64_t gpa)
 		mc->st.collateral++;
 	rc = step_start(cpu, mc);
 	ept_edit_unlock();
+	if (rc)
+		step_lock_release(mc);
 	if (rc) {
 		if (log_first(MW_LOG_SYNC))
 			log_err("mem: cpu %u: the open view cannot be built (%s): watched accesses stop this CPU",
@@ -1034,7 +1098,7 @@ bool memwatch_mtf(struct per_cpu *cpu)
 			mc->nops = 0;
 		}
 	}
-	r = trace_cpu_ring(cpu);
+	/* new values and the filter in the order of the accesses: under the step lock */
 	for (uint32_t i = 0; i < mc->nops; i++) {
 		struct mw_op *o = &mc->ops[i];
 		int answer;
@@ -1045,16 +1109,25 @@ bool memwatch_mtf(struct per_cpu *cpu)
 			o->rec.new_val = read_value(o->rec.gpa, o->rec.gpa2, o->size);
 			o->aux |= TV_MEMF_NEW;
 		}
-		if (mw.filter) {
-			answer = memshare_access(&mw.share, cpu->index, o->rec.gpa,
-						 (o->aux & TV_MEMF_READ) != 0, (o->aux & TV_MEMF_WRITE) != 0);
-			if (!memshare_logs(answer)) {
-				mc->st.filtered++;
-				continue;
-			}
-			if (answer != MEMSHARE_LOG)
-				mc->st.unfiltered++;
+		if (!mw.filter)
+			continue;
+		answer = memshare_access(&mw.share, cpu->index, o->rec.gpa,
+					 (o->aux & TV_MEMF_READ) != 0, (o->aux & TV_MEMF_WRITE) != 0);
+		if (!memshare_logs(answer)) {
+			mc->st.filtered++;
+			o->record = false;
+		} else if (answer != MEMSHARE_LOG) {
+			mc->st.unfiltered++;
 		}
+	}
+	step_lock_release(mc);
+	/* the ring may wait for the receiver (overflow = wait): not under the lock */
+	r = trace_cpu_ring(cpu);
+	for (uint32_t i = 0; i < mc->nops; i++) {
+		struct mw_op *o = &mc->ops[i];
+
+		if (!o->record)
+			continue;
 		if (r && trace_append_mem(r, &o->rec, o->size, o->aux) == 0)
 			mc->st.recorded++;
 		else

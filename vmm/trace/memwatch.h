@@ -36,7 +36,10 @@
  *
  * Concurrency: the watch table, the page set and the open view change
  * under ept_edit_lock (vmm/exit/exit_ept.h); each CPU's step state is its
- * own.  Arming or removing a watch changes the restricted view: each CPU
+ * own.  Steps are serialised machine-wide by a step lock held from the
+ * violation to the MTF exit (bounded wait), so an old value read at the
+ * violation is what the instruction reads, and records' TSCs and the
+ * sharing filter follow the order of the watched accesses.  Arming or removing a watch changes the restricted view: each CPU
  * flushes its EPT translations (INVEPT single-context) before its next
  * entry when struct ept.edits moved since it last did (memwatch_before_
  * entry); a CPU that does not exit meanwhile may use a stale translation
@@ -80,6 +83,7 @@ struct memwatch_stats {
 	uint64_t unfiltered;      /* logged by the filter for want of state (table full, CPU >= 32) */
 	uint64_t walks;           /* violations by the guest's page walk (its tables are watched) */
 	uint64_t interrupted;     /* steps that ended elsewhere (an event first, a fault): records dropped */
+	uint64_t lock_timeouts;   /* steps taken without the step lock (another CPU's never ended) */
 };
 
 /* memwatch_reset - forget everything (tests; trace_engine_init). */

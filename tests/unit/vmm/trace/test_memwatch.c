@@ -620,6 +620,30 @@ static void test_step_ended_elsewhere(void **state)
 	assert_int_equal(memwatch_stats_of(&cpu)->interrupted, 1);
 }
 
+/* One step at a time: a second CPU waits for the first's MTF exit (bounded). */
+static void test_steps_serialised(void **state)
+{
+	(void)state;
+	code((const uint8_t[]){ 0x8b, 0x03 }, 2);
+	regs.rbx = BUF;
+	assert_int_equal(violation(&cpu, 0x8000, QUAL_R | QUAL_LIN, BUF), EXIT_RESUME);
+	assert_int_equal(mtf(&cpu), EXIT_RESUME);
+	/* the lock was released: the other CPU steps at once */
+	assert_int_equal(hw_vmptrld(VMCS_B), 0);
+	assert_int_equal(violation(&cpu2, 0x8000, QUAL_R | QUAL_LIN, BUF), EXIT_RESUME);
+	assert_true(memwatch_stepping(&cpu2));
+	assert_int_equal(memwatch_stats_of(&cpu2)->lock_timeouts, 0);
+	/* cpu 2 never reaches its MTF exit: cpu's next violation waits, then goes on */
+	assert_int_equal(hw_vmptrld(VMCS_A), 0);
+	assert_int_equal(violation(&cpu, 0x8000, QUAL_R | QUAL_LIN, BUF), EXIT_RESUME);
+	assert_true(memwatch_stepping(&cpu));
+	assert_int_equal(memwatch_stats_of(&cpu)->lock_timeouts, 1);
+	if (!strstr(logbuf, "another CPU's step did not end"))
+		fail_msg("log: %s", logbuf);
+	assert_int_equal(mtf(&cpu), EXIT_RESUME);
+	assert_int_equal(records(&cpu, TV_REC_MEM, (const uint8_t *[4]){ 0 }, 4), 2);
+}
+
 static void test_sti_blocking_rules(void **state)
 {
 	(void)state;
@@ -968,6 +992,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_collateral_walk_and_closed_window, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_undecoded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_step_ended_elsewhere, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_steps_serialised, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sti_blocking_rules, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sharing_filter_two_cpus, setup_sharing, teardown),
 		cmocka_unit_test_setup_teardown(test_open_view_follows_other_edits, setup, teardown),
