@@ -260,8 +260,11 @@ clean:
 
 -include $(TV_OBJS:.o=.d) $(PAYLOAD_OBJS:.o=.d) $(LBRTEST_OBJS:.o=.d)
 
-# Fuzzing, longer than the fixed-iteration run in `make unit`:
-# FUZZ_SECONDS per target (default 60).  tests/build/fuzz.sh, tests/fuzz.
+# Fuzzing at scale, beyond the short fixed run in `make unit`: every
+# target for FUZZ_RUNS_LONG executions (default 10,000,000), one at a
+# time under nice, its corpus kept in $(BUILD)/test/fuzz/corpus-TARGET;
+# FUZZ_TARGETS, FUZZ_MAX_SECONDS, FUZZ_FORK: see tests/build/fuzz.sh,
+# figures in docs/FUZZING.md.
 .PHONY: fuzz
 fuzz: fuzz-targets
 	@TV_BUILD=$(abspath $(BUILD)) bash tests/build/fuzz.sh --long

@@ -107,7 +107,7 @@ $(BUILD)/host/test_host_mem: | $(HOST_TOOL_ASAN)
 #   fuzz-targets   $(BUILD)/fuzz/fuzz_* (clang, -fsanitize=fuzzer,address,undefined)
 #                  and $(BUILD)/fuzz/seeds (writes the seed corpora)
 # tests/build/fuzz.sh runs each for FUZZ_RUNS iterations (part of `make unit`)
-# or, with --long, for FUZZ_SECONDS each (`make fuzz`).  Without clang the
+# or, with --long, for FUZZ_RUNS_LONG executions each (`make fuzz`).  Without clang the
 # targets are not built and the scenario says skip.
 FUZZ_CC ?= clang
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -I. $(HOST_TOOLS_PKG_CFLAGS) \

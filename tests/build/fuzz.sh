@@ -1,63 +1,138 @@
 #!/usr/bin/env bash
 # build/fuzz.sh - the libFuzzer targets of tests/fuzz (one per decoder and
-# file parser: .tvt reader, record-stream reader, serial TVT1 parser, x86
-# decoder, PT decode path), each started on a seed corpus written by
-# $TV_BUILD/fuzz/seeds (plus build/run's real capture and serial log when
-# they exist).  Default: FUZZ_RUNS iterations each (a few seconds, part of
-# `make unit`); --long: FUZZ_SECONDS each (`make fuzz`).  A crash, leak or
-# sanitizer report is "not ok" with the reproducer's path.
+# file parser: datagram decoding, the receiver state machine, the .tvt
+# reader and its exporters, the record-stream reader, the serial TVT1
+# parser, the x86 decoder, both PT decode paths, code snapshots, symbol
+# files), each started on its corpus (kept under $TV_BUILD/test/fuzz, it
+# grows from run to run) and a seed corpus written by $TV_BUILD/fuzz/seeds
+# (plus build/run's real capture and serial log when they exist).
+#
+#   fuzz.sh          FUZZ_RUNS executions each (default 3000, a few
+#                    seconds: part of `make unit`)
+#   fuzz.sh --long   FUZZ_RUNS_LONG executions each (default 10,000,000:
+#                    `make fuzz`), one target at a time under nice
+#
+# Knobs (environment): FUZZ_TARGETS="tvt recv ..." runs only those;
+# FUZZ_MAX_SECONDS caps each target's time (0: no cap, the default), for a
+# target too slow to reach its runs; FUZZ_FORK=N runs N libFuzzer worker
+# processes (-fork=N; 0, the default, is one in-process loop); FUZZ_NICE
+# (default 19 with --long, 0 otherwise); FUZZ_MAX_LEN (default 65536).
+#
+# Per target: one "ok"/"not ok" line with executions, exec/s, corpus size
+# and wall time; a crash, leak, timeout or sanitizer report is "not ok"
+# with the reproducer's path.  --long also appends one tab-separated line
+# per target to $TV_BUILD/test/fuzz/figures.tsv and ends with the
+# "N passed, N failed, N skipped" line of tests/run-tests.sh.
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
 TV_FAILED=0
-runs=${FUZZ_RUNS:-3000}
-secs=${FUZZ_SECONDS:-60}
 long=0
 [ "${1:-}" = --long ] && long=1
+if [ "$long" = 1 ]; then
+	runs=${FUZZ_RUNS_LONG:-10000000}
+	nice_level=${FUZZ_NICE:-19}
+else
+	runs=${FUZZ_RUNS:-3000}
+	nice_level=${FUZZ_NICE:-0}
+fi
+max_secs=${FUZZ_MAX_SECONDS:-0}
+fork=${FUZZ_FORK:-0}
+max_len=${FUZZ_MAX_LEN:-65536}
 bin=$TV_BUILD/fuzz
 work=$TV_BUILD/test/fuzz
-targets=(tvt trace_read serial x86 pt ptfast recv)
+all_targets=(tvt trace_read serial x86 pt ptfast recv proto snap syms)
+read -r -a targets <<<"${FUZZ_TARGETS:-${all_targets[*]}}"
+npass=0 nfail=0 nskip=0
+
+ok() { tv_ok "$1"; npass=$((npass + 1)); }
+fail() { tv_fail "$1" "$2"; nfail=$((nfail + 1)); }
+skip() { tv_skip "$1" "$2"; nskip=$((nskip + 1)); }
+summary() {
+	[ "$long" = 1 ] && echo "$npass passed, $nfail failed, $nskip skipped"
+}
 
 if [ ! -x "$bin/seeds" ]; then
 	for t in "${targets[@]}"; do
-		tv_skip "fuzz: $t" "$bin/fuzz_$t not built (needs clang 14 with libFuzzer: make BUILD=$TV_BUILD fuzz-targets)"
+		skip "fuzz: $t" "$bin/fuzz_$t not built (needs clang 14 with libFuzzer: make BUILD=$TV_BUILD fuzz-targets)"
 	done
+	summary
 	exit 0
 fi
 rm -rf "$work/seeds"
 mkdir -p "$work"
-"$bin/seeds" "$work/seeds" || { tv_fail "fuzz: seeds" "seeds generator failed"; exit 1; }
+"$bin/seeds" "$work/seeds" || { fail "fuzz: seeds" "seeds generator failed"; summary; exit 1; }
 # fuzz_ptfast runs on fuzz_pt's code image: the same seeds.
 rm -rf "$work/seeds/ptfast" && cp -r "$work/seeds/pt" "$work/seeds/ptfast"
 # Real inputs when a `make run` left them (small: a few KB).
 real=$TV_ROOT/build/run
-[ -f "$real/trace.tvt" ] && cp "$real/trace.tvt" "$work/seeds/tvt/make-run.tvt"
+if [ -f "$real/trace.tvt" ]; then
+	cp "$real/trace.tvt" "$work/seeds/tvt/make-run.tvt"
+	cp "$real/trace.tvt" "$work/seeds/snap/make-run.tvt"
+fi
 [ -f "$real/serial.log" ] && grep -a 'TVT1 ' "$real/serial.log" | head -40 >"$work/seeds/serial/make-run.log"
+# PE images for fuzz_syms (reader byte 3): the small payloads, when built.
+for e in payload.efi linuxload.efi; do
+	for d in "$TV_BUILD" "$TV_ROOT/build"; do
+		if [ -f "$d/$e" ]; then
+			{ printf '\003'; cat "$d/$e"; } >"$work/seeds/syms/pe-$e"
+			break
+		fi
+	done
+done
+
+# fz_stat KEY LOG - a libFuzzer final statistic (-print_final_stats=1).
+fz_stat() { sed -n "s/^stat::$1: *//p" "$2" | tail -1; }
 
 for t in "${targets[@]}"; do
 	exe=$bin/fuzz_$t
 	if [ ! -x "$exe" ]; then
-		tv_fail "fuzz: $t" "$exe missing"
+		fail "fuzz: $t" "$exe missing"
 		continue
 	fi
 	corpus=$work/corpus-$t
-	mkdir -p "$corpus" "$work/crash-$t"
-	if [ "$long" = 1 ]; then
-		limit=(-max_total_time="$secs")
-		what="$secs s"
-	else
-		limit=(-runs="$runs")
-		what="$runs runs"
-	fi
+	crash=$work/crash-$t
+	mkdir -p "$corpus" "$crash" "$work/seeds/$t"
 	log=$work/$t.log
-	# Corpus first (kept between runs, it grows), then the seeds to read.
-	if timeout $((secs + 120)) "$exe" "${limit[@]}" -max_len=65536 \
-		-artifact_prefix="$work/crash-$t/" -print_final_stats=1 \
-		"$corpus" "$work/seeds/$t" >"$log" 2>&1; then
-		execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
-		tv_ok "fuzz: $t ($what, ${execs:-?} inputs, no crash)"
+	opts=(-runs="$runs" -max_len="$max_len" -timeout=60 -rss_limit_mb=4096
+	      -artifact_prefix="$crash/" -print_final_stats=1)
+	[ "$max_secs" != 0 ] && opts+=(-max_total_time="$max_secs")
+	[ "$fork" != 0 ] && opts+=(-fork="$fork" -ignore_crashes=0)
+	# A wall-clock guard well past any cap: a hang of libFuzzer itself.
+	guard=()
+	if [ "$max_secs" != 0 ]; then
+		guard=(timeout $((max_secs + 300)))
+	elif [ "$long" = 0 ]; then
+		guard=(timeout 600)
+	fi
+	before=$(find "$crash" -type f | wc -l)
+	start=$(date +%s.%N)
+	# Corpus first (kept between runs: new inputs go there), then the seeds.
+	"${guard[@]}" nice -n "$nice_level" "$exe" "${opts[@]}" "$corpus" "$work/seeds/$t" >"$log" 2>&1
+	rc=$?
+	end=$(date +%s.%N)
+	wall=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
+	execs=$(fz_stat number_of_executed_units "$log")
+	# Fork mode prints no final statistics: the last "#N" status line.
+	[ -n "$execs" ] || execs=$(sed -n 's/^#\([0-9][0-9]*\)[[:space:]].*/\1/p' "$log" | tail -1)
+	execs=${execs:-0}
+	rate=$(awk -v n="$execs" -v s="$wall" 'BEGIN { printf "%.0f", (s > 0 ? n / s : n) }')
+	ncorp=$(find "$corpus" -type f | wc -l)
+	kb=$(find "$corpus" -type f -printf '%s\n' | awk '{ b += $1 } END { printf "%.0f", b / 1024 }')
+	after=$(find "$crash" -type f | wc -l)
+	what="$execs execs, $rate exec/s, corpus $ncorp files $kb KB, ${wall} s"
+	if [ "$rc" = 0 ] && [ "$after" = "$before" ]; then
+		crashes=0
+		ok "fuzz: $t ($what, 0 crashes)"
 	else
-		art=$(ls -t "$work/crash-$t" 2>/dev/null | head -1)
-		tv_fail "fuzz: $t ($what)" "$(grep -m1 -E 'ERROR|runtime error|deadly' "$log") reproducer: $work/crash-$t/$art (log $log)"
+		art=$(ls -t "$crash" 2>/dev/null | head -1)
+		crashes="$crash/$art"
+		fail "fuzz: $t ($what)" "$(grep -m1 -E 'ERROR|runtime error|deadly|timeout' "$log") reproducer: $crashes (rerun: $exe $crashes; log $log)"
+	fi
+	if [ "$long" = 1 ]; then
+		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$t" "$execs" "$rate" \
+			"$wall" "$ncorp" "$kb" "$crashes" "runs=$runs max_secs=$max_secs fork=$fork nice=$nice_level" \
+			>>"$work/figures.tsv"
 	fi
 done
+summary
 exit "$TV_FAILED"

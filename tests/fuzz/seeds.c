@@ -5,7 +5,7 @@
  * own writers and libipt's encoder, so the fuzzers start inside the
  * formats instead of at random bytes.
  *
- *   seeds DIR   ->  DIR/{tvt,trace_read,serial,x86,pt,recv}/NAME
+ *   seeds DIR   ->  DIR/{tvt,trace_read,serial,x86,pt,recv,proto,snap,syms}/NAME
  */
 #include <intel-pt.h>
 #include <stdio.h>
@@ -190,6 +190,157 @@ static void recv_seed(const uint8_t *recs, size_t nrec)
 	put("recv", "session", in, n);
 }
 
+/* fuzz_proto: [flags, datagram]: one of each type, CONTROL with each op. */
+static void proto_seed(const uint8_t *recs)
+{
+	static const char *const names[] = {
+		"hello", "hello-ack", "data", "pt", "ack", "heartbeat", "loss", "control-reply",
+		"control-nop", "control-start", "control-stop", "control-filters",
+		"control-marker", "control-mem-watch",
+	};
+	static const uint8_t key[] = "seed-key";
+	uint8_t b[1 + TVP_MAX_DATAGRAM], args[TVP_CTL_ARGS_MAX];
+	struct tvp_hello h = { .cpu_count = 2, .source = TV_SOURCE_PT, .tsc_hz = 1000 };
+	struct tvp_data d = { .first_seq = 0, .count = 1 };
+	struct tvp_ack a = { .cum = 3, .highest = 9, .nranges = 2 };  /* missing: [3,5) [6,8) */
+	struct tvp_range rg[2] = { { 3, 5 }, { 6, 8 } };
+	struct tvp_heartbeat hb = { .tsc = 77, .ncpus = 2 };
+	struct tvp_hb_cpu hc[2] = { { .cpu = 0, .produced = 9, .sent = 9 }, { .cpu = 1 } };
+	struct tvp_loss l = { .first_seq = 40, .count = 3, .total = 3 };
+	struct tvp_control_reply cr = { .counter = 4, .op = TVP_CTL_MARKER, .status = 0 };
+	struct tvp_control c = { .counter = 1 };
+	struct tvp_ctl_cpus cpus = { .mask = { 3 } };
+	struct tvp_ctl_filter fl = { .cpl = 9 /* TRACE_CPL_ALL */, .nranges = 1, .ranges = { { 0x1000, 0x1fff } } };
+	struct tvp_ctl_marker mk = { .value = 42, .cpu = TVP_CPU_ALL, .label_len = 5 };
+	struct tvp_ctl_mem_watch mw = { .lo = 0x10000, .hi = 0x11000, .op = TV_MEMW_ARM,
+					.mode = TV_MEMW_MODE_RW, .label_len = 3 };
+	uint8_t *o = b + 1;
+	size_t cap = TVP_MAX_DATAGRAM;
+
+	memcpy(h.machine, "seed", 4);
+	for (unsigned k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
+		int len;
+
+		c.counter = k;
+		switch (k) {
+		case 0: len = proto_encode_hello(o, cap, 0x5eed, &h); break;
+		case 1: len = proto_encode_hello_ack(o, cap, 0x5eed, 1); break;
+		case 2: len = proto_encode_data(o, cap, 0x5eed, 0, TVP_DATA_F_FIRST, &d, recs,
+						tvh_le16(recs + 2)); break;
+		case 3: len = proto_encode_pt_flags(o, cap, 0x5eed, 1, TVP_PT_F_FIRST, 0,
+						    "\x02\x82\x02\x82", 4); break;
+		case 4: len = proto_encode_ack(o, cap, 0x5eed, 0, &a, rg); break;
+		case 5: len = proto_encode_heartbeat(o, cap, 0x5eed, &hb, hc); break;
+		case 6: len = proto_encode_loss(o, cap, 0x5eed, 1, TVP_LOSS_F_FIRST, &l); break;
+		case 7: len = proto_encode_control_reply(o, cap, 0x5eed, &cr); break;
+		case 8:
+			c.op = TVP_CTL_NOP;
+			c.arg_len = 0;
+			len = proto_encode_control(o, cap, 0x5eed, &c, args, key, sizeof(key) - 1);
+			break;
+		case 9: case 10:
+			c.op = k == 9 ? TVP_CTL_START : TVP_CTL_STOP;
+			c.arg_len = sizeof(cpus);
+			memcpy(args, &cpus, sizeof(cpus));
+			len = proto_encode_control(o, cap, 0x5eed, &c, args, key, sizeof(key) - 1);
+			break;
+		case 11:
+			c.op = TVP_CTL_FILTERS;
+			c.arg_len = sizeof(fl);
+			memcpy(args, &fl, sizeof(fl));
+			len = proto_encode_control(o, cap, 0x5eed, &c, args, key, sizeof(key) - 1);
+			break;
+		case 12:
+			c.op = TVP_CTL_MARKER;
+			c.arg_len = sizeof(mk) + mk.label_len;
+			memcpy(args, &mk, sizeof(mk));
+			memcpy(args + sizeof(mk), "phase", 5);
+			len = proto_encode_control(o, cap, 0x5eed, &c, args, key, sizeof(key) - 1);
+			break;
+		default:
+			c.op = TVP_CTL_MEM_WATCH;
+			c.arg_len = sizeof(mw) + mw.label_len;
+			memcpy(args, &mw, sizeof(mw));
+			memcpy(args + sizeof(mw), "buf", 3);
+			len = proto_encode_control(o, cap, 0x5eed, &c, args, key, sizeof(key) - 1);
+			break;
+		}
+		if (len <= 0) {
+			fprintf(stderr, "seeds: proto %s: encoder error %d\n", names[k], len);
+			exit(1);
+		}
+		b[0] = 0;
+		put("proto", names[k], b, 1 + (size_t)len);
+	}
+}
+
+/* fuzz_snap: a .tvt whose CPU 0 executed one code page, sent whole (8 chunks with the right hash), and a second page whose last chunk never came. */
+static void snap_seed(void)
+{
+	static uint8_t page[TV_CODE_PAGE], recs[2 * (48 + 8 * 528)];
+	struct tvt_file_info info = { .trace_version = TV_TRACE_VERSION,
+				      .machine = "seed", .session_id = 2 };
+	struct tvt_writer w;
+	char *tvt = NULL;
+	size_t tlen = 0, n = 0;
+	FILE *f;
+
+	for (unsigned i = 0; i < TV_CODE_PAGE; i++)
+		page[i] = (uint8_t)(i % 7 == 0 ? 0xc3 : 0x90);
+	for (unsigned p = 0; p < 2; p++) {
+		uint64_t hash = tv_code_hash(page) + p;
+
+		recs[n] = TV_REC_CODE;
+		recs[n + 1] = 0;
+		tvh_put_le16(recs + n + 2, 48);
+		tvh_put_le32(recs + n + 4, 0);
+		tvh_put_le64(recs + n + 8, 1000 + p);
+		tvh_put_le64(recs + n + 16, 0x200000 + 0x1000 * p);
+		tvh_put_le64(recs + n + 24, 0xffffffff81000000ull + 0x1000 * p);
+		tvh_put_le64(recs + n + 32, 0x3000);
+		tvh_put_le64(recs + n + 40, hash);
+		n += 48;
+		for (unsigned k = 0; k < 8 - p; k++) {
+			recs[n] = TV_REC_CODE_DATA;
+			recs[n + 1] = 0;
+			tvh_put_le16(recs + n + 2, 528);
+			tvh_put_le32(recs + n + 4, k);
+			tvh_put_le64(recs + n + 8, hash);
+			memcpy(recs + n + 16, page + k * TV_CODE_CHUNK, TV_CODE_CHUNK);
+			n += 528;
+		}
+	}
+	f = open_memstream(&tvt, &tlen);
+	tvt_writer_init(&w, f, &info);
+	tvt_write_chunk(&w, 0, TVT_KIND_RECORDS, TVT_CHUNK_F_STREAM_START, 0, recs, n);
+	tvt_writer_finish(&w);
+	fclose(f);
+	/* Probes (fuzz_snap reads its last 256 bytes as cr3, ip, tsc): the page's own. */
+	put("snap", "two-pages", tvt, tlen);
+	free(tvt);
+}
+
+/* fuzz_syms: [reader, file]: /proc/kallsyms and System.map lines. */
+static void syms_seed(void)
+{
+	static const char ks[] =
+		"\0ffffffff81000000 T _text\n"
+		"ffffffff81000000 T startup_64\n"
+		"ffffffff81001000 t helper\n"
+		"ffffffff81a00000 D some_data\n"
+		"ffffffff81b00000 B bss_thing\n"
+		"ffffffff81c00000 T _etext\n"
+		"ffffffffc0000000 t mod_fn\t[e1000]\n";
+	static const char sm[] =
+		"\1ffffffff81000000 T _text\n"
+		"ffffffff81000040 T secondary_startup_64\n"
+		"ffffffff81200000 r rodata_x\n"
+		"ffffffff81c00000 T _etext\n";
+
+	put("syms", "kallsyms", ks, sizeof(ks) - 1);
+	put("syms", "system-map", sm, sizeof(sm) - 1);
+}
+
 int main(int argc, char **argv)
 {
 	static uint8_t recs[1024];
@@ -244,5 +395,8 @@ int main(int argc, char **argv)
 	}
 	pt_seed();
 	recv_seed(recs, nrec);
+	proto_seed(recs);
+	snap_seed();
+	syms_seed();
 	return 0;
 }
