@@ -332,6 +332,12 @@ static void net_for_resident(struct vmx_boot_params *p, const struct tv_config *
 	n->receiver_port = cfg->receiver_port;
 	n->keylen = cfg->control_key_len;
 	memcpy(n->key, cfg->control_key, sizeof(n->key));
+	{
+		const uint8_t *dk;
+
+		n->data_keylen = (uint8_t)config_data_key(cfg, &dk);
+		memcpy(n->data_key, dk, n->data_keylen);
+	}
 	memcpy(n->machine, cfg->machine, sizeof(n->machine));
 	n->tsc_hz = tsc_hz;
 	n->heartbeat_s = cfg->heartbeat_s;

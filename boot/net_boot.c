@@ -158,6 +158,7 @@ static void selftest(const struct tv_config *cfg, uint64_t tsc_hz, struct selfte
 	lc.receiver_port = cfg->receiver_port;
 	lc.key = cfg->control_key;
 	lc.keylen = cfg->control_key_len;
+	lc.data_keylen = config_data_key(cfg, &lc.data_key);
 	lc.machine = cfg->machine;
 	lc.source = TV_SOURCE_NONE;
 	lc.overflow = TV_OVERFLOW_STOP;

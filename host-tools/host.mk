@@ -151,7 +151,7 @@ endif
 # net/export.c, and a UDP impairment relay.  Built by `unit` (through
 # HOST_TOOL_TESTS; run-tests.sh only runs build/host/test_*).
 NET_TEST_TOOLS := $(BUILD)/tests/net/fake_sender $(BUILD)/tests/net/udp_relay
-NET_FAKE_SRCS := tests/net/fake_sender.c net/export.c net/proto.c net/sha256.c \
+NET_FAKE_SRCS := tests/net/fake_sender.c net/export.c net/proto.c net/sha256.c net/siphash.c net/dauth.c \
 	vmm/trace/ring.c vmm/trace/serial_enc.c host-tools/lib/tvt.c host-tools/lib/error.c \
 	host-tools/lib/text.c tests/host/json_check.c
 $(BUILD)/tests/net/fake_sender: $(NET_FAKE_SRCS) $(wildcard net/*.h vmm/trace/*.h vmm/trace/backend/*.h host-tools/lib/tvt.h)

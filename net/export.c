@@ -41,10 +41,42 @@ static uint64_t le64(const uint8_t *p)
 	return v;
 }
 
+/*
+ * Sealed (docs/PROTOCOL.md, "With a key"): the encoded datagram in
+ * e->dgram[0..len) gets the trailer, a HELLO its nonce first and the tag
+ * under Kh, everything else the tag under Ks.  Returns the sealed length,
+ * or PROTO_ERR_NOSPC (cannot happen: every payload was cut to fit).
+ */
+static int seal(struct exporter *e, size_t len)
+{
+	struct export_seal *a = &e->seal;
+	const uint8_t *key = a->ks;
+	int n;
+
+	if (e->dgram[5] == TVP_HELLO) {
+		if (len + DAUTH_NONCE_LEN > sizeof(e->dgram))
+			return PROTO_ERR_NOSPC;
+		memcpy(e->dgram + len, e->cfg.nonce_m, DAUTH_NONCE_LEN);
+		len += DAUTH_NONCE_LEN;
+		key = a->kh;
+	}
+	if (len + DAUTH_TRAILER_LEN > TVP_MAX_DATAGRAM)
+		return PROTO_ERR_NOSPC;
+	n = dauth_seal(e->dgram, len, sizeof(e->dgram), key, ++a->tx_pn);
+	return n > 0 ? n : PROTO_ERR_NOSPC;
+}
+
 static int tx(struct exporter *e, int len)
 {
 	if (len <= 0)
 		return len ? len : PROTO_ERR_INVAL;
+	if (e->seal.on) {
+		len = seal(e, (size_t)len);
+		if (len < 0) {
+			e->st.tx_errors++;
+			return len;
+		}
+	}
 	e->st.datagrams++;
 	if (e->cfg.send(e->cfg.send_ctx, e->dgram, (size_t)len)) {
 		/*
@@ -264,13 +296,29 @@ int export_init(struct exporter *e, const struct export_config *cfg, uint32_t nc
 {
 	if (!e || !cfg || !cfg->send || cfg->session == 0 || cfg->tsc_hz == 0 ||
 	    ncpus == 0 || ncpus > EXPORT_MAX_CPUS || cfg->keylen > EXPORT_KEY_MAX ||
-	    (!cfg->key && cfg->keylen))
+	    (!cfg->key && cfg->keylen) || cfg->data_keylen > EXPORT_KEY_MAX ||
+	    (!cfg->data_key && cfg->data_keylen))
 		return PROTO_ERR_INVAL;
 	memset(e, 0, sizeof(*e));
 	e->cfg = *cfg;
 	if (cfg->keylen)
 		memcpy(e->key, cfg->key, cfg->keylen);
 	e->cfg.key = e->key;
+	e->seal.data_max = TVP_DATA_MAX_RECORDS;
+	e->seal.pt_max = TVP_PT_MAX_PAYLOAD;
+	if (cfg->data_keylen) {
+		static const uint8_t zero[DAUTH_NONCE_LEN];
+
+		e->seal.on = true;
+		memcpy(e->seal.key, cfg->data_key, cfg->data_keylen);
+		e->seal.keylen = cfg->data_keylen;
+		/* The HELLO's key: the receiver's nonce is not known yet (zero). */
+		dauth_derive(e->seal.key, e->seal.keylen, cfg->session, cfg->nonce_m, zero,
+			     e->seal.kh);
+		e->seal.data_max = EXPORT_SEALED_DATA_MAX;
+		e->seal.pt_max = EXPORT_SEALED_PT_MAX;
+	}
+	e->cfg.data_key = e->seal.key;
 	if (!e->cfg.hello_ticks)
 		e->cfg.hello_ticks = ms_ticks(cfg->tsc_hz, EXPORT_HELLO_MS);
 	if (!e->cfg.heartbeat_ticks)
@@ -548,11 +596,11 @@ static int send_new(struct exporter *e, uint32_t cpu, uint64_t now)
 			s->pend = false;
 			return 0;
 		}
-		if (avail < TVP_DATA_MAX_RECORDS &&
+		if (avail < e->seal.data_max &&
 		    !partial_ok(e, s->nwin, &s->pend, &s->pend_since, now))
 			return 0;
 	}
-	err = trace_ring_peek(s->ring, &c, e->recs, sizeof(e->recs), &len);
+	err = trace_ring_peek(s->ring, &c, e->recs, e->seal.data_max, &len);
 	if (err == TRACE_ERR_OVERWRITTEN) {
 		detect_loss(e, cpu, now);
 		return -1;
@@ -647,15 +695,15 @@ static int send_new_pt(struct exporter *e, uint32_t cpu, uint64_t now)
 			p->pend = false;
 			return 0;
 		}
-		if (avail < TVP_PT_MAX_PAYLOAD &&
+		if (avail < e->seal.pt_max &&
 		    !partial_ok(e, p->nwin, &p->pend, &p->pend_since, now))
 			return 0;
 	}
-	n = byte_ring_peek(p->ring, p->next, e->ptbuf, sizeof(e->ptbuf));
+	n = byte_ring_peek(p->ring, p->next, e->ptbuf, e->seal.pt_max);
 	if (!n)
 		return 0;
 	p->pend = false;
-	if (n < TVP_PT_MAX_PAYLOAD)
+	if (n < e->seal.pt_max)
 		e->st.partial++;
 	w = &p->win[p->nwin++];
 	w->off = p->next;
@@ -969,6 +1017,15 @@ int export_poll(struct exporter *e, uint64_t now_tsc)
 	if (!e)
 		return PROTO_ERR_INVAL;
 	before = e->st.datagrams;
+	/*
+	 * Sealed: HELLO only until a HELLO_ACK proves the receiver has the key
+	 * and gives the session key; nothing else could be sealed before.
+	 */
+	if (e->seal.on && !e->seal.verified) {
+		if (!seq_before(now_tsc, e->next_hello))
+			send_hello(e, now_tsc);
+		return (int)(e->st.datagrams - before);
+	}
 	/* Loss detection by time needs no finer grain than an eighth of a round trip. */
 	repair_now = !e->cfg.fixed_timers && e->cc.samples &&
 		     !seq_before(now_tsc, e->cc.next_repair);
@@ -1200,6 +1257,67 @@ static int on_control(struct exporter *e, const void *dgram, size_t len,
 	return 0;
 }
 
+/*
+ * Sealed: check the trailer of p[0..len) (docs/PROTOCOL.md, "With a
+ * key").  Returns the length of the datagram inside, or an error, counted
+ * in the heartbeat's counters (ctl_malformed: no trailer; ctl_bad_auth: a
+ * wrong tag, or none to check with before the handshake; ctl_replay: a
+ * packet number seen already or too old).  The first HELLO_ACK whose tag
+ * verifies under the key derived with its nonce_r makes that the session
+ * key.  A CONTROL without a trailer goes on: `tracevisor control` has no
+ * session key, and the CONTROL's own HMAC and counter are its check.
+ */
+static int seal_open(struct exporter *e, const uint8_t *p, size_t len)
+{
+	struct export_seal *a = &e->seal;
+	size_t hl, want;
+	int n;
+
+	if (len < sizeof(struct tvp_hdr))
+		goto unsealed;
+	hl = (size_t)p[6] | (size_t)p[7] << 8;
+	if (p[5] == TVP_CONTROL && len == hl)
+		return (int)len;
+	want = hl + DAUTH_TRAILER_LEN + (p[5] == TVP_HELLO_ACK ? DAUTH_NONCE_LEN : 0);
+	if (hl < sizeof(struct tvp_hdr) || hl > TVP_MAX_DATAGRAM || len != want)
+		goto unsealed;
+	if (p[5] == TVP_HELLO_ACK && !a->verified) {
+		uint8_t ks[SIPHASH_KEY_LEN];
+
+		/* One HMAC per candidate: only for this session's id. */
+		if (le64(p + 8) != e->cfg.session) {
+			e->st.ignored++;
+			return PROTO_ERR_WRONG_SESSION;
+		}
+		dauth_derive(a->key, a->keylen, e->cfg.session, e->cfg.nonce_m, p + hl, ks);
+		n = dauth_open(p, len, ks, &a->rx, NULL);
+		if (n >= 0) {
+			memcpy(a->ks, ks, sizeof(a->ks));
+			memcpy(a->nonce_r, p + hl, DAUTH_NONCE_LEN);
+			a->verified = true;
+		}
+	} else if (!a->verified) {
+		n = DAUTH_ERR_TAG;   /* no session key yet: nothing can be checked */
+	} else {
+		n = dauth_open(p, len, a->ks, &a->rx, NULL);
+	}
+	if (n == DAUTH_ERR_REPLAY) {
+		e->st.auth_replay++;
+		e->st.ctl_replay++;
+		return PROTO_ERR_REPLAY;
+	}
+	if (n < 0) {
+		e->st.auth_bad_tag++;
+		e->st.ctl_bad_auth++;
+		return PROTO_ERR_AUTH;
+	}
+	return (int)hl;
+unsealed:
+	e->st.auth_unsealed++;
+	e->st.ctl_malformed++;
+	return PROTO_ERR_LENGTH;
+}
+
 int export_input(struct exporter *e, const void *dgram, size_t len, uint64_t now_tsc)
 {
 	struct proto_msg m;
@@ -1207,6 +1325,12 @@ int export_input(struct exporter *e, const void *dgram, size_t len, uint64_t now
 
 	if (!e || !dgram)
 		return PROTO_ERR_INVAL;
+	if (e->seal.on) {
+		err = seal_open(e, dgram, len);
+		if (err < 0)
+			return err;
+		len = (size_t)err;
+	}
 	err = proto_decode(dgram, len, &m);
 	if (err) {
 		e->st.ctl_malformed++;

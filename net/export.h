@@ -56,6 +56,17 @@
  *    EXPORT_CWND_MIN on a timeout; at most EXPORT_WINDOW_MAX datagrams.
  *    Datagrams the receiver reported holding (beyond a hole) do not
  *    count as in flight (RFC 6675's pipe).
+ * Sealed (cfg.data_key; docs/PROTOCOL.md, "With a key"): the HELLO
+ * carries cfg.nonce_m and a tag under Kh (the key, the session, nonce_m);
+ * nothing else is sent until a HELLO_ACK's tag verifies under the session
+ * key Ks derived with its nonce_r; from then on every datagram ends with
+ * a packet number and a SipHash-2-4 tag under Ks (net/dauth.h), DATA and
+ * PT carry 16 bytes less so that it still fits TVP_MAX_DATAGRAM, and
+ * every ACK, HELLO_ACK and CONTROL must carry a right tag and a packet
+ * number not seen before (dauth's window), else it is dropped and
+ * counted (export_stats).  Without a data key nothing changes: protocol
+ * version 1 byte for byte.
+ *
  * cfg.fixed_timers selects the first version's transport instead (a fixed
  * window of EXPORT_WINDOW per stream, every entry resent after
  * ack_ticks, partial datagrams at once): the tests written against it
@@ -73,7 +84,10 @@
  *   any proto_decode error: export_input's datagram was malformed (counted
  *                     in ctl_malformed)
  *   PROTO_ERR_AUTH, PROTO_ERR_WRONG_SESSION, PROTO_ERR_REPLAY: a CONTROL
- *                     was refused (counted; nothing changed)
+ *                     was refused (counted; nothing changed); sealed, also
+ *                     any datagram with a wrong data tag (AUTH) or a
+ *                     packet number seen before (REPLAY)
+ *   PROTO_ERR_LENGTH  sealed: a datagram without the trailer
  */
 #ifndef TV_NET_EXPORT_H
 #define TV_NET_EXPORT_H
@@ -82,6 +96,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "net/dauth.h"
 #include "net/proto.h"
 #include "vmm/lib/byte_ring.h"
 #include "vmm/trace/ring.h"
@@ -95,9 +110,20 @@
 #define EXPORT_CWND_MIN   2u     /* after a timeout; never below */
 #define EXPORT_LOSS_FRAC  8u     /* halve when lost * 8 > sent in a round trip */
 #define EXPORT_LOSS_SAMPLE 256u  /* ... counted over at least this many datagrams */
-#define EXPORT_KEY_MAX    64u    /* bytes of control key */
+#define EXPORT_KEY_MAX    64u    /* bytes of control key, and of data key */
 #define EXPORT_RTX_BURST  8u     /* resends per stream per export_poll on timeout */
 #define EXPORT_TX_BUDGET  64u    /* new DATA and PT datagrams per export_poll, all streams */
+
+/*
+ * Sealed (a data key): every datagram carries DAUTH_TRAILER_LEN bytes
+ * more and still fits TVP_MAX_DATAGRAM, so DATA and PT carry less.
+ */
+#define EXPORT_SEALED_DATA_MAX ((TVP_DATA_MAX_PAYLOAD - DAUTH_TRAILER_LEN) & ~(size_t)7)
+#define EXPORT_SEALED_PT_MAX   (TVP_PT_MAX_PAYLOAD - DAUTH_TRAILER_LEN)
+_Static_assert(EXPORT_SEALED_DATA_MAX >= 1024, "the largest record fits a sealed DATA datagram");
+_Static_assert(sizeof(struct tvp_hdr) + sizeof(struct tvp_heartbeat) +
+	       TVP_HB_MAX_CPUS * sizeof(struct tvp_hb_cpu) + DAUTH_TRAILER_LEN <= TVP_MAX_DATAGRAM,
+	       "a full sealed HEARTBEAT fits a datagram");
 
 /* Default timers in milliseconds (docs/PROTOCOL.md, "Timers"). */
 #define EXPORT_HELLO_MS     1000u
@@ -136,6 +162,19 @@ struct export_config {
 	bool fixed_timers;           /* the first version's transport (see above) */
 	const void *key;             /* control key (copied); keylen 0: no control */
 	size_t keylen;
+	/*
+	 * The authenticated data path (docs/PROTOCOL.md, "With a key"):
+	 * data_keylen 0: unsealed (protocol version 1 as it was); else the
+	 * pre-shared key K (copied) and this boot's random nonce_m.  Sealed,
+	 * the exporter sends HELLO only (sealed under Kh) until a HELLO_ACK
+	 * under the session key Ks verifies, then seals every datagram
+	 * (packet number + SipHash-2-4 tag) and takes only datagrams whose
+	 * tag and packet number pass (an unsealed CONTROL still passes on
+	 * its own HMAC, for `tracevisor control`).
+	 */
+	const void *data_key;
+	size_t data_keylen;
+	uint8_t nonce_m[DAUTH_NONCE_LEN];
 	struct tvp_hello hello;      /* machine metadata; hello_seq is ignored */
 	export_send_fn send;
 	void *send_ctx;
@@ -234,6 +273,13 @@ struct export_cc {
 	uint64_t timeouts, decreases;  /* counters, for the logs */
 };
 
+/*
+ * ctl_bad_auth, ctl_replay and ctl_malformed are the HEARTBEAT's counters
+ * (no layout change): sealed, they also count ACKs, HELLO_ACKs and
+ * CONTROLs with a wrong data tag (or none, or before the handshake: no
+ * key to check it with), a packet number seen already or too old, and
+ * datagrams without the trailer; auth_* split them out for the logs.
+ */
 struct export_stats {
 	uint32_t ctl_accepted, ctl_bad_auth, ctl_replay, ctl_bad_session, ctl_malformed;
 	uint32_t tx_errors;
@@ -243,6 +289,23 @@ struct export_stats {
 	uint64_t pt_gone;            /* PT resends whose bytes the ring no longer held
 				      * (another consumer took them; never expected) */
 	uint64_t partial;            /* new datagrams sent shorter than the largest */
+	uint64_t auth_bad_tag;       /* sealed: wrong tag, or no Ks yet to check one */
+	uint64_t auth_replay;        /* sealed: packet number seen already, 0 or too old */
+	uint64_t auth_unsealed;      /* sealed: no trailer (a CONTROL without one excepted) */
+};
+
+/* The sealed path's state (export_config.data_key). */
+struct export_seal {
+	bool on;                     /* a data key: seal and check */
+	bool verified;               /* a HELLO_ACK under ks verified: ks is the session key */
+	uint8_t key[EXPORT_KEY_MAX];
+	size_t keylen;
+	uint8_t kh[SIPHASH_KEY_LEN];   /* the HELLO's key (nonce_r zero) */
+	uint8_t ks[SIPHASH_KEY_LEN];   /* the session key, once verified */
+	uint8_t nonce_r[DAUTH_NONCE_LEN];  /* the receiver's, from the verified HELLO_ACK */
+	uint64_t tx_pn;              /* the last packet number sent */
+	struct dauth_window rx;      /* the receiver's packet numbers */
+	uint32_t data_max, pt_max;   /* record bytes per DATA, bytes per PT */
 };
 
 struct exporter {
@@ -259,9 +322,10 @@ struct exporter {
 	struct tvp_control_reply ctl_reply;  /* answer to ctl_last */
 	struct export_stats st;
 	struct export_cc cc;
+	struct export_seal seal;
 	struct export_stream s[EXPORT_MAX_CPUS];
 	struct export_pt_stream pt[EXPORT_MAX_CPUS];
-	uint8_t dgram[TVP_MAX_DATAGRAM];
+	uint8_t dgram[TVP_MAX_DATAGRAM + DAUTH_NONCE_LEN];  /* + a HELLO's nonce (sealed) */
 	uint8_t recs[TVP_DATA_MAX_RECORDS];
 	uint8_t ptbuf[TVP_PT_MAX_PAYLOAD];
 	struct export_win tmp[EXPORT_WINDOW_MAX + 4];  /* loss detection scratch */

@@ -46,19 +46,41 @@ static uint64_t mix64(uint64_t x)
 }
 
 /*
- * A session id per boot, never 0: the TSC (which differs from boot to
- * boot on real machines and in QEMU; Bochs is deterministic, and so is its
- * session id, which does not matter for one machine) mixed with the APIC
- * ID.  RDRAND would be better where present (docs/PROTOCOL.md); the seam
- * has no RDRAND yet.
+ * 64 random bits: RDRAND where CPUID.01H:ECX[30] says it exists (SDM 2B
+ * RDRAND: it may have none ready, so up to ten tries), else the jitter of
+ * the TSC over short pause loops, mixed (on real machines and in QEMU it
+ * differs from boot to boot; Bochs without RDRAND is deterministic, and
+ * so is this), with the APIC ID.
  */
-static uint64_t new_session(void)
+static uint64_t rand64(void)
 {
 	struct hw_cpuid_regs r;
-	uint64_t s;
+	uint64_t v, prev;
 
 	hw_cpuid(1, 0, &r);
-	s = mix64(hw_rdtsc() ^ ((uint64_t)(r.ebx >> 24) << 56));
+	if (r.ecx & (1u << 30))
+		for (int i = 0; i < 10; i++)
+			if (hw_rdrand64(&v))
+				return v;
+	v = (uint64_t)(r.ebx >> 24) << 56;
+	prev = hw_rdtsc();
+	for (unsigned i = 0; i < 64; i++) {
+		uint64_t now;
+
+		for (uint64_t k = 0; k <= (prev & 15); k++)
+			hw_pause();
+		now = hw_rdtsc();
+		v = mix64(v ^ (now - prev) ^ now);
+		prev = now;
+	}
+	return v;
+}
+
+/* A session id per boot, never 0 (docs/PROTOCOL.md, "Sessions"). */
+static uint64_t new_session(void)
+{
+	uint64_t s = rand64();
+
 	return s ? s : 1;
 }
 
@@ -153,6 +175,14 @@ int net_link_start(struct net_link *l, struct exporter *ex, const struct net_lin
 	ec.tsc_hz = c->tsc_hz;
 	ec.key = c->key;
 	ec.keylen = c->keylen;
+	ec.data_key = c->data_keylen ? c->data_key : NULL;
+	ec.data_keylen = c->data_keylen;
+	if (c->data_keylen) {
+		uint64_t a = rand64(), b = rand64();
+
+		memcpy(ec.nonce_m, &a, 8);
+		memcpy(ec.nonce_m + 8, &b, 8);
+	}
 	ec.send = link_send;
 	ec.send_ctx = l;
 	ec.ops = c->ops;
@@ -170,6 +200,11 @@ int net_link_start(struct net_link *l, struct exporter *ex, const struct net_lin
 	rc = export_init(ex, &ec, nrings, now);
 	if (rc)
 		return rc;
+	/* Say it on every boot, loudly when anyone on the LAN could forge the trace. */
+	if (c->data_keylen)
+		log_info("net: export: authenticated data path: every datagram sealed (SipHash-2-4 under a per-session key from data_key), HELLO only until the receiver proves the key (tracevisor record --auth --key)");
+	else
+		log_warn("net: export: UNAUTHENTICATED data path (protocol version 1): anyone on the receiver's network can forge or replay trace datagrams and ACKs; set data_key in tracevisor.conf (docs/CONFIG.md) and run tracevisor record --auth");
 	for (uint32_t i = 0; i < nrings; i++) {
 		if (!rings[i])
 			continue;
@@ -623,6 +658,8 @@ static int res_start(const struct hv_net *n, struct per_cpu *cpus, uint32_t ncpu
 	lc.receiver_port = n->receiver_port;
 	lc.key = n->key;
 	lc.keylen = n->keylen;
+	lc.data_key = n->data_key;
+	lc.data_keylen = n->data_keylen;
 	lc.machine = n->machine;
 	lc.caps = n->caps | (npt ? TVP_CAP_PT_STREAM : 0);
 	lc.source = ts->source;

@@ -55,6 +55,8 @@ struct net_link_cfg {
 	uint16_t receiver_port;
 	const uint8_t *key;           /* control key, keylen 0: none */
 	size_t keylen;
+	const uint8_t *data_key;      /* the data path's key, data_keylen 0: unsealed */
+	size_t data_keylen;
 	const char *machine;
 	uint32_t caps;                /* TVP_CAP_SOURCE bits (TVP_CAP_CONTROL added with a key) */
 	uint8_t source, overflow;     /* of the rings */
@@ -68,7 +70,8 @@ struct net_link_cfg {
  * net_link_start - export_init over rings[0..nrings) (NULL entries: CPUs
  * that do not trace, their streams stay unattached), HELLO from CPUID
  * (vendor, family, model, stepping), c and the rings' size; a random
- * session id.  The interface must be up (net_if_up).  now is the TSC.
+ * session id and, sealed (c->data_key), a random nonce_m (RDRAND where
+ * CPUID says so, else TSC jitter).  Logs whether the data path is sealed.  The interface must be up (net_if_up).  now is the TSC.
  * Returns 0, PROTO_ERR_INVAL (no rings, too many) or export_attach's error.
  */
 int net_link_start(struct net_link *l, struct exporter *ex, const struct net_link_cfg *c,

@@ -43,6 +43,8 @@ void config_defaults(struct tv_config *cfg)
 	cfg->net_selftest = 0;
 	cfg->net_bench = 0;
 	cfg->control_key_len = 0;
+	cfg->data_key_len = 0;
+	cfg->data_key_control = false;
 	strcpy(cfg->machine, "tracevisor");
 	cfg->poll_us = PREEMPT_POLL_US_DEFAULT;
 	cfg->pt_drain_us = CONFIG_PT_DRAIN_US_AUTO;

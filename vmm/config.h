@@ -99,6 +99,9 @@ struct tv_config {
 	uint32_t net_bench;            /* raw frames sent after the self-test, 0 = off */
 	uint8_t control_key[CONFIG_CONTROL_KEY_MAX]; /* HMAC key of CONTROL messages */
 	uint8_t control_key_len;       /* 0 = no control key: CONTROL refused */
+	uint8_t data_key[CONFIG_CONTROL_KEY_MAX]; /* the data path's key (config_data_key) */
+	uint8_t data_key_len;          /* 0 = none (unless data_key_control) */
+	bool data_key_control;         /* data_key = control: the control key seals */
 	char machine[CONFIG_MACHINE_MAX]; /* name in the HELLO and the capture's directory */
 
 	/* VMX-root polling and hidden PCI functions (docs/PCI-HIDE.md) */
@@ -148,6 +151,13 @@ uint32_t config_parse(struct tv_config *cfg, const char *text, size_t len,
 
 /* config_trace_cpu - does cfg trace the CPU with this index? */
 bool config_trace_cpu(const struct tv_config *cfg, uint32_t index);
+
+/*
+ * config_data_key - the key that seals the export's data path
+ * (docs/PROTOCOL.md, "With a key"): data_key's own, or the control key
+ * with data_key = control.  Returns its length (*key set), 0: unsealed.
+ */
+size_t config_data_key(const struct tv_config *cfg, const uint8_t **key);
 
 /*
  * The PT and BTS buffer sizes and the drain tick in force, in KiB and

@@ -30,7 +30,7 @@
 	X(wait_ms) X(stall_tsc) X(code_snapshots) X(mem_watch) X(mem_filter)  \
 	/* config_net.c */                                                     \
 	X(nic) X(net_ip) X(net_gw) X(receiver) X(net_selftest) X(net_bench)    \
-	X(control_key) X(machine)
+	X(control_key) X(data_key) X(machine)
 
 /*
  * config_key_<name> - apply the value val (non-empty, unquoted, trimmed)

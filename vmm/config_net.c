@@ -207,34 +207,78 @@ static int hex_nibble(char c)
 	return -1;
 }
 
+/* HEX: 2..128 hex digits, an even number (1..64 bytes), into key; its length or 0. */
+static size_t parse_hex_key(const char *val, uint8_t key[CONFIG_CONTROL_KEY_MAX])
+{
+	size_t n = strlen(val);
+
+	if (n < 2 || n % 2 || n > 2 * CONFIG_CONTROL_KEY_MAX)
+		return 0;
+	for (size_t i = 0; i < n; i += 2) {
+		int hi = hex_nibble(val[i]), lo = hex_nibble(val[i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return 0;
+		key[i / 2] = (uint8_t)(hi << 4 | lo);
+	}
+	return n / 2;
+}
+
 /* control_key = HEX: 2..128 hex digits, an even number (1..64 bytes). */
 int config_key_control_key(struct tv_config *cfg, const char *val, char *err, size_t errlen)
 {
 	uint8_t key[CONFIG_CONTROL_KEY_MAX];
-	size_t n = strlen(val);
+	size_t n;
 
 	if (!strcmp(val, "none")) {
 		memset(cfg->control_key, 0, sizeof(cfg->control_key));
 		cfg->control_key_len = 0;
 		return 0;
 	}
-	if (n < 2 || n % 2 || n > 2 * CONFIG_CONTROL_KEY_MAX)
-		goto bad;
-	for (size_t i = 0; i < n; i += 2) {
-		int hi = hex_nibble(val[i]), lo = hex_nibble(val[i + 1]);
-
-		if (hi < 0 || lo < 0)
-			goto bad;
-		key[i / 2] = (uint8_t)(hi << 4 | lo);
+	n = parse_hex_key(val, key);
+	if (!n) {
+		snprintf(err, errlen, "control_key must be none or 2..%d hex digits (1..%d bytes, an even count)",
+			 2 * CONFIG_CONTROL_KEY_MAX, CONFIG_CONTROL_KEY_MAX);
+		return -1;
 	}
 	memset(cfg->control_key, 0, sizeof(cfg->control_key));
-	memcpy(cfg->control_key, key, n / 2);
-	cfg->control_key_len = (uint8_t)(n / 2);
+	memcpy(cfg->control_key, key, n);
+	cfg->control_key_len = (uint8_t)n;
 	return 0;
-bad:
-	snprintf(err, errlen, "control_key must be none or 2..%d hex digits (1..%d bytes, an even count)",
-		 2 * CONFIG_CONTROL_KEY_MAX, CONFIG_CONTROL_KEY_MAX);
-	return -1;
+}
+
+/*
+ * data_key = none | control | HEX: the pre-shared key of the sealed data
+ * path (docs/PROTOCOL.md, "With a key"); control: the control key's.
+ */
+int config_key_data_key(struct tv_config *cfg, const char *val, char *err, size_t errlen)
+{
+	uint8_t key[CONFIG_CONTROL_KEY_MAX] = { 0 };
+	size_t n = 0;
+
+	if (strcmp(val, "none") && strcmp(val, "control")) {
+		n = parse_hex_key(val, key);
+		if (!n) {
+			snprintf(err, errlen, "data_key must be none, control or 2..%d hex digits (1..%d bytes, an even count)",
+				 2 * CONFIG_CONTROL_KEY_MAX, CONFIG_CONTROL_KEY_MAX);
+			return -1;
+		}
+	}
+	memset(cfg->data_key, 0, sizeof(cfg->data_key));
+	memcpy(cfg->data_key, key, n);
+	cfg->data_key_len = (uint8_t)n;
+	cfg->data_key_control = !strcmp(val, "control");
+	return 0;
+}
+
+size_t config_data_key(const struct tv_config *cfg, const uint8_t **key)
+{
+	if (cfg->data_key_control) {
+		*key = cfg->control_key;
+		return cfg->control_key_len;
+	}
+	*key = cfg->data_key;
+	return cfg->data_key_len;
 }
 
 /* machine = NAME: letters, digits, '-', '_', '.', 1..63 characters. */
@@ -276,6 +320,8 @@ void config_log_net(const struct tv_config *cfg)
 		 (cfg->receiver_ip >> 8) & 255, cfg->receiver_ip & 255, cfg->receiver_port,
 		 cfg->net_selftest, cfg->net_bench);
 	/* The key itself never goes to the log (the log travels with the trace). */
-	log_info("config: machine=%s control_key=%s", cfg->machine,
-		 cfg->control_key_len ? "set" : "none");
+	log_info("config: machine=%s control_key=%s data_key=%s", cfg->machine,
+		 cfg->control_key_len ? "set" : "none",
+		 cfg->data_key_control ? (cfg->control_key_len ? "control" : "control (none set)") :
+		 cfg->data_key_len ? "set" : "none");
 }

@@ -49,6 +49,8 @@ struct hv_net {
 	uint16_t receiver_port;
 	uint8_t keylen;               /* 0: no control key */
 	uint8_t key[64];
+	uint8_t data_keylen;          /* 0: the data path unsealed (config_data_key) */
+	uint8_t data_key[64];
 	char machine[64];
 	uint32_t caps;                /* TVP_CAP_SOURCE bits this CPU offers */
 	uint64_t tsc_hz;

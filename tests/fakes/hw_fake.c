@@ -222,6 +222,13 @@ uint64_t hw_rdtsc(void)
 	return v;
 }
 
+/* No DRNG on the host fake: callers take their fallback (and the fake stays deterministic). */
+bool hw_rdrand64(uint64_t *out)
+{
+	*out = 0;
+	return false;
+}
+
 void hw_fake_set_tsc(uint64_t value) { fk.tsc = value; }
 void hw_fake_advance_tsc(uint64_t delta) { fk.tsc += delta; }
 void hw_fake_set_tsc_step(uint64_t step) { fk.tsc_step = step; }

@@ -126,6 +126,9 @@ static struct {
 	double pause_ms;          /* pause between bursts */
 	uint8_t key[EXPORT_KEY_MAX];
 	size_t keylen;
+	uint8_t data_key[EXPORT_KEY_MAX];   /* send: seal the data path (--data-key-hex) */
+	size_t data_keylen;
+	unsigned tamper;          /* send: every Nth datagram each way also replayed, forged, unsealed */
 	uint64_t pt_bytes;        /* send, verify: PT bytes of CPU 0 (its PT stream) */
 	uint64_t pt_ring_bytes;   /* send: CPU 0's PT byte ring */
 	double linger;            /* send: seconds to go on after the last ack */
@@ -303,6 +306,43 @@ static bool drop_now(void)
 /* Payload bytes of DATA and PT datagrams handed over, and of those flagged RETRANSMIT. */
 static uint64_t tx_payload, tx_resent, tx_dropped, rx_dropped;
 
+/* --tamper: what an attacker on the path added, each way (the counts to expect). */
+static struct {
+	uint64_t n;                        /* datagrams seen, this way */
+	uint64_t replayed, forged, unsealed;
+} tamper_tx, tamper_rx;
+
+static void raw_send(int fd, const void *buf, size_t len);
+
+/*
+ * --tamper N, sealed, every Nth datagram but a HELLO: the same bytes again
+ * (a replay), a copy with a byte of its body changed and the CRC made
+ * right again (only the tag can tell), and the datagram without its
+ * trailer.  A receiver with the key must take none of them.
+ */
+static void tamper_send(int fd, const uint8_t *p, size_t len)
+{
+	uint8_t b[TVP_MAX_DATAGRAM];
+	size_t hl;
+	uint32_t crc;
+
+	if (!opt.tamper || !opt.data_keylen || p[5] == TVP_HELLO || ++tamper_tx.n % opt.tamper ||
+	    len > sizeof(b))
+		return;
+	hl = tvh_le16(p + 6);
+	raw_send(fd, p, len);
+	tamper_tx.replayed++;
+	memcpy(b, p, len);
+	b[hl - 1] ^= 0x5a;
+	memset(b + 20, 0, 4);
+	crc = proto_crc32(0, b, hl);
+	memcpy(b + 20, &crc, 4);
+	raw_send(fd, b, len);
+	tamper_tx.forged++;
+	raw_send(fd, p, hl);
+	tamper_tx.unsealed++;
+}
+
 static int net_send(void *ctx, const void *buf, size_t len)
 {
 	int fd = *(const int *)ctx;
@@ -310,8 +350,9 @@ static int net_send(void *ctx, const void *buf, size_t len)
 
 	note_tx(buf, len);
 	if (len >= 48 && (p[5] == TVP_DATA || p[5] == TVP_PT)) {
-		/* DATA: 24 bytes of its own header; PT: 16 (docs/PROTOCOL.md). */
-		uint64_t pay = len - 24 - (p[5] == TVP_DATA ? 24 : 16);
+		/* DATA: 24 bytes of its own header; PT: 16 (docs/PROTOCOL.md); sealed: the trailer. */
+		uint64_t pay = len - 24 - (p[5] == TVP_DATA ? 24 : 16) -
+			       (opt.data_keylen ? DAUTH_TRAILER_LEN : 0);
 
 		tx_payload += pay;
 		if (tvh_le16(p + 18) & TVP_DATA_F_RETRANSMIT)
@@ -329,7 +370,49 @@ static int net_send(void *ctx, const void *buf, size_t len)
 
 		poll(&pf, 1, 10);
 	}
+	tamper_send(fd, p, len);
 	return 0;
+}
+
+static void raw_send(int fd, const void *buf, size_t len)
+{
+	while (sendto(fd, buf, len, 0, (const struct sockaddr *)&opt.to, sizeof(opt.to)) != (ssize_t)len) {
+		struct pollfd pf = { .fd = fd, .events = POLLOUT };
+
+		if (errno != EAGAIN && errno != ENOBUFS)
+			return;
+		poll(&pf, 1, 10);
+	}
+}
+
+/*
+ * --tamper N on the way in: every Nth datagram from the receiver is also
+ * fed replayed, forged and unsealed (after the real one); the exporter
+ * must refuse and count each.
+ */
+static void tamper_input(struct exporter *ex, const uint8_t *p, size_t len)
+{
+	uint8_t b[TVP_MAX_DATAGRAM + 64];
+	size_t hl;
+	uint32_t crc;
+
+	if (!opt.tamper || !ex->seal.verified || len < 24 || len > sizeof(b) ||
+	    ++tamper_rx.n % opt.tamper)
+		return;
+	hl = tvh_le16(p + 6);
+	if (hl < 24 || hl >= len)
+		return;
+	if (export_input(ex, p, len, now_ns()) == PROTO_ERR_REPLAY)
+		tamper_rx.replayed++;
+	memcpy(b, p, len);
+	b[hl - 1] ^= 0x5a;
+	memset(b + 20, 0, 4);
+	crc = proto_crc32(0, b, hl);
+	memcpy(b + 20, &crc, 4);
+	if (export_input(ex, b, len, now_ns()) == PROTO_ERR_AUTH)
+		tamper_rx.forged++;
+	if (export_input(ex, p, hl, now_ns()) < 0)
+		tamper_rx.unsealed++;
 }
 
 static int op_startstop(void *ctx, const struct tvp_ctl_cpus *cpus)
@@ -444,6 +527,14 @@ static int cmd_send(void)
 	cfg.heartbeat_ticks = 100000000ull;      /* 100 ms: final counters reach the receiver */
 	cfg.key = opt.keylen ? opt.key : NULL;
 	cfg.keylen = opt.keylen;
+	if (opt.data_keylen) {
+		uint64_t a = now_ns() ^ opt.session, b = opt.seed * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
+
+		cfg.data_key = opt.data_key;
+		cfg.data_keylen = opt.data_keylen;
+		memcpy(cfg.nonce_m, &a, 8);
+		memcpy(cfg.nonce_m + 8, &b, 8);
+	}
 	cfg.hello.cpu_count = (uint16_t)opt.cpus;
 	cfg.hello.source = TV_SOURCE_MTF;
 	cfg.hello.overflow = (uint8_t)opt.overflow;
@@ -538,6 +629,7 @@ static int cmd_send(void)
 						continue;
 					}
 					export_input(&ex, buf, (size_t)n, now_ns());
+					tamper_input(&ex, buf, (size_t)n);
 				}
 				pf.revents = 0;
 				poll(&pf, 1, opt.pause_ms > 0 || done_at ? 1 : 0);
@@ -587,6 +679,13 @@ static int cmd_send(void)
 	printf("datagrams %" PRIu64 " acks %" PRIu64 " nack_ranges %" PRIu64
 	       " control_applied %" PRIu64 " ctl_bad_auth %u\n", ex.st.datagrams, ex.st.acks,
 	       ex.st.nack_ranges, ctl_applied, ex.st.ctl_bad_auth);
+	if (opt.data_keylen)
+		printf("sealed: verified %d bad_tag %" PRIu64 " replay %" PRIu64 " unsealed %" PRIu64
+		       "; tampered out replayed %" PRIu64 " forged %" PRIu64 " unsealed %" PRIu64
+		       "; tampered in replayed %" PRIu64 " forged %" PRIu64 " unsealed %" PRIu64 "\n",
+		       ex.seal.verified, ex.st.auth_bad_tag, ex.st.auth_replay, ex.st.auth_unsealed,
+		       tamper_tx.replayed, tamper_tx.forged, tamper_tx.unsealed, tamper_rx.replayed,
+		       tamper_rx.forged, tamper_rx.unsealed);
 	{
 		/* Payload delivered: every record byte and PT byte produced (all acked when done). */
 		uint64_t bytes = opt.pt_bytes ? pt_head : 0;
@@ -1238,6 +1337,7 @@ static void usage(void)
 	      "         [--cpus N] [--records N] [--ring-bytes B] [--overflow stop|overwrite]\n"
 	      "         [--seed S] [--session HEX] [--machine NAME] [--burst N] [--rate R]\n"
 	      "         [--timeout S] [--pause-ms MS] [--key-hex HEX] [--pt N]\n"
+	      "         [--data-key-hex HEX] [--tamper N]\n"
 	      "         [--pt-ring-bytes B] [--linger S] [--drop PCT] [--fixed-timers]\n"
 	      "         [--tvt FILE] [--losses FILE] [--count N] [--datagrams N]\n"
 	      "         [--attack lockout|poison|reflect|ptfd]\n", stderr);
@@ -1270,6 +1370,8 @@ int main(int argc, char **argv)
 		{ "drop", required_argument, NULL, 'X' },
 		{ "fixed-timers", no_argument, NULL, 'F' },
 		{ "attack", required_argument, NULL, 'A' },
+		{ "data-key-hex", required_argument, NULL, 'd' },
+		{ "tamper", required_argument, NULL, 'x' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *cmd;
@@ -1311,6 +1413,18 @@ int main(int argc, char **argv)
 		case 'X': opt.drop = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'F': opt.fixed_timers = true; break;
 		case 'A': opt.attack = optarg; break;
+		case 'x': opt.tamper = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'd':
+			for (opt.data_keylen = 0; optarg[2 * opt.data_keylen] &&
+			     optarg[2 * opt.data_keylen + 1] && opt.data_keylen < sizeof(opt.data_key);
+			     opt.data_keylen++) {
+				unsigned v;
+
+				if (sscanf(optarg + 2 * opt.data_keylen, "%2x", &v) != 1)
+					usage();
+				opt.data_key[opt.data_keylen] = (uint8_t)v;
+			}
+			break;
 		case 'K':
 			for (opt.keylen = 0; optarg[2 * opt.keylen] && optarg[2 * opt.keylen + 1] &&
 			     opt.keylen < sizeof(opt.key); opt.keylen++) {

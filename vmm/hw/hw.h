@@ -18,6 +18,7 @@
 #ifndef TV_HW_H
 #define TV_HW_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct hw_cpuid_regs {
@@ -33,6 +34,12 @@ struct hw_dtr {
 /* --- identification and time -------------------------------------------- */
 void hw_cpuid(uint32_t leaf, uint32_t subleaf, struct hw_cpuid_regs *out);
 uint64_t hw_rdtsc(void);
+/*
+ * hw_rdrand64 - RDRAND (SDM 2B): true with a random value in *out when
+ * the DRNG had one (CF=1), false when it had none ready (retry a few
+ * times).  Only where CPUID.01H:ECX.RDRAND[bit 30] is 1: #UD otherwise.
+ */
+bool hw_rdrand64(uint64_t *out);
 
 /* --- model-specific registers -------------------------------------------- */
 uint64_t hw_rdmsr(uint32_t msr);

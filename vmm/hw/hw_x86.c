@@ -23,6 +23,17 @@ uint64_t hw_rdtsc(void)
 	return ((uint64_t)hi << 32) | lo;
 }
 
+bool hw_rdrand64(uint64_t *out)
+{
+	uint64_t v;
+	uint8_t ok;
+
+	/* SDM 2B RDRAND: CF=1 when the value is valid, else the register is 0. */
+	__asm__ volatile("rdrand %0; setc %1" : "=r"(v), "=qm"(ok) : : "cc");
+	*out = v;
+	return ok != 0;
+}
+
 uint64_t hw_rdmsr(uint32_t msr)
 {
 	uint32_t lo, hi;

@@ -1165,6 +1165,33 @@ static void test_control_key_and_machine(void **state)
 	}
 }
 
+/* data_key: none, control (the control key seals, whichever line comes first), or its own. */
+static void test_data_key(void **state)
+{
+	const uint8_t *k = NULL;
+
+	(void)state;
+	assert_int_equal(parse(""), 0);
+	assert_int_equal(config_data_key(&cfg, &k), 0);
+	assert_int_equal(parse("control_key = 00ff7a\n"), 0);
+	assert_int_equal(config_data_key(&cfg, &k), 0);   /* a control key alone seals nothing */
+	assert_int_equal(parse("data_key = control\ncontrol_key = 00ff7a\n"), 0);
+	assert_int_equal(config_data_key(&cfg, &k), 3);
+	assert_memory_equal(k, ((uint8_t[]){ 0x00, 0xff, 0x7a }), 3);
+	assert_int_equal(parse("data_key = control\n"), 0);
+	assert_int_equal(config_data_key(&cfg, &k), 0);   /* no control key: unsealed */
+	assert_int_equal(parse("control_key = 00ff7a\ndata_key = 0102030405\n"), 0);
+	assert_int_equal(config_data_key(&cfg, &k), 5);
+	assert_memory_equal(k, ((uint8_t[]){ 1, 2, 3, 4, 5 }), 5);
+	assert_int_equal(parse("data_key = none\n"), 0);
+	assert_int_equal(config_data_key(&cfg, &k), 0);
+	assert_int_equal(parse("data_key = 012\n"), 1);
+	assert_one_error(1, "data_key must be none, control or");
+	assert_int_equal(config_data_key(&cfg, &k), 0);
+	assert_int_equal(parse("data_key = controls\n"), 1);
+	assert_one_error(1, "data_key must be");
+}
+
 static void test_poll_us_and_pci_hide(void **state)
 {
 	(void)state;
@@ -1321,6 +1348,7 @@ int main(void)
 		cmocka_unit_test(test_net_defaults_and_good_values),
 		cmocka_unit_test(test_net_bad_values),
 		cmocka_unit_test(test_control_key_and_machine),
+		cmocka_unit_test(test_data_key),
 		cmocka_unit_test(test_source_takes_exactly_the_list),
 		cmocka_unit_test(test_pmi_follows_the_list),
 	};
