@@ -302,6 +302,13 @@ static void send_ack(struct receiver *r, struct recv_session *s, uint16_t stream
 #define RECV_DATA_FULL (TVP_DATA_MAX_RECORDS - 64u)
 
 /*
+ * A PT datagram of at least this many bytes counts as full: the largest
+ * a sealed sender sends (its 16-byte trailer, net/export.h
+ * EXPORT_SEALED_PT_MAX) or more.
+ */
+#define RECV_PT_FULL (TVP_PT_MAX_PAYLOAD - 16u)
+
+/*
  * May the ACK for this in-order datagram wait (recv_set_ack_every)?
  * Not for FIRST or LOSS, not when held data was involved (it filled a
  * hole: the sender is recovering and waits for this news), not for a
@@ -313,7 +320,7 @@ static bool ack_may_wait(const struct receiver *r, uint16_t stream, const struct
 {
 	if (r->ack_every <= 1 || it->first || it->is_loss || held_before)
 		return false;
-	return is_pt(stream) ? it->len >= TVP_PT_MAX_PAYLOAD : it->len >= RECV_DATA_FULL;
+	return is_pt(stream) ? it->len >= RECV_PT_FULL : it->len >= RECV_DATA_FULL;
 }
 
 /* A DATA or LOSS for a record stream, or a PT datagram for a PT stream. */

@@ -13,7 +13,8 @@
 # The load: CPU 0's PT stream of EXPORT_BENCH_PT bytes (default 200 MB)
 # through a 4 MiB PT byte ring, and 1000 records per CPU on 2 CPUs.
 # Environment: EXPORT_BENCH_PT, EXPORT_BENCH_DROP (default 5),
-# EXPORT_BENCH_MODES (default "cc fixed"), BUILD (default build).
+# EXPORT_BENCH_MODES (default "cc fixed"; "sealed": cc on the authenticated
+# data path, a data key and `record --auth`), BUILD (default build).
 # Prints a table and "EXPORT_BENCH:" lines for machines.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -48,10 +49,15 @@ failed=0
 
 # run MODE DROP: prints "goodput_mbs resent_pct lost"
 run() {
-	local mode=$1 d=$2 log=$work/$1-$2 extra=() lost
+	local mode=$1 d=$2 log=$work/$1-$2 extra=() rextra=() lost
+	local key=5ec2e75ec2e75ec2e75ec2e75ec2e7aa
 	[ "$mode" = fixed ] && extra+=(--fixed-timers)
+	if [ "$mode" = sealed ]; then
+		extra+=(--key-hex "$key" --data-key-hex "$key")
+		rextra+=(--auth --key-hex "$key")
+	fi
 	port=$((port + 1))
-	"$build/tracevisor" record -l "127.0.0.1:$port" -o "$out" -q >"$log.rec" 2>&1 &
+	"$build/tracevisor" record -l "127.0.0.1:$port" -o "$out" -q "${rextra[@]}" >"$log.rec" 2>&1 &
 	rec_pid=$!
 	sleep 0.3
 	timeout 300 "$build/tests/net/fake_sender" send --to "127.0.0.1:$port" --cpus 2 \
@@ -83,5 +89,8 @@ for mode in $modes; do
 	awk -v m="$mode" -v a="${good[$mode-0]:-0}" -v b="${good[$mode-$drop]:-0}" -v d="$drop" \
 		'BEGIN { printf "EXPORT_BENCH: mode=%s drop%d_vs_clean=%.2f\n", m, d, (a > 0 ? b / a : 0) }' >>"$work/machine"
 done
+[ -n "${good[sealed-0]:-}" ] && [ -n "${good[cc-0]:-}" ] &&
+	awk -v a="${good[cc-0]}" -v b="${good[sealed-0]}" \
+		'BEGIN { printf "EXPORT_BENCH: sealed_vs_cc=%.3f\n", (a > 0 ? b / a : 0) }' >>"$work/machine"
 cat "$work/machine"
 exit "$failed"
