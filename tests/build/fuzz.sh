@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # build/fuzz.sh - the libFuzzer targets of tests/fuzz (one per decoder and
 # file parser: datagram decoding, the receiver state machine, the .tvt
-# reader and its exporters, the record-stream reader, the serial TVT1
-# parser, the x86 decoder, both PT decode paths, code snapshots, symbol
-# files), each started on its corpus (kept under $TV_BUILD/test/fuzz, it
-# grows from run to run) and a seed corpus written by $TV_BUILD/fuzz/seeds
-# (plus build/run's real capture and serial log when they exist).
+# reader and every command's walk over it, the record-stream reader, the
+# serial TVT1 parser, the x86 decoder, both PT decode paths, code
+# snapshots, symbol files), each started on its corpus (kept under
+# $TV_BUILD/test/fuzz, it grows from run to run) and a seed corpus written
+# by $TV_BUILD/fuzz/seeds (plus build/run's real capture and serial log
+# when they exist).
 #
 #   fuzz.sh          FUZZ_RUNS executions each (default 3000, a few
 #                    seconds: part of `make unit`)
@@ -40,7 +41,7 @@ fork=${FUZZ_FORK:-0}
 max_len=${FUZZ_MAX_LEN:-65536}
 bin=$TV_BUILD/fuzz
 work=$TV_BUILD/test/fuzz
-all_targets=(tvt trace_read serial x86 pt ptfast recv proto snap syms)
+all_targets=(tvt tvt_cmds trace_read serial x86 pt ptfast recv proto snap syms)
 read -r -a targets <<<"${FUZZ_TARGETS:-${all_targets[*]}}"
 npass=0 nfail=0 nskip=0
 
@@ -61,13 +62,17 @@ fi
 rm -rf "$work/seeds"
 mkdir -p "$work"
 "$bin/seeds" "$work/seeds" || { fail "fuzz: seeds" "seeds generator failed"; summary; exit 1; }
-# fuzz_ptfast runs on fuzz_pt's code image: the same seeds.
+# fuzz_ptfast runs on fuzz_pt's code image: the same seeds; fuzz_tvt_cmds
+# reads what fuzz_tvt and fuzz_snap read.
 rm -rf "$work/seeds/ptfast" && cp -r "$work/seeds/pt" "$work/seeds/ptfast"
+rm -rf "$work/seeds/tvt_cmds" && mkdir -p "$work/seeds/tvt_cmds" &&
+	cp "$work/seeds/tvt/"* "$work/seeds/snap/"* "$work/seeds/tvt_cmds/"
 # Real inputs when a `make run` left them (small: a few KB).
 real=$TV_ROOT/build/run
 if [ -f "$real/trace.tvt" ]; then
 	cp "$real/trace.tvt" "$work/seeds/tvt/make-run.tvt"
 	cp "$real/trace.tvt" "$work/seeds/snap/make-run.tvt"
+	cp "$real/trace.tvt" "$work/seeds/tvt_cmds/make-run.tvt"
 fi
 [ -f "$real/serial.log" ] && grep -a 'TVT1 ' "$real/serial.log" | head -40 >"$work/seeds/serial/make-run.log"
 # PE images for fuzz_syms (reader byte 3): the small payloads, when built.
