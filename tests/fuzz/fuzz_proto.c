@@ -11,11 +11,18 @@
  * so that mutations get past them to the body checks), the datagram.
  * A decoded message must stay inside the datagram: its variable parts
  * (records, PT bytes, label, tag) are checked against the buffer.
+ * Flag bit 1 instead drives the sealed data path (net/dauth.c): the bytes
+ * opened as a sealed datagram as they are, then a sequence of packet
+ * numbers taken from them, each sealed, maybe damaged, and opened
+ * against one replay window, checked against a model of the window
+ * (taken once, never 0, never older than DAUTH_WINDOW below the top; a
+ * damaged one refused without moving the window).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "host-tools/lib/le.h"
+#include "net/dauth.h"
 #include "net/proto.h"
 
 static void inside(const void *p, size_t n, const uint8_t *buf, size_t len)
@@ -81,6 +88,77 @@ static void control_round_trip(const struct proto_msg *m, const uint8_t *buf, si
 		abort();
 }
 
+/* The window's model: the packet numbers taken, and the highest. */
+struct fz_model {
+	uint64_t taken[512];
+	unsigned n;
+	uint64_t top;
+};
+
+static bool model_taken(const struct fz_model *md, uint64_t pn)
+{
+	for (unsigned i = 0; i < md->n; i++)
+		if (md->taken[i] == pn)
+			return true;
+	return false;
+}
+
+static void sealed_path(const uint8_t *data, size_t size)
+{
+	static const uint8_t ks[SIPHASH_KEY_LEN] = "fuzz-session-ks";
+	static uint8_t sealed[64 + DAUTH_TRAILER_LEN];
+	static struct fz_model md;
+	struct dauth_window w = { 0 }, before;
+	size_t body = size < 64 ? size : 64;
+	uint64_t pn;
+
+	/* As they are: any bytes, any length (a forgery is refused, 2^-64 aside). */
+	dauth_open(data, size, ks, &w, &pn);
+	memset(&w, 0, sizeof(w));
+	md.n = 0;
+	md.top = 0;
+	for (size_t off = 0; off + 3 <= size && md.n < 512; off += 3) {
+		uint8_t op = data[off];
+		uint16_t v = tvh_le16(data + off + 1);
+		bool want;
+		int n;
+
+		if (op & 0x40)
+			pn = (uint64_t)v << 40;                  /* a jump past the window */
+		else if (op & 0x80)
+			pn = v;                                  /* absolute, small */
+		else
+			pn = md.top + (uint64_t)(int64_t)(int16_t)v; /* near the top */
+		memcpy(sealed, data, body);
+		n = dauth_seal(sealed, body, sizeof(sealed), ks, pn);
+		if (n != (int)(body + DAUTH_TRAILER_LEN))
+			abort();
+		if (op & 0x20) {
+			/* Damaged: refused as a forgery, the window untouched. */
+			sealed[op % (size_t)n] ^= (uint8_t)(1u << (op & 7)) | 1;
+			before = w;
+			if (dauth_open(sealed, (size_t)n, ks, &w, NULL) != DAUTH_ERR_TAG ||
+			    memcmp(&before, &w, sizeof(w)))
+				abort();
+			continue;
+		}
+		want = pn != 0 && !(md.top >= DAUTH_WINDOW && pn <= md.top - DAUTH_WINDOW) &&
+		       !model_taken(&md, pn);
+		{
+			uint64_t got_pn = 0;
+			int r = dauth_open(sealed, (size_t)n, ks, &w, &got_pn);
+
+			if (want ? r != (int)body || got_pn != pn : r != DAUTH_ERR_REPLAY)
+				abort();
+		}
+		if (want) {
+			md.taken[md.n++] = pn;
+			if (pn > md.top)
+				md.top = pn;
+		}
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -91,6 +169,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 1)
 		return 0;
+	if (data[0] & 2) {
+		sealed_path(data + 1, size - 1);
+		return 0;
+	}
 	len = size - 1;
 	if (len > sizeof(buf))
 		len = sizeof(buf);

@@ -190,7 +190,7 @@ static void recv_seed(const uint8_t *recs, size_t nrec)
 	put("recv", "session", in, n);
 }
 
-/* fuzz_proto: [flags, datagram]: one of each type, CONTROL with each op. */
+/* fuzz_proto: [flags, datagram]: one of each type, CONTROL with each op; a sealed-path sequence. */
 static void proto_seed(const uint8_t *recs)
 {
 	static const char *const names[] = {
@@ -271,6 +271,16 @@ static void proto_seed(const uint8_t *recs)
 		}
 		b[0] = 0;
 		put("proto", names[k], b, 1 + (size_t)len);
+	}
+	{
+		/* Flag 2: the sealed path's packet numbers [op, v16]: 1, 1 again,
+		 * 5, a damaged one, a jump of 2^40, one just below the top. */
+		static const uint8_t sealed[] = {
+			2, 0x80, 1, 0, 0x80, 1, 0, 0x80, 5, 0, 0x20 | 3, 7, 0,
+			0x40, 1, 0, 0, 0xff, 0xff,
+		};
+
+		put("proto", "sealed-window", sealed, sizeof(sealed));
 	}
 }
 
