@@ -309,7 +309,8 @@ static uint64_t tx_payload, tx_resent, tx_dropped, rx_dropped;
 /* --tamper: what an attacker on the path added, each way (the counts to expect). */
 static struct {
 	uint64_t n;                        /* datagrams seen, this way */
-	uint64_t replayed, forged, unsealed;
+	uint64_t tries;                    /* datagrams tampered with */
+	uint64_t replayed, forged, unsealed;   /* in: of them refused as such */
 } tamper_tx, tamper_rx;
 
 static void raw_send(int fd, const void *buf, size_t len);
@@ -402,6 +403,7 @@ static void tamper_input(struct exporter *ex, const uint8_t *p, size_t len)
 	hl = tvh_le16(p + 6);
 	if (hl < 24 || hl >= len)
 		return;
+	tamper_rx.tries++;
 	if (export_input(ex, p, len, now_ns()) == PROTO_ERR_REPLAY)
 		tamper_rx.replayed++;
 	memcpy(b, p, len);
@@ -682,9 +684,11 @@ static int cmd_send(void)
 	if (opt.data_keylen)
 		printf("sealed: verified %d bad_tag %" PRIu64 " replay %" PRIu64 " unsealed %" PRIu64
 		       "; tampered out replayed %" PRIu64 " forged %" PRIu64 " unsealed %" PRIu64
-		       "; tampered in replayed %" PRIu64 " forged %" PRIu64 " unsealed %" PRIu64 "\n",
+		       "; tampered in %" PRIu64 ": refused replayed %" PRIu64 " forged %" PRIu64
+		       " unsealed %" PRIu64 "\n",
 		       ex.seal.verified, ex.st.auth_bad_tag, ex.st.auth_replay, ex.st.auth_unsealed,
-		       tamper_tx.replayed, tamper_tx.forged, tamper_tx.unsealed, tamper_rx.replayed,
+		       tamper_tx.replayed, tamper_tx.forged, tamper_tx.unsealed, tamper_rx.tries,
+		       tamper_rx.replayed,
 		       tamper_rx.forged, tamper_rx.unsealed);
 	{
 		/* Payload delivered: every record byte and PT byte produced (all acked when done). */
