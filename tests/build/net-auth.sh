@@ -8,7 +8,8 @@
 # Every record and PT byte arrives once, in order, byte for byte; the
 # receiver counts exactly what was added (replayed, bad-tag, unsealed) and
 # the machine exactly what was added on its side; nothing else changed.
-# A machine with another key, and one unsealed, open no session at all.
+# A machine with another key, and one unsealed, open no session at all;
+# `tracevisor control` (unsealed, its HMAC) still steers a sealed machine.
 set -uo pipefail
 . "$(dirname "$0")/../net/lib.sh"
 net_enter "$@"
@@ -34,6 +35,19 @@ wrc=$?
 timeout 20 "$TV_FAKE" send --to "127.0.0.1:$port" --cpus 1 --records 100 --session 5eed00000000bad2 \
 	--timeout 1.5 >"$NET_WORK/plain.log" 2>&1
 prc=$?
+# A sealed machine steered by `tracevisor control` from elsewhere: its CONTROL
+# has no trailer (no session key there), its HMAC is the check; the reply
+# goes sealed to the receiver.
+cargs=(--cpus 2 --records 45000 --seed 22 --session 5eed00000000c7a1 --rate 15000)
+net_bg timeout 60 "$TV_FAKE" send --to "127.0.0.1:$port" "${cargs[@]}" --key-hex "$key" \
+	--data-key-hex "$key" >"$NET_WORK/ctl-send.log" 2>&1
+csender=$NET_LAST
+cdir=$NET_WORK/out/fake-5eed00000000c7a1
+for _ in $(seq 100); do [ -s "$cdir/meta.json" ] && break; sleep 0.1; done
+"$TV_REC" control --capture "$cdir" --key-hex "$key" marker 0x5ea1 "sealed machine" \
+	>"$NET_WORK/control.log" 2>&1
+crc=$?
+net_wait_pid "$csender" 60
 kill -INT "$NET_REC_PID"
 net_wait_pid "$NET_REC_PID" 30
 drops=$(( $(net_udp_drops) - drops0 ))
@@ -85,5 +99,14 @@ if [ "$wrc" != 0 ] && grep -q '^sealed: verified 0 ' "$NET_WORK/wrong.log" && [ 
 	tv_ok "$T: a machine with another key, and an unsealed one, open no session"
 else
 	tv_fail "$T: another key or no key opens no session" "exit $wrc/$prc; $(ls "$NET_WORK/out" | tr '\n' ' ')"
+fi
+"$TV_REC" dump "$cdir/trace.tvt" >"$NET_WORK/ctl-dump.log" 2>&1
+if [ "$crc" = 0 ] && grep -q 'control_applied 1 ctl_bad_auth 0$' "$NET_WORK/ctl-send.log" &&
+	grep -q '^done' "$NET_WORK/ctl-send.log" &&
+	grep -q 'control marker (counter [0-9]*) applied' "$NET_WORK/rec.log.err" &&
+	[ "$(grep -c 'MARKER.*0x5ea1.*sealed machine' "$NET_WORK/ctl-dump.log")" = 2 ]; then
+	tv_ok "$T: tracevisor control (unsealed, its HMAC) steers a sealed machine; the sealed reply reaches record"
+else
+	tv_fail "$T: tracevisor control steers a sealed machine" "exit $crc: $(grep -E '^(datagrams|done|timeout)' "$NET_WORK/ctl-send.log" | tr '\n' ';') $(grep -c 'MARKER.*0x5ea1' "$NET_WORK/ctl-dump.log") markers"
 fi
 exit 0
