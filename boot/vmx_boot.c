@@ -501,7 +501,7 @@ static int setup_trace(struct boot_region *b, const struct vmx_boot_params *p, U
 
 		for (UINTN i = 0; i < ncpu; i++)
 			rings[i] = trace_cpu_ring(&b->cpus[i]);
-		images_record(rings, ncpu);
+		images_record(rings, ncpu, &b->bi->boot_images);
 		log_info("vmx: %llu KiB trace ring per CPU (source %u, overflow %s)",
 			 (unsigned long long)p->trace.ring_kb, p->trace.source,
 			 p->trace.overflow == TV_OVERFLOW_STOP ? "stop" :

@@ -7,6 +7,7 @@
 #include "vmm/exit/exit_io.h"
 #include "vmm/hw/hw.h"
 #include "vmm/trace/engine.h"
+#include "vmm/trace/images.h"
 #include "vmm/trace/poweroff.h"
 #include "vmm/trace/serial_export.h"
 #include "vmm/trace/snap.h"
@@ -143,6 +144,7 @@ void hv_init(const struct hv_boot_info *bi)
 		pci_cfg_latch_init(bi->pci_latch);
 	preempt_hook_install(&bi->poll);
 	trace_engine_init(&bi->trace, hv_read_phys, NULL, hv_trace_window);
+	trace_images_init(&hv.boot_images, hv.efi_system_table);   /* grown by the rescans */
 	trace_trigger_arm(bi->ept, bi->pool);
 	trace_snap_arm(bi->ept, bi->pool);   /* after the trigger: it finds its page executable */
 	hv_net_on = false;

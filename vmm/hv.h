@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "vmm/vmx/ept.h"
+#include "vmm/lib/efi_images.h"
 #include "vmm/lib/log.h"
 #include "vmm/lib/page_pool.h"
 #include "vmm/exit/pci_hide.h"
@@ -110,6 +111,7 @@ struct hv_boot_info {
 	struct hv_net net;
 	const struct hv_net_ops *net_ops; /* in the resident copy, or NULL */
 	uint64_t efi_system_table;     /* physical; 0: none (the ACPI power-off port, exit_io.h) */
+	struct efi_img_seen boot_images; /* images_record's, for the ExitBootServices rescan */
 };
 
 /* The resident copy's view of the above, set by hv_init(). */

@@ -12,8 +12,6 @@
 #include "vmm/lib/pe_debug.h"
 
 #define PE_DEBUG_DIR         6
-#define PE_DEBUG_ENTRY_SIZE  28
-#define PE_DEBUG_CODEVIEW    2
 
 static uint32_t rd16(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8; }
 static uint32_t rd32(const uint8_t *p) { return rd16(p) | rd16(p + 2) << 16; }
@@ -57,57 +55,91 @@ int pe_image_size(const uint8_t *hdr, size_t size, uint32_t *image_size)
 	return *image_size ? 0 : PE_ERR_FORMAT;
 }
 
-int pe_codeview_path(const uint8_t *image, size_t size, const char **path, size_t *len)
+int pe_debug_dir(const uint8_t *hdr, size_t size, uint32_t *rva, uint32_t *bytes)
 {
-	uint64_t opt, dirs, ndirs, dbg, dbg_size;
+	uint64_t opt, dirs, ndirs;
 
-	if (!image || !path || !len)
+	if (!hdr || !rva || !bytes)
 		return PE_ERR_ARG;
-	opt = optional_header(image, size);
+	opt = optional_header(hdr, size);
 	if (!opt)
 		return PE_ERR_FORMAT;
-	switch (rd16(image + opt)) {
+	switch (rd16(hdr + opt)) {
 	case 0x10b: dirs = opt + 96; break;
 	case 0x20b: dirs = opt + 112; break;
 	default: return PE_ERR_FORMAT;
 	}
 	if (!fits(size, dirs - 4, 4))
 		return PE_ERR_FORMAT;
-	ndirs = rd32(image + dirs - 4);
+	ndirs = rd32(hdr + dirs - 4);
 	if (ndirs <= PE_DEBUG_DIR)
 		return PE_ERR_NONE;
 	if (!fits(size, dirs + 8 * PE_DEBUG_DIR, 8))
 		return PE_ERR_FORMAT;
-	dbg = rd32(image + dirs + 8 * PE_DEBUG_DIR);
-	dbg_size = rd32(image + dirs + 8 * PE_DEBUG_DIR + 4);
-	if (!dbg || !dbg_size)
+	*rva = rd32(hdr + dirs + 8 * PE_DEBUG_DIR);
+	*bytes = rd32(hdr + dirs + 8 * PE_DEBUG_DIR + 4);
+	return *rva && *bytes ? 0 : PE_ERR_NONE;
+}
+
+int pe_debug_entry(const uint8_t *e, uint32_t *type, uint32_t *rva, uint32_t *bytes)
+{
+	if (!e || !type || !rva || !bytes)
+		return PE_ERR_ARG;
+	*type = rd32(e + 12);
+	*bytes = rd32(e + 16);
+	*rva = rd32(e + 20);
+	return 0;
+}
+
+int pe_codeview_record(const uint8_t *rec, size_t n, const char **path, size_t *len)
+{
+	size_t skip, max, l = 0;
+	const char *s;
+
+	if (!rec || !path || !len)
+		return PE_ERR_ARG;
+	if (n < 4)
 		return PE_ERR_NONE;
+	if (memcmp(rec, "RSDS", 4) == 0)
+		skip = 24;   /* signature, GUID, age */
+	else if (memcmp(rec, "NB10", 4) == 0)
+		skip = 16;   /* signature, offset, timestamp, age */
+	else
+		return PE_ERR_NONE;
+	if (n <= skip)
+		return PE_ERR_NONE;
+	s = (const char *)rec + skip;
+	max = n - skip;
+	while (l < max && s[l])
+		l++;
+	if (l == max || l == 0)
+		return PE_ERR_NONE;   /* not terminated inside the record, or empty */
+	*path = s;
+	*len = l;
+	return 0;
+}
+
+int pe_codeview_path(const uint8_t *image, size_t size, const char **path, size_t *len)
+{
+	uint32_t dbg, dbg_size;
+	int rc;
+
+	if (!image || !path || !len)
+		return PE_ERR_ARG;
+	rc = pe_debug_dir(image, size, &dbg, &dbg_size);
+	if (rc)
+		return rc;
 	if (!fits(size, dbg, dbg_size))
 		return PE_ERR_FORMAT;
-	for (uint64_t e = dbg; e + PE_DEBUG_ENTRY_SIZE <= dbg + dbg_size; e += PE_DEBUG_ENTRY_SIZE) {
-		uint64_t data = rd32(image + e + 20), n = rd32(image + e + 16), skip;
-		const char *s;
-		size_t max, l = 0;
+	for (uint64_t e = dbg; e + PE_DEBUG_ENTRY_SIZE <= (uint64_t)dbg + dbg_size;
+	     e += PE_DEBUG_ENTRY_SIZE) {
+		uint32_t type, data, n;
 
-		if (rd32(image + e + 12) != PE_DEBUG_CODEVIEW || !data || !fits(size, data, n) || n < 4)
+		pe_debug_entry(image + e, &type, &data, &n);
+		if (type != PE_DEBUG_CODEVIEW || !data || !fits(size, data, n))
 			continue;
-		if (memcmp(image + data, "RSDS", 4) == 0)
-			skip = 24;   /* signature, GUID, age */
-		else if (memcmp(image + data, "NB10", 4) == 0)
-			skip = 16;   /* signature, offset, timestamp, age */
-		else
-			continue;
-		if (n <= skip)
-			continue;
-		s = (const char *)image + data + skip;
-		max = (size_t)(n - skip);
-		while (l < max && s[l])
-			l++;
-		if (l == max || l == 0)
-			continue;   /* not terminated inside the record, or empty */
-		*path = s;
-		*len = l;
-		return 0;
+		if (pe_codeview_record(image + data, n, path, len) == 0)
+			return 0;
 	}
 	return PE_ERR_NONE;
 }

@@ -38,6 +38,32 @@ int pe_codeview_path(const uint8_t *image, size_t size, const char **path, size_
  */
 int pe_image_size(const uint8_t *hdr, size_t size, uint32_t *image_size);
 
+/*
+ * The same parse in pieces, for a caller that cannot map the whole image
+ * (vmm/lib/efi_images.c copies each piece out of guest memory through a
+ * reader):
+ *
+ * pe_debug_dir - the debug directory's RVA and size (data directory 6)
+ * from the headers at hdr[0..size).  0, PE_ERR_ARG, PE_ERR_FORMAT, or
+ * PE_ERR_NONE (no debug directory, or an empty one).
+ */
+#define PE_DEBUG_ENTRY_SIZE  28   /* one IMAGE_DEBUG_DIRECTORY entry */
+#define PE_DEBUG_CODEVIEW    2    /* IMAGE_DEBUG_TYPE_CODEVIEW */
+int pe_debug_dir(const uint8_t *hdr, size_t size, uint32_t *rva, uint32_t *bytes);
+
+/*
+ * pe_debug_entry - Type, AddressOfRawData (an RVA) and SizeOfData of the
+ * PE_DEBUG_ENTRY_SIZE bytes at e.  0 or PE_ERR_ARG.
+ */
+int pe_debug_entry(const uint8_t *e, uint32_t *type, uint32_t *rva, uint32_t *bytes);
+
+/*
+ * pe_codeview_record - the path in one CodeView record rec[0..n) ("RSDS"
+ * or "NB10", the path NUL-terminated inside it): *path points into rec.
+ * 0, PE_ERR_ARG, or PE_ERR_NONE (another signature, no terminator, empty).
+ */
+int pe_codeview_record(const uint8_t *rec, size_t n, const char **path, size_t *len);
+
 /* pe_basename - the last component of a path with / or \ separators. */
 const char *pe_basename(const char *path, size_t len, size_t *out_len);
 

@@ -9,6 +9,7 @@
 #include "vmm/exit/hypercall.h"
 #include "vmm/hw/hw.h"
 #include "vmm/trace/cpu.h"
+#include "vmm/trace/images.h"
 #include "vmm/trace/memwatch.h"
 #include "vmm/vmx/vcpu.h"
 
@@ -63,6 +64,12 @@ static int hc_event(struct per_cpu *cpu, uint64_t event)
 	 * them just before): learn the power-off port for the windows' end.
 	 */
 	(void)io_sleep_learn("ExitBootServices");
+	/*
+	 * The images loaded since boot (the OS loader, what it loaded) are in
+	 * the firmware's table now: their IMAGE records go first, before a
+	 * window this event opens (vmm/trace/images.h).
+	 */
+	(void)trace_images_ebs(cpu);
 	return hc_status(trace_event_ebs(cpu));
 }
 
