@@ -96,6 +96,7 @@ $(BUILD)/host/test_host_cli: | $(HOST_TOOL_ASAN)
 $(BUILD)/host/test_host_snap: | $(HOST_TOOL_ASAN)
 $(BUILD)/host/test_host_ptfast: | $(HOST_TOOL_ASAN)
 $(BUILD)/host/test_host_mem: | $(HOST_TOOL_ASAN)
+$(BUILD)/host/test_host_phases: | $(HOST_TOOL_ASAN)
 
 -include $(HOST_TOOLS_OBJS:.o=.d) $(HOST_TOOLS_ASAN_OBJS:.o=.d) \
 	$(BUILD)/host-tools/host-tools/cli/main.d $(BUILD)/host-tools-asan/host-tools/cli/main.d \

@@ -283,8 +283,9 @@ static int write_phases(const struct tvh_counts *lt, uint64_t branches,
 	}
 	if (!ret) {
 		fprintf(out, "# %s: boot phases (firmware: firmware IMAGE records and "
-			"lower-half code before the kernel ran; loader: the OS loader's "
-			"image; kernel: upper half and the kernel's symbols; user: "
+			"lower-half code before the kernel ran; loader: images loaded "
+			"after boot (the OS loader, the kernel's EFI stub); kernel: "
+			"upper half and the kernel's symbols; user: "
 			"lower-half code outside images after it)\n", o->title);
 		fprintf(out, "%12s %8s %8s  %s\n", "branches", "%", "blocks", "phase");
 		for (int p = 0; p < TVH_PHASES; p++)

@@ -18,7 +18,9 @@
  * Phases (opts.phases): each branch target is put in one of four boot
  * phases, from the address (branch records carry no CPL) and what the
  * trace says about it:
- *   loader    in the OS loader's IMAGE record (kind loader);
+ *   loader    in an IMAGE record of kind loader (the images loaded
+ *             after tracevisor's boot: the OS loader, the kernel's EFI
+ *             stub; recorded at ExitBootServices, docs/FORMAT.md);
  *   firmware  in a firmware IMAGE record, or a lower-half address in
  *             none before the CPU first went to the kernel (SEC/PEI,
  *             code outside the debug image table);
