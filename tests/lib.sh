@@ -387,6 +387,31 @@ PY
 	done <"$2/segments.txt"
 }
 
+# tv_vmlinux_insns_full VMLINUX WORK - like tv_vmlinux_insns, but each
+# line of WORK/insns_full.txt is "ADDR MNEMONIC OPERANDS" (AT&T syntax).
+tv_vmlinux_insns_full() {
+	: >"$2/insns_full.txt"
+	python3 - "$1" "$2" <<'PY' >"$2/segments_full.txt"
+import struct, sys
+f = open(sys.argv[1], "rb").read()
+phoff, = struct.unpack_from("<Q", f, 0x20)
+phentsize, phnum = struct.unpack_from("<HH", f, 0x36)
+for i in range(phnum):
+    p_type, p_flags, off, vaddr, paddr, filesz, memsz, align = struct.unpack_from("<IIQQQQQQ", f, phoff + i * phentsize)
+    if p_type == 1 and p_flags & 1:
+        name = "%s/segf%d.bin" % (sys.argv[2], i)
+        open(name, "wb").write(f[off:off + filesz])
+        print(i, hex(vaddr), name)
+PY
+	local _i vaddr bin
+	while read -r _i vaddr bin; do
+		objdump -D -b binary -m i386:x86-64 --adjust-vma="$vaddr" "$bin" |
+			awk -F'\t' '/^ *[0-9a-f]+:\t/ && NF >= 3 { a = $1; sub(/^ */, "", a); sub(/:$/, "", a); print a, $3 }' \
+				>>"$2/insns_full.txt"
+		rm -f "$bin"
+	done <"$2/segments_full.txt"
+}
+
 # tv_vmlinux_check TEST WORK BRANCHES DELTA N - MTF branch records
 # ("FROM TO KIND" lines) checked against objdump's linear disassembly of
 # the vmlinux segments (tv_vmlinux_insns into WORK), not against
