@@ -14,6 +14,7 @@
 
 #include "host-tools/lib/error.h"
 #include "host-tools/lib/pt.h"
+#include "host-tools/lib/ptbranch.h"
 
 /* ---- cuts: losses the record stream counts ------------------------------- */
 
@@ -561,6 +562,35 @@ static int on_event(struct dec *x, const struct pt_event *ev)
 		ret = report(x, &b);
 		if (ret)
 			return ret;
+	}
+	/*
+	 * Tracing disabled asynchronously (a VM exit: FUP + TIP.PGD) at the
+	 * last transfer's destination: that transfer completed (the exit is
+	 * before the next instruction), e.g. a call whose target page's first
+	 * fetch is an EPT violation (code snapshots).  Without this the call
+	 * would vanish from the branch list.  (An interrupt's FUP + TIP at a
+	 * transfer's destination still drops that transfer, as libipt's flow
+	 * gives no instruction after it; not changed here.)
+	 */
+	if (x->o->branches && x->pending && ev->type == ptev_async_disabled) {
+		uint64_t at = ev->variant.async_disabled.at;
+		/* Direct near CALL/JMP: the fast decoder's walks follow exactly
+		 * those to an event (ptfast.c confirm_to). */
+		uint8_t kind = tvh_ptbr_kind(x->last.iclass, x->last.raw, x->last.size);
+		bool direct = kind == TV_BR_CALL || kind == TV_BR_JMP;
+
+		if (direct && at != x->last.ip) {
+			struct tvh_pt_item b = { .kind = TVH_PT_BRANCH, .insn = &x->last,
+						 .from = x->last.ip, .to = at,
+						 .iclass = x->last.iclass,
+						 .offset = dec_offset(x) };
+
+			branch_time(x, &b);
+			x->st->branches++;
+			ret = report(x, &b);
+			if (ret)
+				return ret;
+		}
 	}
 	switch (ev->type) {
 	case ptev_enabled:

@@ -544,6 +544,20 @@ static inline void drop(struct tvh_ptf_decoder *d)
 	d->pend = false;
 }
 
+/*
+ * Tracing disabled asynchronously (FUP + TIP.PGD: a VM exit) at `at`: the
+ * pending direct CALL/JMP is reported when it led there (it completed
+ * before the exit), anything else dropped, as tvh_pt_decode does.
+ */
+static inline void confirm_to(struct tvh_ptf_decoder *d, uint64_t at)
+{
+	if (d->pend && d->pend_it.to == at && d->pend_it.from != at &&
+	    (d->pend_it.br == TV_BR_CALL || d->pend_it.br == TV_BR_JMP))
+		confirm(d);
+	else
+		drop(d);
+}
+
 static inline void branch(struct tvh_ptf_decoder *d, uint64_t from, uint64_t to,
 			  uint8_t br, uint8_t iclass)
 {
@@ -1465,7 +1479,9 @@ static int packet(struct tvh_ptf_decoder *d, const struct ptf_pkt *pk, size_t po
 			err = walk_to(d, d->fup_ip);
 			if (err < 0)
 				return err;
-			drop(d);
+			/* A VM exit at the walk's last transfer's destination:
+			 * that transfer completed (tvh_pt_decode's on_event). */
+			confirm_to(d, d->fup_ip);
 			d->enabled = false;
 			apply_tip_bound(d);
 			return 0;
