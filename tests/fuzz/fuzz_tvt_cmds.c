@@ -43,11 +43,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		tvh_info_free(&in);
 	}
 	tvh_symtab_init(&st);
-	if (!tvh_images_collect(&r, &im)) {
-		if (!tvh_images_regions(&im, &regions) && regions.n)
-			st.regions = &regions;
-		tvh_images_free(&im);
-	}
+	/* Freed whatever it returns (part of the images on a walk error). */
+	if (!tvh_images_collect(&r, &im) && !tvh_images_regions(&im, &regions) && regions.n)
+		st.regions = &regions;
+	tvh_images_free(&im);
 	{
 		struct tvh_report_cpu rc = { .cpu = 0 };
 		struct tvh_report_cpu *v[1] = { &rc };
