@@ -360,12 +360,16 @@ print(hex(lo), hex((lo + bias) % (1 << 64)), hex(e_entry))
 PY
 }
 
-# tv_vmlinux_insns VMLINUX WORK - objdump's linear disassembly of every
-# executable PT_LOAD segment of VMLINUX at its virtual address:
+# tv_vmlinux_insns VMLINUX WORK [full] - objdump's linear disassembly of
+# every executable PT_LOAD segment of VMLINUX at its virtual address:
 # WORK/segments.txt ("INDEX VADDR PADDR FILESZ FILE" a line) and
-# WORK/insns.txt ("ADDR MNEMONIC" an instruction, addresses in hex).
+# WORK/insns.txt ("ADDR MNEMONIC" an instruction, addresses in hex); with
+# `full`, WORK/insns_full.txt instead ("ADDR MNEMONIC OPERANDS", AT&T).
 tv_vmlinux_insns() {
-	local _i vaddr _p _s bin
+	local _i vaddr _p _s bin out=$2/insns.txt keep='m = $3; sub(/ .*/, "", m)'
+	if [ "${3:-}" = full ]; then
+		out=$2/insns_full.txt keep='m = $3'
+	fi
 	python3 - "$1" "$2" <<'PY' >"$2/segments.txt"
 import struct, sys
 f = open(sys.argv[1], "rb").read()
@@ -378,38 +382,13 @@ for i in range(phnum):
         open(name, "wb").write(f[off:off + filesz])
         print(i, hex(vaddr), hex(paddr), hex(filesz), name)
 PY
-	: >"$2/insns.txt"
+	: >"$out"
 	while read -r _i vaddr _p _s bin; do
 		objdump -D -b binary -m i386:x86-64 --adjust-vma="$vaddr" "$bin" |
-			awk -F'\t' '/^ *[0-9a-f]+:\t/ && NF >= 3 { a = $1; sub(/^ */, "", a); sub(/:$/, "", a); m = $3; sub(/ .*/, "", m); print a, m }' \
-				>>"$2/insns.txt"
+			awk -F'\t' '/^ *[0-9a-f]+:\t/ && NF >= 3 { a = $1; sub(/^ */, "", a); sub(/:$/, "", a); '"$keep"'; print a, m }' \
+				>>"$out"
 		rm -f "$bin"
 	done <"$2/segments.txt"
-}
-
-# tv_vmlinux_insns_full VMLINUX WORK - like tv_vmlinux_insns, but each
-# line of WORK/insns_full.txt is "ADDR MNEMONIC OPERANDS" (AT&T syntax).
-tv_vmlinux_insns_full() {
-	: >"$2/insns_full.txt"
-	python3 - "$1" "$2" <<'PY' >"$2/segments_full.txt"
-import struct, sys
-f = open(sys.argv[1], "rb").read()
-phoff, = struct.unpack_from("<Q", f, 0x20)
-phentsize, phnum = struct.unpack_from("<HH", f, 0x36)
-for i in range(phnum):
-    p_type, p_flags, off, vaddr, paddr, filesz, memsz, align = struct.unpack_from("<IIQQQQQQ", f, phoff + i * phentsize)
-    if p_type == 1 and p_flags & 1:
-        name = "%s/segf%d.bin" % (sys.argv[2], i)
-        open(name, "wb").write(f[off:off + filesz])
-        print(i, hex(vaddr), name)
-PY
-	local _i vaddr bin
-	while read -r _i vaddr bin; do
-		objdump -D -b binary -m i386:x86-64 --adjust-vma="$vaddr" "$bin" |
-			awk -F'\t' '/^ *[0-9a-f]+:\t/ && NF >= 3 { a = $1; sub(/^ */, "", a); sub(/:$/, "", a); print a, $3 }' \
-				>>"$2/insns_full.txt"
-		rm -f "$bin"
-	done <"$2/segments_full.txt"
 }
 
 # tv_vmlinux_check TEST WORK BRANCHES DELTA N - MTF branch records

@@ -108,7 +108,7 @@ fi
 
 # Every RIP: an instruction start of vmlinux that accesses memory.
 awk '/^cpu/ { print $3 }' "$work/mem.txt" | sort -u >"$work/rips.txt"
-tv_vmlinux_insns_full "$LINUX_VMLINUX" "$work"
+tv_vmlinux_insns "$LINUX_VMLINUX" "$work" full
 bad=$(python3 - "$work/insns_full.txt" "$work/rips.txt" <<'PY'
 import sys
 insns = {}
