@@ -31,7 +31,7 @@ tv_expect "bluepill: all CPUs launched" "$log" 'vmx: all 2 CPUs run as guests of
 tv_reject "bluepill: no errors" "$log" '\[err\]'
 tv_expect "bluepill: guest sees VMX hidden" "$log" 'TRACEVISOR-PAYLOAD: CPUID.1:ECX.VMX=0'
 tv_expect "bluepill: hypervisor leaf" "$log" 'TRACEVISOR-PAYLOAD: hypervisor leaf: tracevisor max 0x0*40000001'
-tv_expect "bluepill: vmcall probe answered" "$log" 'TRACEVISOR-PAYLOAD: vmcall probe: status 0x0+ magic 0x0*53565254 abi 0x0*2'
+tv_expect "bluepill: vmcall probe answered" "$log" "TRACEVISOR-PAYLOAD: vmcall probe: status 0x0+ magic 0x0*53565254 abi 0x0*$(sed -n 's/^#define TV_HC_ABI_VERSION \([0-9]*\).*/\1/p' "$TV_ROOT/vmm/exit/hypercall.h")"
 tv_expect "bluepill: AP is a guest too" "$log" 'TRACEVISOR-PAYLOAD: cpu 1: VMX=0 hypervisor=tracevisor'
 tv_expect "bluepill: boot-time hypercalls sealed" "$log" 'hypercall: sealed by cpu 0'
 tv_expect "bluepill: payload ran as guest" "$log" 'TRACEVISOR-PAYLOAD-OK'

@@ -63,15 +63,33 @@ tv_reject "ebs-window: no tracevisor errors" "$log" '\[err\]'
 tvt=$work/window.tvt
 if "$TV_BUILD/tracevisor" from-serial "$log" -o "$tvt" 2>"$work/from-serial.err"; then
 	"$TV_BUILD/tracevisor" dump -q --no-summary --cpu 0 "$tvt" >"$work/dump.txt" 2>&1
-	first=$(awk '$3 == "BRANCH" { print $4, $6; exit }' "$work/dump.txt")
+	# The window's first branch is the thunk's jump, unless a timer tick
+	# was pending when the VMCALL returned (the hypervisor's work at the
+	# event takes emulated time; since the loader-image rescan the
+	# fresh-clone run had one): then the first is that interrupt,
+	# delivered in the thunk (between its VMCALL and its jump), and the
+	# jump, if the handler returns within the window, goes to the firmware.
+	first=$(awk '$3 == "BRANCH" { print $4, $6, $7; exit }' "$work/dump.txt")
+	jumpline=$(awk -v j="$(printf '0x%x' "$jump")" '$3 == "BRANCH" && $4 == j { print $4, $6; exit }' "$work/dump.txt")
 	want=$(printf '0x%016x 0x%016x' "$jump" "$fw")
-	read -r f t <<<"$first"
-	got=$(printf '0x%016x 0x%016x' "${f:-0}" "${t:-0}")
-	if [ -n "$first" ] && [ "$got" = "$want" ]; then
-		tv_ok "ebs-window: first branch: the thunk's jump into the firmware's ExitBootServices"
+	read -r f t k <<<"$first"
+	read -r jf jt <<<"$jumpline"
+	got=$(printf '0x%016x 0x%016x' "${jf:-0}" "${jt:-0}")
+	why=""
+	if [ -z "$f" ]; then
+		why="no branch"
+	elif [ $((f)) = $((jump)) ]; then
+		[ "$got" = "$want" ] || why="the jump went elsewhere"
+	elif [ "${k:-}" = interrupt ] && [ $((f)) -ge $((vmcall)) ] && [ $((f)) -le $((jump)) ]; then
+		[ -z "$jumpline" ] || [ "$got" = "$want" ] || why="after the interrupt, the jump went elsewhere"
+	else
+		why="neither the jump nor an interrupt in the thunk"
+	fi
+	if [ -z "$why" ]; then
+		tv_ok "ebs-window: first branch: the thunk's jump into the firmware's ExitBootServices, or an interrupt delivered in the thunk before it (first: $first; the jump: ${jumpline:-not in the window})"
 	else
 		tv_fail "ebs-window: first branch: the thunk's jump into the firmware's ExitBootServices" \
-			"got '$first', want '$want'"
+			"$why: first '$first', the jump's '$jumpline', want '$want'"
 	fi
 	if [ "$(awk '$3 == "BRANCH"' "$work/dump.txt" | wc -l)" = "$N" ] &&
 		[ "$(grep -c ' START .*trigger=exit-boot-services' "$work/dump.txt")" = 1 ]; then
