@@ -121,8 +121,10 @@ for t in "${targets[@]}"; do
 	end=$(date +%s.%N)
 	wall=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
 	execs=$(fz_stat number_of_executed_units "$log")
-	# Fork mode prints no final statistics: the last "#N" status line.
-	[ -n "$execs" ] || execs=$(sed -n 's/^#\([0-9][0-9]*\)[[:space:]].*/\1/p' "$log" | tail -1)
+	# Fork mode prints no final statistics: "fuzzed for N iterations", else
+	# the last "#N:" status line.
+	[ -n "$execs" ] || execs=$(sed -n 's/^INFO: fuzzed for \([0-9][0-9]*\) iterations.*/\1/p' "$log" | tail -1)
+	[ -n "$execs" ] || execs=$(sed -n 's/^#\([0-9][0-9]*\)[:[:space:]].*/\1/p' "$log" | tail -1)
 	execs=${execs:-0}
 	rate=$(awk -v n="$execs" -v s="$wall" 'BEGIN { printf "%.0f", (s > 0 ? n / s : n) }')
 	ncorp=$(find "$corpus" -type f | wc -l)
