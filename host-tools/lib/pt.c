@@ -541,6 +541,19 @@ static int on_insn(struct dec *x, const struct pt_insn *insn)
 	return ret;
 }
 
+/* The last instruction's transfer to `to`, which an event names. */
+static int last_branch_to(struct dec *x, uint64_t to)
+{
+	struct tvh_pt_item b = { .kind = TVH_PT_BRANCH, .insn = &x->last,
+				 .from = x->last.ip, .to = to,
+				 .iclass = x->last.iclass,
+				 .offset = dec_offset(x) };
+
+	branch_time(x, &b);
+	x->st->branches++;
+	return report(x, &b);
+}
+
 static int on_event(struct dec *x, const struct pt_event *ev)
 {
 	struct tvh_pt_item it = { .kind = TVH_PT_EVENT, .event = ev,
@@ -550,16 +563,7 @@ static int on_event(struct dec *x, const struct pt_event *ev)
 	x->st->events++;
 	if (x->o->branches && x->pending && ev->type == ptev_disabled &&
 	    !ev->ip_suppressed) {
-		struct tvh_pt_item b = { .kind = TVH_PT_BRANCH, .insn = &x->last,
-					 .from = x->last.ip,
-					 .to = ev->variant.disabled.ip,
-					 .iclass = x->last.iclass,
-					 .offset = dec_offset(x) };
-
-		branch_time(x, &b);
-
-		x->st->branches++;
-		ret = report(x, &b);
+		ret = last_branch_to(x, ev->variant.disabled.ip);
 		if (ret)
 			return ret;
 	}
@@ -580,14 +584,7 @@ static int on_event(struct dec *x, const struct pt_event *ev)
 		bool direct = kind == TV_BR_CALL || kind == TV_BR_JMP;
 
 		if (direct && at != x->last.ip) {
-			struct tvh_pt_item b = { .kind = TVH_PT_BRANCH, .insn = &x->last,
-						 .from = x->last.ip, .to = at,
-						 .iclass = x->last.iclass,
-						 .offset = dec_offset(x) };
-
-			branch_time(x, &b);
-			x->st->branches++;
-			ret = report(x, &b);
+			ret = last_branch_to(x, at);
 			if (ret)
 				return ret;
 		}
