@@ -523,6 +523,14 @@ int load_snapshots(struct common *c, struct tvt_reader *r)
 	if (c->snap || !has_pt(r))
 		return 0;
 	ret = tvh_snap_load(r, NULL, &c->snap);
+	if (ret == -TVH_ERR_IO) {
+		struct tvh_snap_opts so;
+		int e = errno;
+
+		tvh_snap_opts_default(&so);
+		msg("code snapshots: the spill file in %s (TMPDIR; TVH_SNAP_SPILL_BYTES"
+		    " bounds the memory before it): %s", so.dir, strerror(e));
+	}
 	tvt_reader_rewind(r);
 	if (ret)
 		return ret;

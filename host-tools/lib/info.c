@@ -2,6 +2,7 @@
 /*
  * info.c - a capture's contents at a glance (see info.h).
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <string.h>
 
@@ -156,7 +157,9 @@ int tvh_info_event(void *ctx, const struct tvh_event *ev)
 	if (in->snap) {
 		int ret = tvh_snap_add(in->snap, ev);
 
-		if (ret)
+		/* A spill file failure stays in the store: its line says why
+		 * (snap_lines), and the rest of the capture is still shown. */
+		if (ret && ret != -TVH_ERR_IO)
 			return ret;
 	}
 	if (ev->kind == TVH_EV_MALFORMED && r->type >= TV_REC_MEM &&
@@ -281,10 +284,26 @@ static void snap_lines(const struct tvh_info *in, FILE *out)
 	struct tvh_snap_counter sum[TVH_SNAP_COUNTERS];
 	struct tvh_snap_stats ss;
 	unsigned nsum = 0, cpus = 0;
+	int ret;
 
 	/* Idempotent; the store is the info's own (pointer member of a const). */
-	if (!in->snap || tvh_snap_finish(in->snap))
+	if (!in->snap)
 		return;
+	ret = tvh_snap_finish(in->snap);
+	if (ret == -TVH_ERR_IO) {
+		struct tvh_snap_opts so;
+		int e = errno;
+
+		tvh_snap_opts_default(&so);
+		fprintf(out, "code snapshots: %s: the spill file in %s (TMPDIR;"
+			" TVH_SNAP_SPILL_BYTES bounds the memory before it): %s\n",
+			tvh_errstr(ret), so.dir, strerror(e));
+		return;
+	}
+	if (ret) {
+		fprintf(out, "code snapshots: %s\n", tvh_errstr(ret));
+		return;
+	}
 	tvh_snap_get_stats(in->snap, &ss);
 	if (ss.records || ss.data_records) {
 		fprintf(out, "code snapshots: %" PRIu64 " (new %" PRIu64 ", re-armed %"
@@ -292,6 +311,11 @@ static void snap_lines(const struct tvh_info *in, FILE *out)
 			" contents = ", ss.records, ss.new_records, ss.rearms, ss.user,
 			ss.pages, ss.contents);
 		size(out, ss.bytes);
+		if (ss.spilled_bytes) {
+			fputs(" (", out);
+			size(out, ss.spilled_bytes);
+			fputs(" in the spill file)", out);
+		}
 		fprintf(out, "; bad hash %" PRIu64 ", missing %" PRIu64 " (chunks %"
 			PRIu64 "), bad records %" PRIu64 "\n", ss.bad_hash,
 			ss.missing_data, ss.missing_chunks, ss.bad_records);

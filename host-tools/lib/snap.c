@@ -8,9 +8,22 @@
  * computes validity ends (sorted by gpa, then time) and sorts an index
  * by linear page for lookups (binary search, then a scan of that page's
  * snapshots: a page has a handful, one per re-arm or address space).
+ *
+ * Verified contents stay in malloc'ed pages up to spill_bytes; past it
+ * they are appended (through a small write buffer) to an unlinked file
+ * in the spill directory, which finish maps read-only: the kernel pages
+ * those contents in and out as decoders touch them, so a capture with
+ * more distinct code than memory still decodes, and hit.page stays a
+ * plain pointer, valid until tvh_snap_free, for any number of readers.
  */
+#define _GNU_SOURCE              /* O_TMPFILE */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "host-tools/lib/error.h"
 #include "host-tools/lib/snap.h"
@@ -18,11 +31,18 @@
 #define PAGE_MASK (~(uint64_t)(TV_CODE_PAGE - 1))
 #define ALL_CHUNKS ((uint8_t)((1u << TV_CODE_CHUNKS) - 1))
 
-enum slot_state { SLOT_FREE = 0, SLOT_ASSEMBLING, SLOT_GOOD };
+/* Contents appended to the spill file between two writes (256 KiB). */
+#define WBUF_PAGES 64u
+
+/* SLOT_GOOD: verified, in page; SLOT_FILE: verified, at off in the spill file. */
+enum slot_state { SLOT_FREE = 0, SLOT_ASSEMBLING, SLOT_GOOD, SLOT_FILE };
 
 struct content {
 	uint64_t hash;
-	uint8_t *page;           /* TV_CODE_PAGE bytes once a chunk came */
+	union {
+		uint8_t *page;   /* TV_CODE_PAGE bytes once a chunk came */
+		uint64_t off;    /* SLOT_FILE */
+	} u;
 	uint8_t have;            /* bitmap of chunks present (assembling) */
 	uint8_t state;           /* enum slot_state */
 };
@@ -43,6 +63,16 @@ struct tvh_snap {
 	size_t nlinear;
 	struct tvh_snap_stats st;
 	bool finished;
+	/* The spill file: created at the first content past spill_bytes. */
+	uint64_t spill_bytes;
+	char *dir;
+	int fd;                  /* -1: none (yet, or closed once mapped) */
+	uint64_t file_len;       /* bytes written, and buffered in wbuf */
+	uint8_t *wbuf;           /* WBUF_PAGES pages not yet written */
+	size_t wlen;
+	const uint8_t *map;      /* after finish: file_len bytes, read-only */
+	int err;                 /* sticky: the first spill failure */
+	int io_errno;            /*   and its errno */
 };
 
 /* ---- contents by hash ----------------------------------------------------- */
@@ -109,6 +139,118 @@ static struct content *content_get(struct tvh_snap *s, uint64_t hash)
 	return c;
 }
 
+/* ---- the spill file ------------------------------------------------------- */
+
+/* A failure of the file: sticky (every later add and finish return it), errno kept. */
+static int io_failed(struct tvh_snap *s)
+{
+	s->io_errno = errno ? errno : EIO;
+	s->err = -TVH_ERR_IO;
+	s->st.spill_errors++;
+	errno = s->io_errno;
+	return s->err;
+}
+
+/*
+ * An unlinked file in dir: O_TMPFILE where the file system has it (never
+ * visible under a name), else mkstemp and unlink at once.  Either way
+ * the file's blocks go back when the store closes it, even on a crash.
+ */
+static int spill_open(struct tvh_snap *s)
+{
+	char *path;
+	size_t n;
+
+	s->fd = open(s->dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (s->fd >= 0)
+		return 0;
+	if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
+		return io_failed(s);
+	n = strlen(s->dir) + sizeof("/tvh-snap-XXXXXX");
+	path = malloc(n);
+	if (!path)
+		return -TVH_ERR_NOMEM;
+	snprintf(path, n, "%s/tvh-snap-XXXXXX", s->dir);
+	s->fd = mkstemp(path);
+	if (s->fd < 0) {
+		free(path);
+		return io_failed(s);
+	}
+	unlink(path);
+	free(path);
+	return 0;
+}
+
+/* Write the buffered contents; a short write is retried, no space is ENOSPC. */
+static int spill_flush(struct tvh_snap *s)
+{
+	size_t done = 0;
+
+	while (done < s->wlen) {
+		ssize_t n = write(s->fd, s->wbuf + done, s->wlen - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (!n)
+				errno = ENOSPC;
+			return io_failed(s);
+		}
+		done += (size_t)n;
+	}
+	s->wlen = 0;
+	return 0;
+}
+
+/* Append a verified content to the file; *off: where it will be. */
+static int spill(struct tvh_snap *s, const uint8_t *page, uint64_t *off)
+{
+	int ret;
+
+	if (s->err)
+		return s->err;
+	if (s->fd < 0) {
+		ret = spill_open(s);
+		if (ret)
+			return ret;
+	}
+	if (!s->wbuf) {
+		s->wbuf = malloc((size_t)WBUF_PAGES * TV_CODE_PAGE);
+		if (!s->wbuf)
+			return -TVH_ERR_NOMEM;
+	}
+	memcpy(s->wbuf + s->wlen, page, TV_CODE_PAGE);
+	s->wlen += TV_CODE_PAGE;
+	*off = s->file_len;
+	s->file_len += TV_CODE_PAGE;
+	if (s->wlen == (size_t)WBUF_PAGES * TV_CODE_PAGE)
+		return spill_flush(s);
+	return 0;
+}
+
+/* At finish: the rest written, the file mapped read-only, the descriptor closed. */
+static int spill_map(struct tvh_snap *s)
+{
+	void *m;
+	int ret;
+
+	if (s->fd < 0 || !s->file_len)
+		return 0;
+	ret = spill_flush(s);
+	if (ret)
+		return ret;
+	free(s->wbuf);
+	s->wbuf = NULL;
+	/* MAP_SHARED: clean file pages the kernel may drop and read again. */
+	m = mmap(NULL, (size_t)s->file_len, PROT_READ, MAP_SHARED, s->fd, 0);
+	if (m == MAP_FAILED)
+		return io_failed(s);
+	s->map = m;
+	close(s->fd);
+	s->fd = -1;
+	return 0;
+}
+
 static int add_chunk(struct tvh_snap *s, uint64_t hash, uint32_t chunk,
 		     const uint8_t *bytes)
 {
@@ -116,19 +258,32 @@ static int add_chunk(struct tvh_snap *s, uint64_t hash, uint32_t chunk,
 
 	if (!c)
 		return -TVH_ERR_NOMEM;
-	if (c->state == SLOT_GOOD)
+	if (c->state != SLOT_ASSEMBLING)
 		return 0;                /* sent again (two CPUs raced): have it */
-	if (!c->page) {
-		c->page = malloc(TV_CODE_PAGE);
-		if (!c->page)
+	if (!c->u.page) {
+		c->u.page = malloc(TV_CODE_PAGE);
+		if (!c->u.page)
 			return -TVH_ERR_NOMEM;
 	}
-	memcpy(c->page + (size_t)chunk * TV_CODE_CHUNK, bytes, TV_CODE_CHUNK);
+	memcpy(c->u.page + (size_t)chunk * TV_CODE_CHUNK, bytes, TV_CODE_CHUNK);
 	c->have |= (uint8_t)(1u << chunk);
 	if (c->have != ALL_CHUNKS)
 		return 0;
-	if (tv_code_hash(c->page) == hash) {
-		c->state = SLOT_GOOD;
+	if (tv_code_hash(c->u.page) == hash) {
+		if (s->st.mem_bytes + TV_CODE_PAGE > s->spill_bytes) {
+			uint64_t off;
+			int ret = spill(s, c->u.page, &off);
+
+			if (ret)
+				return ret;
+			free(c->u.page);
+			c->u.off = off;
+			c->state = SLOT_FILE;
+			s->st.spilled_bytes += TV_CODE_PAGE;
+		} else {
+			c->state = SLOT_GOOD;
+			s->st.mem_bytes += TV_CODE_PAGE;
+		}
 		s->st.contents++;
 		s->st.bytes += TV_CODE_PAGE;
 	} else {
@@ -141,9 +296,65 @@ static int add_chunk(struct tvh_snap *s, uint64_t hash, uint32_t chunk,
 
 /* ---- building ------------------------------------------------------------- */
 
+/* "64M", "0", "1g": bytes with an optional K, M or G; false when not that. */
+static bool parse_size(const char *v, uint64_t *out)
+{
+	char *end;
+	unsigned long long n;
+	unsigned shift = 0;
+
+	if (!v || *v < '0' || *v > '9')
+		return false;
+	errno = 0;
+	n = strtoull(v, &end, 10);
+	if (errno)
+		return false;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	default: break;
+	}
+	if (*end || (shift && n > (UINT64_MAX >> shift)))
+		return false;
+	*out = (uint64_t)n << shift;
+	return true;
+}
+
+void tvh_snap_opts_default(struct tvh_snap_opts *o)
+{
+	const char *dir = getenv("TMPDIR");
+
+	o->spill_bytes = TVH_SNAP_SPILL_DEFAULT;
+	(void)parse_size(getenv("TVH_SNAP_SPILL_BYTES"), &o->spill_bytes);
+	o->dir = dir && *dir ? dir : "/tmp";
+}
+
+struct tvh_snap *tvh_snap_new_opts(const struct tvh_snap_opts *opts)
+{
+	struct tvh_snap_opts d;
+	struct tvh_snap *s;
+
+	if (!opts) {
+		tvh_snap_opts_default(&d);
+		opts = &d;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->fd = -1;
+	s->spill_bytes = opts->spill_bytes;
+	s->dir = strdup(opts->dir ? opts->dir : "/tmp");
+	if (!s->dir) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
 struct tvh_snap *tvh_snap_new(void)
 {
-	return calloc(1, sizeof(struct tvh_snap));
+	return tvh_snap_new_opts(NULL);
 }
 
 static int add_code(struct tvh_snap *s, uint32_t cpu, const struct trace_event *r)
@@ -184,6 +395,8 @@ int tvh_snap_add(struct tvh_snap *s, const struct tvh_event *ev)
 {
 	const struct trace_event *r = ev->rec;
 
+	if (s->err)
+		return s->err;
 	if (s->finished || !r)
 		return 0;
 	if (ev->kind == TVH_EV_MALFORMED) {
@@ -231,15 +444,28 @@ static int cmp_linear_time(const void *a, const void *b)
 int tvh_snap_finish(struct tvh_snap *s)
 {
 	size_t n = 0;
+	int ret;
 
+	if (s->err) {
+		errno = s->io_errno;
+		return s->err;
+	}
 	if (s->finished)
 		return 0;
+	ret = spill_map(s);
+	if (ret)
+		return ret;
 	for (size_t k = 0; k < s->tab_size; k++) {
-		const struct content *c = &s->tab[k];
+		struct content *c = &s->tab[k];
 
 		if (c->state == SLOT_ASSEMBLING && c->have)
 			s->st.missing_chunks +=
 				TV_CODE_CHUNKS - (uint64_t)__builtin_popcount(c->have);
+		/* Partial contents never complete now: their memory goes back. */
+		if (c->state == SLOT_ASSEMBLING) {
+			free(c->u.page);
+			c->u.page = NULL;
+		}
 	}
 	/* Arrival order is lost here; nothing after finish needs it. */
 	if (s->nsnaps)
@@ -248,7 +474,8 @@ int tvh_snap_finish(struct tvh_snap *s)
 		struct snapshot *sn = &s->snaps[i];
 		const struct content *c = content_find(s, sn->hash);
 
-		sn->page = c && c->state == SLOT_GOOD ? c->page : NULL;
+		sn->page = !c ? NULL : c->state == SLOT_GOOD ? c->u.page :
+			   c->state == SLOT_FILE ? s->map + c->u.off : NULL;
 		if (!sn->page)
 			s->st.missing_data++;
 		if (!i || s->snaps[i - 1].gpa != sn->gpa)
@@ -276,11 +503,11 @@ static int load_fn(void *ctx, const struct tvh_event *ev)
 	return tvh_snap_add(ctx, ev);
 }
 
-int tvh_snap_load(struct tvt_reader *r, struct tvh_progress *progress,
-		  struct tvh_snap **out)
+int tvh_snap_load_opts(struct tvt_reader *r, struct tvh_progress *progress,
+		       const struct tvh_snap_opts *opts, struct tvh_snap **out)
 {
 	struct tvh_walk_opts wo = { .cpu = -1, .want_pt = false, .progress = progress };
-	struct tvh_snap *s = tvh_snap_new();
+	struct tvh_snap *s = tvh_snap_new_opts(opts);
 	struct tvh_stats st;
 	int ret;
 
@@ -292,11 +519,20 @@ int tvh_snap_load(struct tvt_reader *r, struct tvh_progress *progress,
 	if (!ret)
 		ret = tvh_snap_finish(s);
 	if (ret) {
+		int e = s->err ? s->io_errno : errno;
+
 		tvh_snap_free(s);
+		errno = e;               /* -TVH_ERR_IO: the spill file's errno */
 		return ret;
 	}
 	*out = s;
 	return 0;
+}
+
+int tvh_snap_load(struct tvt_reader *r, struct tvh_progress *progress,
+		  struct tvh_snap **out)
+{
+	return tvh_snap_load_opts(r, progress, NULL, out);
 }
 
 void tvh_snap_free(struct tvh_snap *s)
@@ -304,7 +540,14 @@ void tvh_snap_free(struct tvh_snap *s)
 	if (!s)
 		return;
 	for (size_t k = 0; k < s->tab_size; k++)
-		free(s->tab[k].page);
+		if (s->tab[k].state == SLOT_GOOD || s->tab[k].state == SLOT_ASSEMBLING)
+			free(s->tab[k].u.page);
+	if (s->map)
+		munmap((void *)s->map, (size_t)s->file_len);
+	if (s->fd >= 0)
+		close(s->fd);
+	free(s->wbuf);
+	free(s->dir);
 	free(s->tab);
 	free(s->snaps);
 	free(s->by_linear);

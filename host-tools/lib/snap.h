@@ -30,10 +30,19 @@
  * on bits 51:12 (the PCID in 11:0, and PT's PIP packets carry no bits
  * below 5).
  *
- * Only the sideband is read (records, never PT bytes); contents are held
- * in memory (4 KiB each, once per distinct content).  After
- * tvh_snap_finish the store is immutable: every read function may be
- * called from any number of threads at once.
+ * Only the sideband is read (records, never PT bytes).  Contents (4 KiB
+ * each, once per distinct content) are held in memory up to a bound
+ * (struct tvh_snap_opts: spill_bytes); the ones past it go to an unlinked
+ * temporary file that tvh_snap_finish maps read-only, so the kernel pages
+ * them in and out and a capture with more distinct code than memory
+ * still loads.  What stays in memory regardless: about 72 bytes per
+ * snapshot (its index entry and its by-address pointer), 48 to 96 bytes
+ * per distinct content (the hash table, at most half full), one 4 KiB
+ * page per content still being assembled, and a 256 KiB write buffer
+ * while loading.  After tvh_snap_finish the store is immutable: every
+ * read function may be called from any number of threads at once, and
+ * hit.page pointers (memory or the mapped file) stay valid until
+ * tvh_snap_free, which unmaps the file and closes it.
  */
 #ifndef TVH_SNAP_H
 #define TVH_SNAP_H
@@ -61,29 +70,54 @@ struct tvh_snap_stats {
 	uint64_t bad_records;    /* either kind with a bad field (size, chunk index) */
 	uint64_t pages;          /* distinct guest-physical pages */
 	uint64_t contents;       /* distinct contents assembled with a good hash */
-	uint64_t bytes;          /* contents * TV_CODE_PAGE */
+	uint64_t bytes;          /* contents * TV_CODE_PAGE = mem_bytes + spilled_bytes */
+	uint64_t mem_bytes;      /*   held in memory (at most spill_bytes) */
+	uint64_t spilled_bytes;  /*   in the spill file */
+	uint64_t spill_errors;   /* the spill file failed (create, write, map): 0 or 1 */
 	uint64_t bad_hash;       /* contents assembled whose hash did not match: dropped */
 	uint64_t missing_data;   /* snapshots whose content never arrived whole */
 	uint64_t missing_chunks; /* chunks absent from contents begun but never finished */
 };
 
+/* Where contents go: the first spill_bytes of them in memory, the rest to a file. */
+#define TVH_SNAP_SPILL_DEFAULT (64ull << 20)
+struct tvh_snap_opts {
+	uint64_t spill_bytes;    /* contents kept in memory; 0: every one to the file */
+	const char *dir;         /* of the unlinked spill file (copied) */
+};
+
+/*
+ * tvh_snap_opts_default - spill_bytes from the environment's
+ * TVH_SNAP_SPILL_BYTES (bytes, or with a K, M or G suffix; unset or
+ * unreadable: TVH_SNAP_SPILL_DEFAULT), dir from TMPDIR (else /tmp).
+ */
+void tvh_snap_opts_default(struct tvh_snap_opts *o);
+
 /*
  * tvh_snap_load - read the snapshots of every CPU of r in one pass
  * (tvh_walk, records only; progress may be NULL).  *out is a store
- * (empty when the capture has none: tvh_snap_empty).
- * Returns 0, -TVH_ERR_NOMEM or a walk error (then *out is NULL).
+ * (empty when the capture has none: tvh_snap_empty).  opts NULL: the
+ * defaults (tvh_snap_opts_default).
+ * Returns 0, -TVH_ERR_NOMEM, -TVH_ERR_IO (the spill file could not be
+ * created, written - a full disk - or mapped; errno says why) or a walk
+ * error (then *out is NULL).
  */
 int tvh_snap_load(struct tvt_reader *r, struct tvh_progress *progress,
 		  struct tvh_snap **out);
+int tvh_snap_load_opts(struct tvt_reader *r, struct tvh_progress *progress,
+		       const struct tvh_snap_opts *opts, struct tvh_snap **out);
 
 /*
  * Building by hand, for walks that do more (info): tvh_snap_new, then
  * tvh_snap_add for every event of the walk (any CPU, any order between
  * CPUs, each CPU's events in stream order; other events are ignored),
  * then tvh_snap_finish, after which the store is read-only.
- * new: NULL for out of memory.  add, finish: 0 or -TVH_ERR_NOMEM.
+ * new: NULL for out of memory (opts NULL: the defaults).  add, finish:
+ * 0, -TVH_ERR_NOMEM or -TVH_ERR_IO (the spill file, errno set; the
+ * store keeps failing with it, stats count it in spill_errors).
  */
 struct tvh_snap *tvh_snap_new(void);
+struct tvh_snap *tvh_snap_new_opts(const struct tvh_snap_opts *opts);
 int tvh_snap_add(struct tvh_snap *s, const struct tvh_event *ev);
 int tvh_snap_finish(struct tvh_snap *s);
 

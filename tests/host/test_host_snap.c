@@ -13,13 +13,16 @@
 #define _GNU_SOURCE
 #include <elf.h>
 #include <intel-pt.h>
+#include <errno.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include <cmocka.h>
 
@@ -35,6 +38,13 @@
 #include "tests/host/pt_fixture.h"
 
 #define PG TV_CODE_PAGE
+
+/*
+ * Every test runs twice (main): contents in memory (the default bound),
+ * then with TVH_SNAP_SPILL_BYTES=0, every content in the spill file, the
+ * CLI's included; the answers must be the same.
+ */
+static bool spill_mode;
 
 /* ---- building records -------------------------------------------------------- */
 
@@ -103,6 +113,14 @@ static struct tvh_snap *load(struct th_tvt *t, const struct recbuf *const *bufs,
 	assert_int_equal(tvh_snap_load(&r, NULL, &s), 0);
 	assert_non_null(s);
 	tvt_reader_close(&r);
+	{
+		struct tvh_snap_stats st;
+
+		/* The mode is the one asked for: all in memory, or all in the file. */
+		tvh_snap_get_stats(s, &st);
+		assert_int_equal(st.mem_bytes, spill_mode ? 0 : st.bytes);
+		assert_int_equal(st.spilled_bytes, spill_mode ? st.bytes : 0);
+	}
 	return s;
 }
 
@@ -489,7 +507,11 @@ static void test_info_counts(void **state)
 	f = open_memstream(&text, &tlen);
 	assert_int_equal(tvh_info_write(&in, &r, &st, "x.tvt", f), 0);
 	fclose(f);
-	assert_true(th_contains(text, "code snapshots: 2 (new 1, re-armed 1, user 1), 2 pages,"
+	assert_true(th_contains(text, spill_mode ?
+				"code snapshots: 2 (new 1, re-armed 1, user 1), 2 pages,"
+				" 1 contents = 4 KiB (4 KiB in the spill file); bad hash 0,"
+				" missing 0 (chunks 0), bad records 0\n" :
+				"code snapshots: 2 (new 1, re-armed 1, user 1), 2 pages,"
 				" 1 contents = 4 KiB; bad hash 0, missing 0 (chunks 0),"
 				" bad records 0\n"));
 	assert_true(th_contains(text, "  hypervisor: snapshots 2, new 1, rearms 1, fetch exits 3,"
@@ -1176,6 +1198,321 @@ static void test_cli_without_image(void **state)
 	rb_free(&r0);
 }
 
+/* ---- the spill file ---------------------------------------------------------- */
+
+/* Many snapshots: contents re-snapshotted, shared, per address space, on 3 CPUs. */
+#define SPILL_N 300u
+static void spill_capture(struct th_tvt *t)
+{
+	static uint8_t p[PG];
+	struct recbuf b[3] = { { 0 } };
+
+	th_tvt_begin(t, "m", 1);
+	for (unsigned i = 0; i < SPILL_N; i++) {
+		uint8_t U = i % 3 == 0 ? TV_CODEF_USER : 0;
+		uint64_t lin = (U ? 0x400000ull : 0xffffffff81000000ull) + (uint64_t)(i % 97) * PG;
+
+		fill(p, (uint8_t)i);
+		p[0] = (uint8_t)(i >> 8);
+		p[1] = (uint8_t)i;
+		rb_snap(&b[i % 3], TV_CODEF_NEW | U | (i >= 97 ? TV_CODEF_REARM : 0),
+			1000 + 10ull * i, 0x100000 + (uint64_t)(i % 97) * PG, lin,
+			0x1000ull * (1 + i % 5), p);
+		/* Every fifth names an older content again (dedup). */
+		if (i % 5 == 4)
+			rb_code(&b[(i + 1) % 3], TV_CODEF_LINEAR, 1005 + 10ull * i,
+				0x900000 + (uint64_t)i * PG, 0x7f0000000000ull + (uint64_t)i * PG,
+				0x1000, tv_code_hash(p));
+	}
+	for (unsigned c = 0; c < 3; c++) {
+		th_tvt_records(t, c, 0, &b[c]);
+		rb_free(&b[c]);
+	}
+	th_tvt_end(t);
+}
+
+static struct tvh_snap *load_opts(const struct th_tvt *t, uint64_t spill, const char *dir,
+				  int *ret)
+{
+	struct tvh_snap_opts o = { .spill_bytes = spill, .dir = dir };
+	struct tvt_reader r;
+	struct tvh_snap *s = NULL;
+
+	assert_int_equal(tvt_reader_open_mem(&r, t->buf, t->len), 0);
+	*ret = tvh_snap_load_opts(&r, NULL, &o, &s);
+	tvt_reader_close(&r);
+	return s;
+}
+
+/* Whether p lies in a mapping of a deleted file (the unlinked spill file). */
+static bool in_deleted_file(const void *p)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	bool yes = false;
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+
+		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && (uintptr_t)p >= lo &&
+		    (uintptr_t)p < hi) {
+			yes = strstr(line, "(deleted)") != NULL;
+			break;
+		}
+	}
+	fclose(f);
+	return yes;
+}
+
+/*
+ * The same records, contents all in memory, all in the file, and split
+ * at a bound of 40 pages: every lookup, span, read and cursor read
+ * answers the same; the bound holds; the file holds the rest.
+ */
+static void test_spill_equals_memory(void **state)
+{
+	static uint8_t a[2 * PG], b[2 * PG];
+	const uint64_t bound = 40 * PG;
+	struct tvh_snap *mem, *sp[2];
+	struct tvh_snap_stats ms, ss;
+	struct th_tvt t;
+	unsigned compared = 0;
+	int ret;
+
+	(void)state;
+	spill_capture(&t);
+	mem = load_opts(&t, UINT64_MAX, th_dir(), &ret);
+	assert_int_equal(ret, 0);
+	sp[0] = load_opts(&t, 0, th_dir(), &ret);
+	assert_int_equal(ret, 0);
+	sp[1] = load_opts(&t, bound, th_dir(), &ret);
+	assert_int_equal(ret, 0);
+	tvh_snap_get_stats(mem, &ms);
+	assert_int_equal(ms.contents, SPILL_N);
+	assert_int_equal(ms.mem_bytes, SPILL_N * PG);
+	assert_int_equal(ms.spilled_bytes, 0);
+	for (unsigned m = 0; m < 2; m++) {
+		struct tvh_snap_stats x;
+
+		tvh_snap_get_stats(sp[m], &x);
+		/* Every counter but where the bytes are is the same. */
+		x.mem_bytes = ms.mem_bytes;
+		x.spilled_bytes = ms.spilled_bytes;
+		assert_memory_equal(&x, &ms, sizeof(x));
+	}
+	tvh_snap_get_stats(sp[0], &ss);
+	assert_int_equal(ss.mem_bytes, 0);
+	assert_int_equal(ss.spilled_bytes, SPILL_N * PG);
+	tvh_snap_get_stats(sp[1], &ss);
+	assert_int_equal(ss.mem_bytes, bound);
+	assert_int_equal(ss.spilled_bytes, SPILL_N * PG - bound);
+	for (unsigned m = 0; m < 2; m++) {
+		struct tvh_snap_cursor cm, cs;
+
+		tvh_snap_cursor_init(&cm, mem);
+		tvh_snap_cursor_init(&cs, sp[m]);
+		for (uint64_t tsc = 0; tsc < 1000 + 10 * SPILL_N + 20; tsc += 7) {
+			static const uint64_t cr3s[] = { 0, 0x1000, 0x3000, 0x5000, 0x9000 };
+			uint64_t base[] = { 0x400000, 0xffffffff81000000ull, 0x7f0000000000ull };
+			uint64_t cr3 = cr3s[tsc % 5];
+
+			for (unsigned k = 0; k < 3; k++) {
+				uint64_t ip = base[k] + ((tsc * 131) % (300 * PG)) + PG - 3;
+				struct tvh_snap_hit hm, hs;
+				uint64_t lm, hm_, ls, hs_;
+				int rm = tvh_snap_lookup(mem, cr3, ip, tsc, &hm);
+
+				assert_int_equal(tvh_snap_lookup(sp[m], cr3, ip, tsc, &hs), rm);
+				if (!rm) {
+					assert_memory_equal(hm.page, hs.page, PG);
+					assert_int_equal(hm.start, hs.start);
+					assert_int_equal(hm.end, hs.end);
+					assert_int_equal(hm.gpa, hs.gpa);
+					assert_int_equal(hm.linear, hs.linear);
+					assert_int_equal(hm.hash, hs.hash);
+					assert_int_equal(hm.cpu, hs.cpu);
+					assert_int_equal(hm.flags, hs.flags);
+					assert_int_equal(hm.cr3, hs.cr3);
+					/* All in the file: the page is the mapped file's. */
+					if (m == 0)
+						assert_true(in_deleted_file(hs.page));
+					compared++;
+				}
+				tvh_snap_span(mem, ip, tsc, &lm, &hm_);
+				tvh_snap_span(sp[m], ip, tsc, &ls, &hs_);
+				assert_int_equal(lm, ls);
+				assert_int_equal(hm_, hs_);
+				memset(a, 0, sizeof(a));
+				memset(b, 0, sizeof(b));
+				assert_int_equal(tvh_snap_read(sp[m], cr3, ip, tsc, b, 6),
+						 tvh_snap_read(mem, cr3, ip, tsc, a, 6));
+				assert_memory_equal(a, b, 6);
+				assert_int_equal(tvh_snap_cursor_read(&cs, cr3, ip, tsc, b, sizeof(b)),
+						 tvh_snap_cursor_read(&cm, cr3, ip, tsc, a, sizeof(a)));
+				assert_memory_equal(a, b, sizeof(a));
+			}
+		}
+	}
+	assert_true(compared > 1000);
+	tvh_snap_free(mem);
+	tvh_snap_free(sp[0]);
+	tvh_snap_free(sp[1]);
+	th_tvt_free(&t);
+}
+
+/*
+ * The file cannot be made (a missing directory) or written (a full
+ * disk, as RLIMIT_FSIZE makes one: EFBIG): an error with errno, counted,
+ * never contents dropped in silence; within the bound no file is needed.
+ */
+static void test_spill_errors(void **state)
+{
+	static uint8_t p[PG];
+	struct tvh_snap_opts o = { .spill_bytes = 0, .dir = "/nonexistent-tvh-dir" };
+	struct tvh_snap_stats st;
+	struct recbuf rb = { 0 };
+	struct rlimit old, lim;
+	struct th_tvt t;
+	struct tvh_snap *s;
+	void (*prev)(int);
+	int ret;
+
+	(void)state;
+	spill_capture(&t);
+	errno = 0;
+	s = load_opts(&t, 0, "/nonexistent-tvh-dir", &ret);
+	assert_int_equal(ret, -TVH_ERR_IO);
+	assert_int_equal(errno, ENOENT);
+	assert_null(s);
+	s = load_opts(&t, UINT64_MAX, "/nonexistent-tvh-dir", &ret);
+	assert_int_equal(ret, 0);
+	tvh_snap_free(s);
+
+	/* By hand: add fails at the first content, and keeps failing. */
+	s = tvh_snap_new_opts(&o);
+	assert_non_null(s);
+	fill(p, 77);
+	rb_snap(&rb, TV_CODEF_NEW, 10, 0x1000, 0x1000, 0, p);
+	{
+		struct th_tvt t1;
+		struct tvt_reader r;
+		struct tvh_walk_opts wo = { .cpu = -1 };
+		struct tvh_stats ws;
+		struct tvh_info in;
+		char *text = NULL, *tmpdir;
+		size_t tlen = 0;
+		FILE *f;
+
+		th_tvt_begin(&t1, "m", 1);
+		th_tvt_records(&t1, 0, 0, &rb);
+		th_tvt_end(&t1);
+		assert_int_equal(tvt_reader_open_mem(&r, t1.buf, t1.len), 0);
+		assert_int_equal(tvh_walk(&r, &wo, (int (*)(void *, const struct tvh_event *))
+					  tvh_snap_add, s, &ws), -TVH_ERR_IO);
+		tvh_stats_free(&ws);
+		assert_int_equal(tvh_snap_finish(s), -TVH_ERR_IO);
+		assert_int_equal(errno, ENOENT);
+		tvh_snap_get_stats(s, &st);
+		assert_int_equal(st.spill_errors, 1);
+		assert_int_equal(st.spilled_bytes, 0);
+		tvh_snap_free(s);
+		/* info goes on and says why instead of a short count. */
+		tmpdir = getenv("TMPDIR") ? strdup(getenv("TMPDIR")) : NULL;
+		assert_int_equal(setenv("TMPDIR", "/nonexistent-tvh-dir", 1), 0);
+		assert_int_equal(setenv("TVH_SNAP_SPILL_BYTES", "0", 1), 0);
+		tvt_reader_rewind(&r);
+		tvh_info_init(&in);
+		assert_int_equal(tvh_walk(&r, &wo, tvh_info_event, &in, &ws), 0);
+		f = open_memstream(&text, &tlen);
+		assert_int_equal(tvh_info_write(&in, &r, &ws, "x.tvt", f), 0);
+		fclose(f);
+		if (!th_contains(text, "code snapshots: I/O error: the spill file in"
+				 " /nonexistent-tvh-dir") || !th_contains(text, strerror(ENOENT)) ||
+		    th_contains(text, "contents ="))
+			fail_msg("%s", text);
+		free(text);
+		tvh_stats_free(&ws);
+		tvh_info_free(&in);
+		if (tmpdir)
+			assert_int_equal(setenv("TMPDIR", tmpdir, 1), 0);
+		else
+			assert_int_equal(unsetenv("TMPDIR"), 0);
+		free(tmpdir);
+		assert_int_equal(setenv("TVH_SNAP_SPILL_BYTES", spill_mode ? "0" : "64M", 1), 0);
+		tvt_reader_close(&r);
+		th_tvt_free(&t1);
+	}
+	rb_free(&rb);
+
+	/* A full disk: the file may not grow past 64 KiB (16 of 300 contents). */
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	lim = old;
+	lim.rlim_cur = 64 << 10;
+	prev = signal(SIGXFSZ, SIG_IGN);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	errno = 0;
+	s = load_opts(&t, 0, th_dir(), &ret);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, prev);
+	assert_int_equal(ret, -TVH_ERR_IO);
+	assert_int_equal(errno, EFBIG);
+	assert_null(s);
+	th_tvt_free(&t);
+}
+
+/* The CLI says why (the directory, errno's text) and fails; info shows the split. */
+static void test_cli_spill(void **state)
+{
+	static uint8_t p[PG];
+	struct recbuf r0 = { 0 };
+	struct th_tvt t;
+	char *path, *cmd, *out = NULL, *err = NULL;
+	uint8_t pt[512];
+	size_t len = 0;
+
+	(void)state;
+	ptf_encode(&fx, pt, sizeof(pt), &len, 1);
+	rb_pt_sync(&r0, 1000, 0, 0);
+	rb_snap(&r0, TV_CODEF_NEW, 900, 0x77000, code_lin, 0x8000, code_page);
+	fill(p, 3);
+	rb_snap(&r0, TV_CODEF_NEW, 950, 0x78000, code_lin + PG, 0x8000, p);
+	th_tvt_begin(&t, "m", 1);
+	th_tvt_chunk(&t, 0, TVT_KIND_PT, TVT_CHUNK_F_STREAM_START, 0, pt, len);
+	th_tvt_records(&t, 0, 0, &r0);
+	th_tvt_end(&t);
+	path = th_tvt_save(&t, "spill.tvt");
+	assert_true(asprintf(&cmd, "TMPDIR=/nonexistent-tvh-dir TVH_SNAP_SPILL_BYTES=0 '%s'"
+			     " pt-decode '%s' --cpu 0", th_cli(), path) > 0);
+	assert_int_not_equal(th_run(cmd, &out, &err), 0);
+	if (!th_contains(err, "code snapshots: the spill file in /nonexistent-tvh-dir") ||
+	    !th_contains(err, strerror(ENOENT)))
+		fail_msg("%s", err);
+	free(cmd);
+	free(out);
+	free(err);
+	assert_true(asprintf(&cmd, "TVH_SNAP_SPILL_BYTES=4k '%s' info '%s'", th_cli(), path) > 0);
+	assert_int_equal(th_run(cmd, &out, &err), 0);
+	if (!th_contains(out, "2 contents = 8 KiB (4 KiB in the spill file);"))
+		fail_msg("%s", out);
+	free(cmd);
+	free(out);
+	free(err);
+	/* info shows the rest of the capture and why the snapshots are not counted. */
+	assert_true(asprintf(&cmd, "TMPDIR=/nonexistent-tvh-dir TVH_SNAP_SPILL_BYTES=0 '%s'"
+			     " info '%s'", th_cli(), path) > 0);
+	assert_int_equal(th_run(cmd, &out, &err), 0);
+	if (!th_contains(out, "code snapshots: I/O error: the spill file in /nonexistent-tvh-dir") ||
+	    !th_contains(out, strerror(ENOENT)) || !th_contains(out, "records"))
+		fail_msg("%s", out);
+	free(cmd);
+	free(out);
+	free(err);
+	free(path);
+	th_tvt_free(&t);
+	rb_free(&r0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1196,7 +1533,20 @@ int main(void)
 		cmocka_unit_test(test_fast_decode_patched_page),
 		cmocka_unit_test(test_tools_rewritten_page),
 		cmocka_unit_test(test_cli_without_image),
+		cmocka_unit_test(test_spill_equals_memory),
+		cmocka_unit_test(test_spill_errors),
+		cmocka_unit_test(test_cli_spill),
 	};
+	const size_t n = sizeof(tests) / sizeof(tests[0]);
+	int failed;
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	/* Once with contents in memory, once with every one in the spill file. */
+	unsetenv("TVH_SNAP_SPILL_BYTES");
+	spill_mode = false;
+	failed = _cmocka_run_group_tests("snap (contents in memory)", tests, n, setup, teardown);
+	setenv("TVH_SNAP_SPILL_BYTES", "0", 1);
+	spill_mode = true;
+	failed += _cmocka_run_group_tests("snap (contents in the spill file)", tests, n, setup,
+					  teardown);
+	return failed;
 }
