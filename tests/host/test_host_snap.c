@@ -1361,6 +1361,38 @@ static void test_spill_equals_memory(void **state)
 	th_tvt_free(&t);
 }
 
+/* The environment test_spill_errors changes, put back even when it fails. */
+static char *saved_tmpdir;
+
+static int save_env(void **state)
+{
+	(void)state;
+	saved_tmpdir = getenv("TMPDIR") ? strdup(getenv("TMPDIR")) : NULL;
+	return 0;
+}
+
+static int restore_env(void **state)
+{
+	(void)state;
+	if (saved_tmpdir)
+		setenv("TMPDIR", saved_tmpdir, 1);
+	else
+		unsetenv("TMPDIR");
+	if (spill_mode)
+		setenv("TVH_SNAP_SPILL_BYTES", "0", 1);
+	else
+		unsetenv("TVH_SNAP_SPILL_BYTES");
+	return 0;
+}
+
+static int restore_env_free(void **state)
+{
+	restore_env(state);
+	free(saved_tmpdir);
+	saved_tmpdir = NULL;
+	return 0;
+}
+
 /*
  * The file cannot be made (a missing directory) or written (a full
  * disk, as RLIMIT_FSIZE makes one: EFBIG): an error with errno, counted,
@@ -1400,7 +1432,7 @@ static void test_spill_errors(void **state)
 		struct tvh_walk_opts wo = { .cpu = -1 };
 		struct tvh_stats ws;
 		struct tvh_info in;
-		char *text = NULL, *tmpdir;
+		char *text = NULL;
 		size_t tlen = 0;
 		FILE *f;
 
@@ -1418,7 +1450,6 @@ static void test_spill_errors(void **state)
 		assert_int_equal(st.spilled_bytes, 0);
 		tvh_snap_free(s);
 		/* info goes on and says why instead of a short count. */
-		tmpdir = getenv("TMPDIR") ? strdup(getenv("TMPDIR")) : NULL;
 		assert_int_equal(setenv("TMPDIR", "/nonexistent-tvh-dir", 1), 0);
 		assert_int_equal(setenv("TVH_SNAP_SPILL_BYTES", "0", 1), 0);
 		tvt_reader_rewind(&r);
@@ -1434,12 +1465,7 @@ static void test_spill_errors(void **state)
 		free(text);
 		tvh_stats_free(&ws);
 		tvh_info_free(&in);
-		if (tmpdir)
-			assert_int_equal(setenv("TMPDIR", tmpdir, 1), 0);
-		else
-			assert_int_equal(unsetenv("TMPDIR"), 0);
-		free(tmpdir);
-		assert_int_equal(setenv("TVH_SNAP_SPILL_BYTES", spill_mode ? "0" : "64M", 1), 0);
+		restore_env(NULL);
 		tvt_reader_close(&r);
 		th_tvt_free(&t1);
 	}
@@ -1534,7 +1560,7 @@ int main(void)
 		cmocka_unit_test(test_tools_rewritten_page),
 		cmocka_unit_test(test_cli_without_image),
 		cmocka_unit_test(test_spill_equals_memory),
-		cmocka_unit_test(test_spill_errors),
+		cmocka_unit_test_setup_teardown(test_spill_errors, save_env, restore_env_free),
 		cmocka_unit_test(test_cli_spill),
 	};
 	const size_t n = sizeof(tests) / sizeof(tests[0]);
