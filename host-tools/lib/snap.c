@@ -52,6 +52,7 @@ struct snapshot {
 	const uint8_t *page;     /* the content, NULL when missing */
 	uint32_t cpu;
 	uint8_t flags;
+	bool alias;              /* add_aliases' copy under another linear page */
 };
 
 struct tvh_snap {
@@ -441,6 +442,127 @@ static int cmp_linear_time(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/*
+ * Kernel pages executed under a second linear address.  A snapshot is
+ * taken at a page's first execution after each change, under the linear
+ * address of that execution; the same guest-physical page executed
+ * through another mapping costs no exit and brings no record.  Linux runs
+ * its first instructions through the identity mapping (startup_64 at its
+ * physical address), then the same pages through its high mapping: in the
+ * fixture's boot, page 0x2401000 (__x86_indirect_thunk_rax) was
+ * snapshotted at linear 0x2401000, and under 0xffffffff81e01000 only once
+ * alternatives had patched it.  A lookup at the high address before then
+ * found only the patched page (rule 2), and the retpoline decoded as
+ * `jmp *%rax`: the same packets, until a VM exit fell inside it ("trace
+ * stream does not match query", 64 times in a whole boot).  So: an
+ * upper-half linear page whose kernel snapshots all name one gpa also
+ * sees every other kernel snapshot of that gpa, whatever linear address it
+ * was taken under (a copy at this linear page, same start and end: a
+ * gpa's contents follow each other in time whatever the mapping).  User
+ * pages are left alone: a lower-half page maps different gpas in
+ * different processes and over time.  Returns 0 or -TVH_ERR_NOMEM.
+ */
+struct alias_pair {
+	uint64_t linear, gpa;
+};
+
+static int cmp_pair_linear(const void *a, const void *b)
+{
+	const struct alias_pair *x = a, *y = b;
+
+	if (x->linear != y->linear)
+		return x->linear < y->linear ? -1 : 1;
+	return x->gpa < y->gpa ? -1 : x->gpa > y->gpa;
+}
+
+static int cmp_pair_gpa(const void *a, const void *b)
+{
+	const struct alias_pair *x = a, *y = b;
+
+	if (x->gpa != y->gpa)
+		return x->gpa < y->gpa ? -1 : 1;
+	return x->linear < y->linear ? -1 : x->linear > y->linear;
+}
+
+static bool alias_kernel(const struct snapshot *sn)
+{
+	return sn->page && (sn->flags & TV_CODEF_LINEAR) && !(sn->flags & TV_CODEF_USER);
+}
+
+/* First index of gpa in snaps[0, n) (sorted by gpa, then time). */
+static size_t chain_of(const struct snapshot *v, size_t n, uint64_t gpa)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid].gpa < gpa)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static int add_aliases(struct tvh_snap *s)
+{
+	size_t nreal = s->nsnaps, np = 0, u = 0, extra = 0;
+	struct alias_pair *p = malloc((nreal ? nreal : 1) * sizeof(*p));
+
+	if (!p)
+		return -TVH_ERR_NOMEM;
+	for (size_t i = 0; i < nreal; i++)
+		if (alias_kernel(&s->snaps[i]) && (s->snaps[i].linear >> 63))
+			p[np++] = (struct alias_pair){ s->snaps[i].linear, s->snaps[i].gpa };
+	/* One pair per linear page that names a single gpa. */
+	qsort(p, np, sizeof(*p), cmp_pair_linear);
+	for (size_t i = 0; i < np;) {
+		size_t j = i + 1;
+		bool single = true;
+
+		for (; j < np && p[j].linear == p[i].linear; j++)
+			if (p[j].gpa != p[i].gpa)
+				single = false;
+		if (single)
+			p[u++] = p[i];
+		i = j;
+	}
+	qsort(p, u, sizeof(*p), cmp_pair_gpa);
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < u; i++) {
+			for (size_t m = chain_of(s->snaps, nreal, p[i].gpa);
+			     m < nreal && s->snaps[m].gpa == p[i].gpa; m++) {
+				struct snapshot *c;
+
+				if (!alias_kernel(&s->snaps[m]) || s->snaps[m].linear == p[i].linear)
+					continue;
+				if (!pass) {
+					extra++;
+					continue;
+				}
+				c = &s->snaps[s->nsnaps++];
+				*c = s->snaps[m];
+				c->linear = p[i].linear;
+				c->alias = true;
+				s->st.aliases++;
+			}
+		}
+		if (!pass && extra && nreal + extra > s->cap) {
+			struct snapshot *v = realloc(s->snaps, (nreal + extra) * sizeof(*v));
+
+			if (!v) {
+				free(p);
+				return -TVH_ERR_NOMEM;
+			}
+			s->snaps = v;
+			s->cap = nreal + extra;
+		}
+	}
+	free(p);
+	return 0;
+}
+
 int tvh_snap_finish(struct tvh_snap *s)
 {
 	size_t n = 0;
@@ -485,6 +607,13 @@ int tvh_snap_finish(struct tvh_snap *s)
 		if (sn->page && (sn->flags & TV_CODEF_LINEAR))
 			n++;
 	}
+	{
+		int aret = add_aliases(s);
+
+		if (aret)
+			return aret;
+	}
+	n += (size_t)s->st.aliases;
 	if (n) {
 		s->by_linear = malloc(n * sizeof(*s->by_linear));
 		if (!s->by_linear)

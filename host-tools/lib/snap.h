@@ -26,7 +26,11 @@
  *  4. the earliest of any address space starting after tsc;
  *  5. the latest whose validity ended before tsc, this address space
  *     first, then any.
- * tsc 0 therefore means the earliest snapshot.  CR3 values are compared
+ * tsc 0 therefore means the earliest snapshot.  An upper-half (kernel)
+ * linear page whose kernel snapshots all name one gpa also has every other
+ * kernel snapshot of that gpa, taken under another linear address (the
+ * identity mapping Linux starts from), as its own (snap.c, add_aliases;
+ * stats.aliases).  CR3 values are compared
  * on bits 51:12 (the PCID in 11:0, and PT's PIP packets carry no bits
  * below 5).
  *
@@ -77,6 +81,8 @@ struct tvh_snap_stats {
 	uint64_t bad_hash;       /* contents assembled whose hash did not match: dropped */
 	uint64_t missing_data;   /* snapshots whose content never arrived whole */
 	uint64_t missing_chunks; /* chunks absent from contents begun but never finished */
+	uint64_t aliases;        /* copies of a kernel page's snapshots under its other
+				    upper-half linear address (snap.c, add_aliases) */
 };
 
 /* Where contents go: the first spill_bytes of them in memory, the rest to a file. */

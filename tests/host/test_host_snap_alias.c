@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_host_snap_alias.c - the snapshot store's kernel aliases
+ * (host-tools/lib/snap.c, add_aliases): a guest-physical page executed
+ * first through one mapping and later through another brings a
+ * snapshot only under the first; the second mapping must still find
+ * the content the page had at the time asked.  The shape is the one
+ * seen in a whole boot of Debian's Linux: __x86_indirect_thunk_rax's
+ * page snapshotted at its identity address (startup_64), then at the
+ * high kernel address only after alternatives patched it.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <setjmp.h>
+
+#include <cmocka.h>
+
+#include "host-tools/lib/error.h"
+#include "host-tools/lib/snap.h"
+#include "tests/host/helpers.h"
+
+#define PG TV_CODE_PAGE
+#define HI 0xffffffff81e01000ull       /* the thunk's page, high mapping */
+#define GPA 0x2401000ull                /* its physical page (= identity linear) */
+#define CR3 0x3010000ull
+
+/* A TV_REC_CODE as the hypervisor writes it, with its chunks when new. */
+static void snap_rec(struct recbuf *b, uint8_t flags, uint64_t tsc, uint64_t gpa,
+		     uint64_t linear, uint64_t cr3, const uint8_t *page)
+{
+	struct tv_rec_code r;
+	uint64_t h = tv_code_hash(page);
+
+	memset(&r, 0, sizeof(r));
+	r.h.type = TV_REC_CODE;
+	r.h.info = flags | TV_CODEF_LINEAR;
+	r.h.size = sizeof(r);
+	r.tsc = tsc;
+	r.gpa = gpa;
+	r.linear = linear;
+	r.cr3 = cr3;
+	r.hash = h;
+	rb_raw(b, &r, sizeof(r));
+	b->count++;
+	if (!(flags & TV_CODEF_NEW))
+		return;
+	for (unsigned k = 0; k < TV_CODE_CHUNKS; k++) {
+		struct tv_rec_code_data d;
+
+		memset(&d, 0, sizeof(d));
+		d.h.type = TV_REC_CODE_DATA;
+		d.h.size = sizeof(d);
+		d.h.aux = k;
+		d.hash = h;
+		memcpy(d.bytes, page + (size_t)k * TV_CODE_CHUNK, TV_CODE_CHUNK);
+		rb_raw(b, &d, sizeof(d));
+		b->count++;
+	}
+}
+
+static void fill(uint8_t *page, uint8_t seed)
+{
+	for (unsigned i = 0; i < PG; i++)
+		page[i] = (uint8_t)(seed + i * 13);
+}
+
+static struct tvh_snap *load(struct th_tvt *t, const struct recbuf *b)
+{
+	struct tvt_reader r;
+	struct tvh_snap *s = NULL;
+
+	th_tvt_begin(t, "m", 1);
+	th_tvt_records(t, 0, 0, b);
+	th_tvt_end(t);
+	assert_int_equal(tvt_reader_open_mem(&r, t->buf, t->len), 0);
+	assert_int_equal(tvh_snap_load(&r, NULL, &s), 0);
+	tvt_reader_close(&r);
+	return s;
+}
+
+/*
+ * Identity snapshot at 100, high-address snapshot after the patch at 300:
+ * at 200 the high address reads the unpatched content (valid 100..300),
+ * at 400 the patched one; the identity address keeps its own answers.
+ */
+static void test_high_mapping_reads_identity_snapshot(void **state)
+{
+	static uint8_t orig[PG], patched[PG];
+	struct recbuf b = { 0 };
+	struct th_tvt t = { 0 };
+	struct tvh_snap *s;
+	struct tvh_snap_hit hit;
+	struct tvh_snap_stats st;
+	uint64_t lo, hi;
+	uint8_t buf[8];
+
+	(void)state;
+	fill(orig, 1);
+	fill(patched, 2);
+	snap_rec(&b, TV_CODEF_NEW, 100, GPA, GPA, 0x3fa01000, orig);
+	snap_rec(&b, TV_CODEF_NEW | TV_CODEF_REARM, 300, GPA, HI, CR3, patched);
+	s = load(&t, &b);
+
+	assert_int_equal(tvh_snap_lookup(s, CR3, HI + 0x580, 200, &hit), 0);
+	assert_ptr_not_equal(hit.page, NULL);
+	assert_memory_equal(hit.page, orig, PG);
+	assert_int_equal(hit.start, 100);
+	assert_int_equal(hit.end, 300);
+	assert_int_equal(hit.linear, HI);
+	assert_int_equal(hit.gpa, GPA);
+	assert_int_equal(tvh_snap_read(s, 0, HI + 0x580, 200, buf, sizeof(buf)), sizeof(buf));
+	assert_memory_equal(buf, orig + 0x580, sizeof(buf));
+
+	assert_int_equal(tvh_snap_lookup(s, CR3, HI + 0x580, 400, &hit), 0);
+	assert_memory_equal(hit.page, patched, PG);
+	assert_int_equal(hit.start, 300);
+
+	/* Before either: the earliest, now the identity one's content. */
+	assert_int_equal(tvh_snap_lookup(s, CR3, HI, 50, &hit), 0);
+	assert_memory_equal(hit.page, orig, PG);
+
+	/* A cache over the high page must flush at 300, and only there. */
+	tvh_snap_span(s, HI + 0x580, 200, &lo, &hi);
+	assert_int_equal(lo, 100);
+	assert_int_equal(hi, 300);
+
+	/* The identity page (lower half) is not given the high one's copies. */
+	assert_int_equal(tvh_snap_lookup(s, 0, GPA, 400, &hit), 0);
+	assert_memory_equal(hit.page, orig, PG);
+
+	tvh_snap_get_stats(s, &st);
+	assert_int_equal(st.records, 2);
+	assert_int_equal(st.aliases, 1);
+	tvh_snap_free(s);
+	th_tvt_free(&t);
+	rb_free(&b);
+}
+
+/*
+ * A high linear page seen with two gpas (a module area reused) gets no
+ * copies: which gpa it mapped at a time is not known.  And user pages
+ * never: a lower-half address maps different pages in different
+ * processes.
+ */
+static void test_no_alias_when_mapping_unknown(void **state)
+{
+	static uint8_t a[PG], a2[PG], c[PG], u[PG], k[PG];
+	const uint64_t mod = 0xffffffffc0001000ull, other = 0xffffffffc0200000ull;
+	struct recbuf b = { 0 };
+	struct th_tvt t = { 0 };
+	struct tvh_snap *s;
+	struct tvh_snap_hit hit;
+	struct tvh_snap_stats st;
+
+	(void)state;
+	fill(a, 3);
+	fill(a2, 4);
+	fill(c, 5);
+	fill(u, 6);
+	fill(k, 7);
+	/* gpa 0x100000 at `other` (t 50) and at `mod` (t 100); `mod` also maps 0x200000 at 500. */
+	snap_rec(&b, TV_CODEF_NEW, 50, 0x100000, other, CR3, a);
+	snap_rec(&b, TV_CODEF_NEW | TV_CODEF_REARM, 100, 0x100000, mod, CR3, a2);
+	snap_rec(&b, TV_CODEF_NEW, 500, 0x200000, mod, CR3, c);
+	/* gpa 0x300000 as kernel code at its identity address, then as user code. */
+	snap_rec(&b, TV_CODEF_NEW, 10, 0x300000, 0x300000, CR3, k);
+	snap_rec(&b, TV_CODEF_NEW | TV_CODEF_REARM | TV_CODEF_USER, 20, 0x300000, 0x400000,
+		 0x5000000, u);
+	s = load(&t, &b);
+
+	/* mod at 75: its own first snapshot (rule 2), not gpa 0x100000's at `other`. */
+	assert_int_equal(tvh_snap_lookup(s, CR3, mod, 75, &hit), 0);
+	assert_memory_equal(hit.page, a2, PG);
+	assert_int_equal(hit.start, 100);
+	/* `other` names one gpa: it does see the later content of that gpa. */
+	assert_int_equal(tvh_snap_lookup(s, CR3, other, 150, &hit), 0);
+	assert_memory_equal(hit.page, a2, PG);
+	/* The user page at 15: its own (rule 2), not the kernel's identity content. */
+	assert_int_equal(tvh_snap_lookup(s, 0x5000000, 0x400000, 15, &hit), 0);
+	assert_memory_equal(hit.page, u, PG);
+
+	tvh_snap_get_stats(s, &st);
+	assert_int_equal(st.aliases, 1);     /* a2's content under `other` only */
+	tvh_snap_free(s);
+	th_tvt_free(&t);
+	rb_free(&b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_high_mapping_reads_identity_snapshot),
+		cmocka_unit_test(test_no_alias_when_mapping_unknown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
