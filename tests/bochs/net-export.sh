@@ -11,7 +11,11 @@
 # it - but the trace is received by `tracevisor record`, not read from the
 # serial log.  The expected branches come from nm of build/payload.so and
 # the load address the payload prints; the capture must hold every one of
-# them on both CPUs, in order, with nothing lost.
+# them on both CPUs, in order, with nothing lost.  This case runs on the
+# authenticated data path (data_key = control, `record --auth`): the
+# self-test and the resident exporter seal every datagram, the receiver
+# opens each session only for a HELLO under the key (docs/PROTOCOL.md,
+# "With a key"); the Linux case below stays on the unauthenticated path.
 #
 # Second case (TV_NET_EXPORT_LINUX=0 skips it; it needs the Linux
 # fixture): SMP Linux boots as the guest while the trace streams.  A
@@ -42,7 +46,7 @@ trap 'tv_record_stop' EXIT
 
 payload_case() {
 	# Two sessions: the boot-time self-test and the resident exporter.
-	if ! tv_record_start "$work/cap" --machines 2 --idle 5; then
+	if ! tv_record_start "$work/cap" --machines 2 --idle 5 --auth --key-hex 5ec7e7; then
 		tv_fail "net-export: receiver" "tracevisor record did not start: $(tail -n 2 "$work/cap/record.stderr")"
 		return
 	fi
@@ -50,7 +54,7 @@ payload_case() {
 		'source = mtf' 'overflow = stop' 'trace_start = hypercall' \
 		'nic = auto' 'net_ip = 10.0.2.15/24' 'net_gw = 10.0.2.2' \
 		"receiver = 10.0.2.2:$TV_REC_PORT" "net_selftest = $selftest" 'machine = bochs' \
-		'control_key = 5ec7e7' >"$work/tracevisor.conf"
+		'control_key = 5ec7e7' 'data_key = control' >"$work/tracevisor.conf"
 	tv_image "$work/disk.img" EFI/BOOT/BOOTX64.EFI="$TV_BUILD/tracevisor.efi" \
 		EFI/tracevisor/tracevisor.conf="$work/tracevisor.conf" \
 		EFI/tracevisor/payload.efi="$TV_BUILD/payload.efi"
@@ -68,6 +72,8 @@ payload_case() {
 	tv_expect "net-export: resident copy took the NIC" "$log" \
 		'net: resident: .* at 00:[0-9a-f]{2}\.0, MAC 52:54:00:12:34:56, DMA at 0x[0-9a-f]+ \(reserved\); static address; exporting 2 CPU ring\(s\) and 0 PT stream\(s\) to 10\.0\.2\.2'
 	tv_expect "net-export: network exporter in the copy" "$log" 'hv: resident copy initialised, 2 CPUs, exporter network'
+	tv_expect "net-export: the data path is sealed (data_key = control)" "$log" 'net: export: authenticated data path: every datagram sealed'
+	tv_reject "net-export: never unauthenticated" "$log" 'UNAUTHENTICATED'
 	tv_expect "net-export: receiver reached from VMX root" "$log" 'net: export: receiver 10\.0\.2\.2:[0-9]+ reachable, streaming'
 	tv_reject "net-export: nothing went over serial" "$log" 'exported [0-9]+ records over serial'
 	for cpu in 0 1; do
