@@ -1193,6 +1193,9 @@ void memwatch_window_stop(struct per_cpu *cpu)
 	s.outside_window = mc->st.outside_window;
 	if (r)
 		(void)trace_append_mem_stats(r, &s);
+	/* The line only once a watch existed (config or hypercall): armed alone is every PT boot. */
+	if (!__atomic_load_n(&mw.next_id, __ATOMIC_RELAXED))
+		return;
 	n = snprintf(line, sizeof(line),
 		     "mem: cpu %u: recorded %llu, filtered %llu, collateral %llu, steps %llu, undecoded %llu, outside window %llu, lost %llu, interrupted %llu",
 		     cpu->index, (unsigned long long)s.recorded, (unsigned long long)s.filtered,

@@ -167,8 +167,9 @@ void memwatch_before_entry(struct per_cpu *cpu);
 /*
  * memwatch_window_start / _stop - the engine's window edges: at a CPU's
  * first window start the config's watches are announced in its ring
- * (ARM records); at every stop a TV_REC_MEM_STATS and the log line
- * "mem: cpu N: recorded ...".  Nothing when not armed.
+ * (ARM records); at every stop a TV_REC_MEM_STATS and, once any watch
+ * existed on this boot, the log line "mem: cpu N: recorded ...".
+ * Nothing when not armed.
  */
 void memwatch_window_start(struct per_cpu *cpu);
 void memwatch_window_stop(struct per_cpu *cpu);

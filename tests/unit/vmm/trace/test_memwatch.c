@@ -123,6 +123,9 @@ static void guest_state(void)
 	hw_fake_vmcs_set(VMCS_GUEST_GS_BASE, 0);
 }
 
+/* Config watches of the next setup_with (setup_none: 0). */
+static unsigned setup_nwatch = 2;
+
 static struct trace_setup setup_of(uint8_t source, uint8_t filter)
 {
 	struct trace_setup s;
@@ -134,7 +137,7 @@ static struct trace_setup setup_of(uint8_t source, uint8_t filter)
 	s.ring_kb = 64;
 	s.code_snapshots = TRACE_SNAP_OFF;
 	s.mem_filter = filter;
-	s.nmem_watch = 2;
+	s.nmem_watch = setup_nwatch;
 	s.mem_watch[0] = (struct trace_mem_watch){ 0x8000, 0x8100, TV_MEMW_MODE_RW };
 	s.mem_watch[1] = (struct trace_mem_watch){ 0xc000, 0xc010, TV_MEMW_MODE_W };
 	trace_filter_all(&s.filter);
@@ -214,6 +217,17 @@ static int setup_sharing(void **state)
 {
 	(void)state;
 	return setup_with(TRACE_MEM_FILTER_SHARING);
+}
+
+static int setup_none(void **state)
+{
+	int ret;
+
+	(void)state;
+	setup_nwatch = 0;
+	ret = setup_with(TRACE_MEM_FILTER_NONE);
+	setup_nwatch = 2;
+	return ret;
 }
 
 static int teardown(void **state)
@@ -904,6 +918,31 @@ static void test_window_start_announces_and_stop_counts(void **state)
 		fail_msg("log: %s", logbuf);
 }
 
+/*
+ * Armed (source = pt arms for hypercall watches) but no watch ever: the
+ * stop still writes its TV_REC_MEM_STATS, zeros, but logs nothing (the
+ * line used to come at every window stop of every PT boot).  Once a
+ * watch came by hypercall, the line again.
+ */
+static void test_window_stop_quiet_without_watches(void **state)
+{
+	const uint8_t *r[8];
+
+	(void)state;
+	memwatch_window_start(&cpu);
+	assert_int_equal(records(&cpu, TV_REC_MEM_WATCH, r, 8), 0);
+	memwatch_window_stop(&cpu);
+	assert_int_equal(records(&cpu, TV_REC_MEM_STATS, r, 8), 1);
+	assert_int_equal(((const struct tv_rec_mem_stats *)(const void *)r[0])->recorded, 0);
+	if (strstr(logbuf, "mem: cpu"))
+		fail_msg("log: %s", logbuf);
+	assert_int_equal(memwatch_control(&cpu, TV_MEMW_ARM, 0, 0x8000, 0x8010, TV_MEMW_MODE_RW,
+					  NULL, 0), 1);             /* its id */
+	memwatch_window_stop(&cpu);
+	if (!strstr(logbuf, "mem: cpu 0: recorded 0, filtered 0"))
+		fail_msg("log: %s", logbuf);
+}
+
 /* --- config and needs ------------------------------------------------------------ */
 
 static void test_config_keys(void **state)
@@ -1000,6 +1039,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_hypercall_bad_arguments, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_control_arm_remove_label, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_window_start_announces_and_stop_counts, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_window_stop_quiet_without_watches, setup_none, teardown),
 		cmocka_unit_test(test_config_keys),
 		cmocka_unit_test(test_needs_pool),
 	};
