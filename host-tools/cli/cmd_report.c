@@ -42,7 +42,16 @@ void report_usage(FILE *f)
 	      "                      the CPU first went to the upper half; kernel =\n"
 	      "                      upper half, the kernel's symbols (--system-map),\n"
 	      "                      vmlinux; user = lower-half code outside images\n"
-	      "                      after that (addresses, not CPL: records carry none)\n"
+	      "                      after that (addresses, not CPL: records carry none).\n"
+	      "                      Then per phase, for PT: instructions decoded (by the\n"
+	      "                      address of the block they ran in), PT bytes decoded,\n"
+	      "                      decode errors (at the error's last IP) and the PT\n"
+	      "                      bytes skipped after them (to the sync decoding\n"
+	      "                      resumed at), and 'decoded' = insns / (insns + an\n"
+	      "                      ESTIMATE of the insns in the skipped bytes: skipped x\n"
+	      "                      the phase's insns per decoded PT byte, or the\n"
+	      "                      capture's where the phase decoded no byte); '-' where\n"
+	      "                      unknown (branch records do not count instructions)\n"
 	      IMAGE_HELP
 	      "  -j, --threads N     decoding threads (default: one per processor)\n"
 	      DECODER_USAGE

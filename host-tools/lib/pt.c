@@ -463,6 +463,7 @@ struct dec {
 	bool have_last;
 	struct tvh_pt_mem *mem;  /* code snapshots: its tsc follows the decoder */
 	size_t ti;               /* o->times[ti - 1]: the last at or before the offset */
+	uint64_t reported_insns; /* st->insns when the last item was reported */
 };
 
 static uint64_t dec_offset(const struct dec *x)
@@ -497,6 +498,8 @@ static void mem_clock(struct dec *x)
 
 static int report(struct dec *x, struct tvh_pt_item *it)
 {
+	it->insns = x->st->insns - x->reported_insns;
+	x->reported_insns = x->st->insns;
 	return x->fn ? x->fn(x->ctx, it) : 0;
 }
 
@@ -517,8 +520,10 @@ static int on_insn(struct dec *x, const struct pt_insn *insn)
 	struct tvh_pt_item it = { .kind = TVH_PT_INSN, .insn = insn, .ip = insn->ip };
 	int ret = 0;
 
-	x->st->insns++;
+	/* A transfer is reported with the instructions up to its source: this
+	 * one (its destination) counts after it, as ptfast counts. */
 	if (!x->o->branches) {
+		x->st->insns++;
 		ret = report(x, &it);
 	} else if (x->pending) {
 		bool fallthrough = insn->ip == x->last.ip + x->last.size;
@@ -534,6 +539,8 @@ static int on_insn(struct dec *x, const struct pt_insn *insn)
 			ret = report(x, &it);
 		}
 	}
+	if (x->o->branches)
+		x->st->insns++;
 	x->last = *insn;
 	x->have_last = true;
 	x->pending = insn->iclass != ptic_other && insn->iclass != ptic_ptwrite &&

@@ -146,6 +146,8 @@ struct tvh_pt_item {
 	enum pt_insn_class iclass;
 	bool has_tsc;            /* TVH_PT_BRANCH: the decoder's time (pt_insn_time) */
 	uint64_t tsc;
+	uint64_t insns;          /* instructions decoded since the previous item of this
+	                          * call: the items' sum is stats.insns */
 };
 
 typedef int (*tvh_pt_fn)(void *ctx, const struct tvh_pt_item *it);

@@ -71,6 +71,9 @@ struct ptbr_cpu {
 	uint64_t nbranches;      /* seq of the next branch record */
 	struct tvh_ptf_decoder **decs;   /* fast: one per job, caches kept across runs */
 	unsigned ndecs;
+	uint64_t insns;          /* decoded since the last branch or error passed on */
+	struct tvh_event err;    /* an error held until the decoder resumes (skipped) */
+	bool err_held;
 };
 
 static void *ptbr_begin(void *ctx, uint32_t cpu)
@@ -144,15 +147,78 @@ static int emit_branch(struct ptbr_cpu *pc, uint64_t offset, uint64_t from,
 	ev.rec = &rec;
 	ev.pt = true;
 	ev.pt_offset = offset;
+	ev.insns = pc->insns;
+	pc->insns = 0;
 	pc->b->stats.branches++;
 	return pc->b->inner->event(pc->inner, &ev);
+}
+
+/* The error held back, passed on with the bytes skipped up to resume. */
+static int flush_error(struct ptbr_cpu *pc, uint64_t resume)
+{
+	if (!pc->err_held)
+		return 0;
+	pc->err_held = false;
+	pc->err.skipped = resume > pc->err.pt_offset ? resume - pc->err.pt_offset : 0;
+	return pc->b->inner->event(pc->inner, &pc->err);
+}
+
+/*
+ * The end of a run: the error held, then the instructions after the
+ * last branch, on a PT event without bytes (len 0) at the run's end.
+ */
+static int end_run(struct ptbr_cpu *pc, uint64_t end)
+{
+	struct tvh_event ev;
+	int ret = flush_error(pc, end);
+
+	if (ret || !pc->insns)
+		return ret;
+	memset(&ev, 0, sizeof(ev));
+	ev.kind = TVH_EV_PT;
+	ev.cpu = pc->cpu;
+	ev.pt_offset = end;
+	ev.insns = pc->insns;
+	pc->insns = 0;
+	return pc->b->inner->event(pc->inner, &ev);
+}
+
+/*
+ * Every item: its instructions go with the next branch or error passed
+ * on; an error is held until the next item (the sync the decoder resumed
+ * at, or the run's end) says how many bytes were skipped.
+ */
+static int count_item(struct ptbr_cpu *pc, bool error, uint64_t insns,
+		      uint64_t offset, int err, uint64_t ip)
+{
+	int ret;
+
+	pc->insns += insns;
+	ret = flush_error(pc, offset);
+	if (!ret && error) {
+		memset(&pc->err, 0, sizeof(pc->err));
+		pc->err.kind = TVH_EV_PT_GAP;
+		pc->err.cpu = pc->cpu;
+		pc->err.gap = TVH_GAP_PT_ERROR;
+		pc->err.pt_offset = offset;
+		pc->err.err = err;
+		pc->err.ip = ip;
+		pc->err.insns = pc->insns;
+		pc->insns = 0;
+		pc->err_held = true;
+	}
+	return ret;
 }
 
 static int ptbr_item(void *ctx, const struct tvh_pt_item *it)
 {
 	struct ptbr_cpu *pc = ctx;
 	const struct pt_event *e = it->event;
+	int ret = count_item(pc, it->kind == TVH_PT_ERROR, it->insns, it->offset,
+			     it->err, it->ip);
 
+	if (ret)
+		return ret;
 	switch (it->kind) {
 	case TVH_PT_BRANCH:
 		return emit_branch(pc, it->offset, it->from, it->to,
@@ -165,8 +231,6 @@ static int ptbr_item(void *ctx, const struct tvh_pt_item *it)
 					   e->variant.async_branch.to, TV_BR_INTERRUPT,
 					   e->has_tsc, e->tsc);
 		return 0;
-	case TVH_PT_ERROR:
-		return emit_gap(pc, TVH_GAP_PT_ERROR, it->offset, 0, it->err);
 	default:
 		return 0;
 	}
@@ -177,16 +241,13 @@ static int ptbr_item(void *ctx, const struct tvh_pt_item *it)
 static int fast_item(void *ctx, const struct tvh_ptf_item *it)
 {
 	struct ptbr_cpu *pc = ctx;
+	int ret = count_item(pc, it->kind == TVH_PTF_ERROR, it->insns, it->offset,
+			     it->err, it->ip);
 
-	switch (it->kind) {
-	case TVH_PTF_BRANCH:
-		return emit_branch(pc, it->offset, it->from, it->to, it->br, it->has_tsc,
-				   it->tsc);
-	case TVH_PTF_ERROR:
-		return emit_gap(pc, TVH_GAP_PT_ERROR, it->offset, 0, it->err);
-	default:
-		return 0;
-	}
+	if (!ret && it->kind == TVH_PTF_BRANCH)
+		ret = emit_branch(pc, it->offset, it->from, it->to, it->br, it->has_tsc,
+				  it->tsc);
+	return ret;
 }
 
 static size_t snap_fallback(const void *ctx, uint64_t cr3, uint64_t ip, uint64_t tsc,
@@ -212,8 +273,6 @@ static int keep_item(void *ctx, const struct tvh_ptf_item *it)
 {
 	struct piece_items *p = ctx;
 
-	if (it->kind != TVH_PTF_BRANCH && it->kind != TVH_PTF_ERROR)
-		return 0;
 	if (p->n == p->cap) {
 		size_t cap = p->cap ? 2 * p->cap : 4096;
 		struct tvh_ptf_item *v = realloc(p->v, cap * sizeof(*v));
@@ -350,6 +409,8 @@ static int ptbr_decode(struct ptbr_cpu *pc)
 			struct tvh_ptf_stats fst;
 
 			ret = fast_run(pc, run, &fo, &fst);
+			if (!ret)
+				ret = end_run(pc, run->offset + run->len);
 			b->stats.errors += fst.errors;
 			b->stats.syncs += fst.syncs;
 			b->stats.fast_runs++;
@@ -360,6 +421,8 @@ static int ptbr_decode(struct ptbr_cpu *pc)
 		b->opts.ntimes = ps->ntimes;
 		ret = tvh_pt_decode(run->data, run->len, run->offset, b->image,
 				    &b->opts, ptbr_item, pc, &st);
+		if (!ret)
+			ret = end_run(pc, run->offset + run->len);
 		b->stats.errors += st.errors;
 		b->stats.syncs += st.syncs;
 		b->stats.libipt_runs++;

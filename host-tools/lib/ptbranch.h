@@ -20,7 +20,14 @@
  *    them apart) as a TV_BR_INTERRUPT branch;
  *  - each loss as TVH_EV_PT_GAP: bytes missing between chunks (gap
  *    TVH_GAP_SEQ/HEAD), a cut (TVH_GAP_PT_CUT), a decode error
- *    (TVH_GAP_PT_ERROR, err), so consumers restart their chains there.
+ *    (TVH_GAP_PT_ERROR, err), so consumers restart their chains there;
+ *    an error comes with ip (the last instruction's) and skipped (PT
+ *    bytes to the sync the decoder resumed at, else the run's end);
+ *  - instructions decoded (ev.insns, report --phases): on each branch
+ *    those since the CPU's previous branch or error, up to and including
+ *    the branch's source; on an error those before it; the rest of a run
+ *    on a TVH_EV_PT without bytes at its end.  Both decoders give the
+ *    same counts where both decode without error (test_host_ptfast).
  * Then it calls the consumer's end.  The whole PT stream of a CPU is held
  * in memory until its end (as pt-decode does).
  *

@@ -47,6 +47,7 @@ struct tvh_ptf_decoder {
 	tvh_ptf_fn fn;
 	void *ctx;
 	int ret;                 /* fn's nonzero value */
+	uint64_t emitted_insns;  /* st.insns at the last item emitted */
 	struct tvh_ptf_stats st;
 	uint64_t pkt_off;        /* offset in buf of the packet being handled */
 	size_t pkt_end;          /* and of the byte after it */
@@ -440,6 +441,8 @@ static int emit(struct tvh_ptf_decoder *d, struct tvh_ptf_item *it)
 	int ret;
 
 	it->offset = d->base + d->pkt_off;
+	it->insns = d->st.insns - d->emitted_insns;
+	d->emitted_insns = d->st.insns;
 	if (!d->fn)
 		return 0;
 	ret = d->fn(d->ctx, it);
@@ -652,9 +655,11 @@ static inline void done(struct tvh_ptf_decoder *d, struct ptf_block *b)
 /* Instructions before an error in a block count, as libipt reports them. */
 static int block_error(struct tvh_ptf_decoder *d, struct ptf_block *b)
 {
-	d->st.insns += b->ninsns;
+	/* The transfer before is reported with the instructions up to its
+	 * source (item insns), as tvh_pt_decode reports it. */
 	if (b->ninsns)
 		confirm(d);
+	d->st.insns += b->ninsns;
 	return b->err;
 }
 
@@ -673,9 +678,9 @@ spin_block(struct tvh_ptf_decoder *d, const struct ptf_block *b,
 	uint32_t n = b->ninsns - (reads ? 1u : 0u);
 
 	if (d->spin + n >= TVH_PT_SPIN_LIMIT) {
+		confirm(d);
 		d->st.insns += TVH_PT_SPIN_LIMIT - d->spin;
 		d->spin = 0;
-		confirm(d);
 		return true;
 	}
 	/* The block's first instruction is the destination of the transfer
@@ -1042,8 +1047,8 @@ static int walk_end(struct tvh_ptf_decoder *d)
 		return -pte_nomem;
 	if (b->end == PTF_E_ERR)
 		return block_error(d, b);
-	done(d, b);
 	confirm(d);
+	done(d, b);
 	return 0;
 }
 
@@ -1675,6 +1680,7 @@ static int decode_range(struct tvh_ptf_decoder *d, const uint8_t *buf, size_t le
 	d->ctx = ctx;
 	d->ret = 0;
 	memset(&d->st, 0, sizeof(d->st));
+	d->emitted_insns = 0;
 	reset_flow(d);
 	d->have_tsc = false;
 	d->tsc = 0;
@@ -1759,6 +1765,13 @@ static int decode_range(struct tvh_ptf_decoder *d, const uint8_t *buf, size_t le
 		/* The next piece starts at this PSB: finish the flow up to it. */
 		if (d->synced && read_psb(buf, len, limit, &h) == 0)
 			psb_close(d, &h);
+		/* The piece's end (its last instructions, item insns). */
+		if (!d->ret) {
+			struct tvh_ptf_item it = { .kind = TVH_PTF_END };
+
+			d->pkt_off = limit;
+			emit(d, &it);
+		}
 	} else {
 		struct tvh_ptf_item it = { .kind = TVH_PTF_END };
 

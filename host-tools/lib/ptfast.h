@@ -117,7 +117,7 @@ enum tvh_ptf_item_kind {
 	TVH_PTF_SYNC,            /* a PSB: offset */
 	TVH_PTF_BRANCH,          /* from -> to, kind (TV_BR_*), iclass */
 	TVH_PTF_ERROR,           /* err (negative pt_error_code), offset, ip */
-	TVH_PTF_END,             /* end of the buffer: offset */
+	TVH_PTF_END,             /* end of the buffer, or of a range's piece: offset */
 };
 
 struct tvh_ptf_item {
@@ -130,6 +130,8 @@ struct tvh_ptf_item {
 	uint64_t ip;
 	bool has_tsc;            /* BRANCH, opts.libipt_branches: libipt's time */
 	uint64_t tsc;
+	uint64_t insns;          /* instructions decoded since the previous item of this
+	                          * call (stats.insns then): the items' sum is stats.insns */
 };
 
 typedef int (*tvh_ptf_fn)(void *ctx, const struct tvh_ptf_item *it);

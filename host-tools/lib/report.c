@@ -27,6 +27,7 @@ static void counts_free(struct tvh_counts *c)
 	free(c->k1);
 	free(c->k2);
 	free(c->n);
+	free(c->n2);
 	free(c->kind);
 	free(c->used);
 	memset(c, 0, sizeof(*c));
@@ -40,9 +41,10 @@ static int counts_grow(struct tvh_counts *c)
 	g.k1 = malloc(g.cap * sizeof(*g.k1));
 	g.k2 = malloc(g.cap * sizeof(*g.k2));
 	g.n = malloc(g.cap * sizeof(*g.n));
+	g.n2 = malloc(g.cap * sizeof(*g.n2));
 	g.kind = malloc(g.cap);
 	g.used = calloc(g.cap, 1);
-	if (!g.k1 || !g.k2 || !g.n || !g.kind || !g.used) {
+	if (!g.k1 || !g.k2 || !g.n || !g.n2 || !g.kind || !g.used) {
 		counts_free(&g);
 		return -TVH_ERR_NOMEM;
 	}
@@ -58,6 +60,7 @@ static int counts_grow(struct tvh_counts *c)
 		g.k1[j] = c->k1[i];
 		g.k2[j] = c->k2[i];
 		g.n[j] = c->n[i];
+		g.n2[j] = c->n2[i];
 		g.kind[j] = c->kind[i];
 	}
 	g.len = c->len;
@@ -66,9 +69,9 @@ static int counts_grow(struct tvh_counts *c)
 	return 0;
 }
 
-/* Add n to (k1, k2); 0 or -TVH_ERR_NOMEM. */
-static int counts_add(struct tvh_counts *c, uint64_t k1, uint64_t k2,
-		      uint64_t n, uint8_t kind)
+/* Add n and n2 to (k1, k2); 0 or -TVH_ERR_NOMEM. */
+static int counts_add2(struct tvh_counts *c, uint64_t k1, uint64_t k2,
+		       uint64_t n, uint64_t n2, uint8_t kind)
 {
 	size_t i;
 
@@ -82,17 +85,70 @@ static int counts_add(struct tvh_counts *c, uint64_t k1, uint64_t k2,
 		c->k1[i] = k1;
 		c->k2[i] = k2;
 		c->n[i] = 0;
+		c->n2[i] = 0;
 		c->len++;
 	}
 	c->n[i] += n;
+	c->n2[i] += n2;
 	c->kind[i] = kind;
 	return 0;
+}
+
+static int counts_add(struct tvh_counts *c, uint64_t k1, uint64_t k2,
+		      uint64_t n, uint8_t kind)
+{
+	return counts_add2(c, k1, k2, n, 0, kind);
 }
 
 void tvh_report_cpu_free(struct tvh_report_cpu *rc)
 {
 	counts_free(&rc->targets);
 	counts_free(&rc->edges);
+	counts_free(&rc->srcs);
+	counts_free(&rc->errs);
+}
+
+/* The key of an address: (addr, lower half after the CPU went to the kernel). */
+static uint64_t late_of(const struct tvh_report_cpu *rc, uint64_t addr)
+{
+	return rc->kernel_seen && addr < TVH_KSYM_UPPER;
+}
+
+/*
+ * PT decoded (ptbranch.h): insns go to addr's phase, with the PT bytes
+ * from the CPU's last position to off (the decoder's offset there).
+ */
+static int pt_add(struct tvh_report_cpu *rc, uint64_t addr, uint64_t insns,
+		  uint64_t off)
+{
+	uint64_t bytes = off > rc->pt_at ? off - rc->pt_at : 0;
+
+	rc->pt = true;
+	rc->pt_at += bytes;
+	if (!insns && !bytes)
+		return 0;
+	return counts_add2(&rc->srcs, addr, late_of(rc, addr), insns, bytes, 0);
+}
+
+static int pt_gap(struct tvh_report_cpu *rc, const struct tvh_event *ev)
+{
+	uint64_t ip, end;
+	int ret;
+
+	if (ev->gap != TVH_GAP_PT_ERROR) {
+		/* Bytes lost before the run at pt_offset + count: not decoded. */
+		if (ev->gap != TVH_GAP_PT_CUT && ev->pt_offset + ev->count > rc->pt_at)
+			rc->pt_at = ev->pt_offset + ev->count;
+		return 0;
+	}
+	ip = ev->ip ? ev->ip : rc->last_to;
+	ret = pt_add(rc, ip, ev->insns, ev->pt_offset);
+	if (!ret)
+		ret = counts_add2(&rc->errs, ip, late_of(rc, ip), 1, ev->skipped, 0);
+	end = ev->pt_offset + ev->skipped;
+	if (end > rc->pt_at)
+		rc->pt_at = end;
+	return ret;
 }
 
 int tvh_report_event(void *ctx, const struct tvh_event *ev)
@@ -101,11 +157,23 @@ int tvh_report_event(void *ctx, const struct tvh_event *ev)
 	const struct trace_event *r = ev->rec;
 	int ret;
 
+	if (ev->kind == TVH_EV_PT_GAP)
+		return pt_gap(rc, ev);
+	/* ptbranch.h: the instructions after a run's last branch. */
+	if (ev->kind == TVH_EV_PT && !ev->len)
+		return ev->insns ? pt_add(rc, rc->last_to, ev->insns, ev->pt_offset) : 0;
 	if (ev->kind != TVH_EV_RECORD)
 		return 0;
 	if (r->type != TV_REC_BRANCH && r->type != TV_REC_BRANCH_COMPACT &&
 	    r->type != TV_REC_LBR)
 		return 0;
+	/* Up to the source: its phase, before this branch moves kernel_seen. */
+	if (ev->pt) {
+		ret = pt_add(rc, r->u.branch.from, ev->insns, ev->pt_offset);
+		if (ret)
+			return ret;
+	}
+	rc->last_to = r->u.branch.to;
 	rc->branches++;
 	/* k2: the target is in the lower half and the CPU was in the kernel before. */
 	if (r->u.branch.to >= TVH_KSYM_UPPER)
@@ -262,11 +330,92 @@ enum tvh_phase tvh_report_phase(struct tvh_symtab *st, uint64_t addr, bool late)
 	return late ? TVH_PHASE_USER : TVH_PHASE_FIRMWARE;
 }
 
+/* Per phase: PT instructions, bytes decoded, errors, bytes skipped. */
+struct phase_insns {
+	bool pt;
+	uint64_t insns[TVH_PHASES], bytes[TVH_PHASES];
+	uint64_t errors[TVH_PHASES], skipped[TVH_PHASES];
+};
+
+static void sum_insns(struct tvh_report_cpu *const *rc, size_t n,
+		      struct tvh_symtab *st, struct phase_insns *pi)
+{
+	memset(pi, 0, sizeof(*pi));
+	for (size_t c = 0; c < n; c++) {
+		const struct tvh_counts *s = &rc[c]->srcs, *e = &rc[c]->errs;
+
+		pi->pt |= rc[c]->pt;
+		for (size_t i = 0; i < s->cap; i++)
+			if (s->used[i]) {
+				enum tvh_phase p = tvh_report_phase(st, s->k1[i], s->k2[i]);
+
+				pi->insns[p] += s->n[i];
+				pi->bytes[p] += s->n2[i];
+			}
+		for (size_t i = 0; i < e->cap; i++)
+			if (e->used[i]) {
+				enum tvh_phase p = tvh_report_phase(st, e->k1[i], e->k2[i]);
+
+				pi->errors[p] += e->n[i];
+				pi->skipped[p] += e->n2[i];
+			}
+	}
+}
+
+/*
+ * The instructions table (report.h): one line per phase, '-' where
+ * unknown.  decoded = insns / (insns + skipped x insns per decoded byte
+ * of the phase, else of the capture).
+ */
+static void write_insns(const struct phase_insns *pi, const char *title, FILE *out)
+{
+	uint64_t ti = 0, tb = 0;
+
+	for (int p = 0; p < TVH_PHASES; p++) {
+		ti += pi->insns[p];
+		tb += pi->bytes[p];
+	}
+	if (!pi->pt)
+		fprintf(out, "# %s: instructions per phase: unknown ('-'), branch records "
+			"do not count them (PT only)\n", title);
+	else
+		fprintf(out, "# %s: instructions per phase, PT decoded: insns and PT bytes "
+			"decoded, decode errors and the PT bytes skipped after them (to the "
+			"sync decoding resumed at) in the phase of the error's last IP; "
+			"decoded = insns / (insns + an estimate of the insns in the skipped "
+			"bytes: skipped x the phase's insns per ptbyte, or the capture's where "
+			"the phase has no ptbytes)\n", title);
+	fprintf(out, "%12s %12s %8s %12s %8s  %s\n", "insns", "ptbytes", "errors",
+		"skipped", "decoded", "phase");
+	for (int p = 0; p < TVH_PHASES; p++) {
+		const char *name = tvh_phase_name((enum tvh_phase)p);
+		double rate, est;
+
+		if (!pi->pt) {
+			fprintf(out, "%12s %12s %8s %12s %8s  %s\n", "-", "-", "-", "-", "-",
+				name);
+			continue;
+		}
+		fprintf(out, "%12" PRIu64 " %12" PRIu64 " %8" PRIu64 " %12" PRIu64,
+			pi->insns[p], pi->bytes[p], pi->errors[p], pi->skipped[p]);
+		rate = pi->bytes[p] ? (double)pi->insns[p] / (double)pi->bytes[p] :
+		       tb ? (double)ti / (double)tb : 0.0;
+		est = (double)pi->skipped[p] * rate;
+		if (pi->insns[p] + est > 0)
+			fprintf(out, " %7.2f%%  %s\n",
+				100.0 * (double)pi->insns[p] / ((double)pi->insns[p] + est), name);
+		else
+			fprintf(out, " %8s  %s\n", "-", name);
+	}
+}
+
 /* The phases section: per phase branches, blocks, hottest functions. */
 static int write_phases(const struct tvh_counts *lt, uint64_t branches,
+			struct tvh_report_cpu *const *rc, size_t n,
 			struct tvh_symtab *st, const struct tvh_report_opts *o,
 			FILE *out)
 {
+	struct phase_insns pi;
 	struct tvh_counts ph[TVH_PHASES];
 	uint64_t nb[TVH_PHASES] = { 0 };
 	int ret = 0;
@@ -292,6 +441,8 @@ static int write_phases(const struct tvh_counts *lt, uint64_t branches,
 			fprintf(out, "%12" PRIu64 " %7.2f%% %8zu  %s\n", nb[p],
 				pct(nb[p], branches), ph[p].len,
 				tvh_phase_name((enum tvh_phase)p));
+		sum_insns(rc, n, st, &pi);
+		write_insns(&pi, o->title, out);
 	}
 	for (int p = 0; p < TVH_PHASES && !ret; p++) {
 		struct func_row *rows = NULL;
@@ -367,7 +518,7 @@ int tvh_report_write(struct tvh_report_cpu *const *rc, size_t n,
 	qsort(edges, nedges, sizeof(*edges), cmp_edge);
 
 	if (o->phases) {
-		ret = write_phases(&lt, branches, st, o, out);
+		ret = write_phases(&lt, branches, rc, n, st, o, out);
 		if (ret)
 			goto out;
 	}

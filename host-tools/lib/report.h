@@ -32,7 +32,17 @@
  *             the kernel.
  * "Went to the kernel" is per CPU, in stream order: the first branch
  * into the upper half.  Per phase: branches, distinct blocks and the
- * hottest functions.  Instructions are not counted (branch records).
+ * hottest functions.
+ *
+ * Instructions (PT decoded by ptbranch.h only: branch records do not
+ * say how many ran; '-' then): a branch's instructions (ev.insns, up to
+ * its source) go to the phase of its source; an error's to the phase of
+ * its last IP, with the error and the PT bytes skipped after it; the end
+ * of a run's to the phase of the CPU's last branch target.  The PT bytes
+ * decoded between two such events go with the second.  Decoded fraction
+ * per phase: insns / (insns + skipped x insns per decoded byte of that
+ * phase, else of the whole capture when the phase decoded no byte): the
+ * undecoded part is an estimate.
  */
 #ifndef TVH_REPORT_H
 #define TVH_REPORT_H
@@ -48,6 +58,7 @@
 /* Open-addressing counters keyed by one or two u64 (key 0,0 allowed). */
 struct tvh_counts {
 	uint64_t *k1, *k2, *n;
+	uint64_t *n2;            /* a second count (sources: PT bytes; errors: skipped) */
 	uint8_t *kind;           /* edges: last branch kind */
 	uint8_t *used;
 	size_t cap, len;
@@ -59,6 +70,12 @@ struct tvh_report_cpu {
 	struct tvh_counts edges;
 	uint64_t branches;
 	bool kernel_seen;        /* a branch went to the upper half already */
+	/* PT (ptbranch.h), keyed (address, late) as targets: */
+	bool pt;                 /* instructions known: PT decoded */
+	struct tvh_counts srcs;  /* n: instructions, n2: PT bytes decoded */
+	struct tvh_counts errs;  /* n: decode errors, n2: PT bytes skipped */
+	uint64_t last_to;        /* the last branch target (0: none yet) */
+	uint64_t pt_at;          /* PT offset the next event's bytes start at */
 };
 
 /* A tvh_walk/tvh_pwalk event callback, ctx = struct tvh_report_cpu. */

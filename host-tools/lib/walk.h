@@ -58,6 +58,16 @@ struct tvh_event {
 	const struct tv_trace_ring *ring;
 	bool pt;             /* TVH_EV_RECORD: a branch decoded from PT (ptbranch.h);
 	                      * pt_offset: the decoder's stream offset */
+	/*
+	 * PT decoded by ptbranch.h: a branch (pt), a TVH_GAP_PT_ERROR gap, or
+	 * a TVH_EV_PT without bytes (len 0) at the end of a decoded run (the
+	 * instructions after its last branch; pt_offset: the run's end).
+	 * The instructions a branch carries end with its source instruction.
+	 */
+	uint64_t insns;      /* instructions decoded since the CPU's previous such event */
+	uint64_t ip;         /* TVH_GAP_PT_ERROR: the last instruction's IP (0: none) */
+	uint64_t skipped;    /* TVH_GAP_PT_ERROR: PT bytes from pt_offset to where the
+	                      * decoder resumed (its next sync, else the run's end) */
 };
 
 /* Return 0 to go on; anything else stops the walk and is returned by it. */
