@@ -27,7 +27,7 @@ static void counts_free(struct tvh_counts *c)
 	free(c->k1);
 	free(c->k2);
 	free(c->n);
-	free(c->n2);
+	free(c->x);
 	free(c->kind);
 	free(c->used);
 	memset(c, 0, sizeof(*c));
@@ -38,13 +38,14 @@ static int counts_grow(struct tvh_counts *c)
 	struct tvh_counts g = { 0 };
 
 	g.cap = c->cap ? c->cap * 2 : 1024;
+	g.wide = c->wide;
 	g.k1 = malloc(g.cap * sizeof(*g.k1));
 	g.k2 = malloc(g.cap * sizeof(*g.k2));
 	g.n = malloc(g.cap * sizeof(*g.n));
-	g.n2 = malloc(g.cap * sizeof(*g.n2));
+	g.x = g.wide ? malloc(g.cap * sizeof(*g.x)) : NULL;
 	g.kind = malloc(g.cap);
 	g.used = calloc(g.cap, 1);
-	if (!g.k1 || !g.k2 || !g.n || !g.n2 || !g.kind || !g.used) {
+	if (!g.k1 || !g.k2 || !g.n || (g.wide && !g.x) || !g.kind || !g.used) {
 		counts_free(&g);
 		return -TVH_ERR_NOMEM;
 	}
@@ -60,7 +61,8 @@ static int counts_grow(struct tvh_counts *c)
 		g.k1[j] = c->k1[i];
 		g.k2[j] = c->k2[i];
 		g.n[j] = c->n[i];
-		g.n2[j] = c->n2[i];
+		if (g.wide)
+			g.x[j] = c->x[i];
 		g.kind[j] = c->kind[i];
 	}
 	g.len = c->len;
@@ -69,9 +71,9 @@ static int counts_grow(struct tvh_counts *c)
 	return 0;
 }
 
-/* Add n and n2 to (k1, k2); 0 or -TVH_ERR_NOMEM. */
-static int counts_add2(struct tvh_counts *c, uint64_t k1, uint64_t k2,
-		       uint64_t n, uint64_t n2, uint8_t kind)
+/* Add n, n2, n3 (wide only) to (k1, k2), its index in *slot; 0 or -TVH_ERR_NOMEM. */
+static int counts_add3(struct tvh_counts *c, uint64_t k1, uint64_t k2, uint64_t n,
+		       uint64_t n2, uint64_t n3, uint8_t kind, size_t *slot)
 {
 	size_t i;
 
@@ -85,13 +87,26 @@ static int counts_add2(struct tvh_counts *c, uint64_t k1, uint64_t k2,
 		c->k1[i] = k1;
 		c->k2[i] = k2;
 		c->n[i] = 0;
-		c->n2[i] = 0;
+		if (c->wide)
+			c->x[i] = (struct tvh_count2){ 0, 0 };
 		c->len++;
 	}
 	c->n[i] += n;
-	c->n2[i] += n2;
+	if (n2 || n3) {          /* wide tables only */
+		c->x[i].n2 += n2;
+		c->x[i].n3 += n3;
+	}
 	c->kind[i] = kind;
+	*slot = i;
 	return 0;
+}
+
+static int counts_add2(struct tvh_counts *c, uint64_t k1, uint64_t k2,
+		       uint64_t n, uint64_t n2, uint8_t kind)
+{
+	size_t slot;
+
+	return counts_add3(c, k1, k2, n, n2, 0, kind, &slot);
 }
 
 static int counts_add(struct tvh_counts *c, uint64_t k1, uint64_t k2,
@@ -108,26 +123,63 @@ void tvh_report_cpu_free(struct tvh_report_cpu *rc)
 	counts_free(&rc->errs);
 }
 
+/* The tables that keep n2, n3 (before their first add). */
+static void report_cpu_wide(struct tvh_report_cpu *rc)
+{
+	rc->targets.wide = rc->srcs.wide = rc->errs.wide = true;
+}
+
 /* The key of an address: (addr, lower half after the CPU went to the kernel). */
 static uint64_t late_of(const struct tvh_report_cpu *rc, uint64_t addr)
 {
 	return rc->kernel_seen && addr < TVH_KSYM_UPPER;
 }
 
-/*
- * PT decoded (ptbranch.h): insns go to addr's phase, with the PT bytes
- * from the CPU's last position to off (the decoder's offset there).
- */
-static int pt_add(struct tvh_report_cpu *rc, uint64_t addr, uint64_t insns,
-		  uint64_t off)
+/* PT bytes from the CPU's last position to off (the decoder's offset there). */
+static uint64_t pt_bytes(struct tvh_report_cpu *rc, uint64_t off)
 {
 	uint64_t bytes = off > rc->pt_at ? off - rc->pt_at : 0;
 
 	rc->pt = true;
 	rc->pt_at += bytes;
+	return bytes;
+}
+
+/* PT decoded (ptbranch.h): insns and the bytes up to off go to addr's phase. */
+static int pt_add(struct tvh_report_cpu *rc, uint64_t addr, uint64_t insns,
+		  uint64_t off)
+{
+	uint64_t bytes = pt_bytes(rc, off);
+
+	rc->prev_live = false;
 	if (!insns && !bytes)
 		return 0;
 	return counts_add2(&rc->srcs, addr, late_of(rc, addr), insns, bytes, 0);
+}
+
+/*
+ * A PT branch's instructions ran in the block its source ends: the one
+ * the CPU's previous branch went to, in targets at prev_slot while that
+ * table has not grown (x: insns, bytes; no second lookup), else the
+ * source's own entry in srcs (the first branch, after an error or a run's end).
+ */
+static int pt_branch(struct tvh_report_cpu *rc, const struct tvh_event *ev)
+{
+	const struct trace_event *r = ev->rec;
+	struct tvh_counts *t = &rc->targets;
+
+	if (rc->prev_live && rc->prev_cap == t->cap) {
+		t->x[rc->prev_slot].n2 += ev->insns;
+		t->x[rc->prev_slot].n3 += pt_bytes(rc, ev->pt_offset);
+		return 0;
+	}
+	if (rc->prev_live) {
+		size_t slot;
+
+		return counts_add3(t, rc->last_to, late_of(rc, rc->last_to), 0, ev->insns,
+				   pt_bytes(rc, ev->pt_offset), r->u.branch.kind, &slot);
+	}
+	return pt_add(rc, r->u.branch.from, ev->insns, ev->pt_offset);
 }
 
 static int pt_gap(struct tvh_report_cpu *rc, const struct tvh_event *ev)
@@ -135,6 +187,7 @@ static int pt_gap(struct tvh_report_cpu *rc, const struct tvh_event *ev)
 	uint64_t ip, end;
 	int ret;
 
+	rc->prev_live = false;
 	if (ev->gap != TVH_GAP_PT_ERROR) {
 		/* Bytes lost before the run at pt_offset + count: not decoded. */
 		if (ev->gap != TVH_GAP_PT_CUT && ev->pt_offset + ev->count > rc->pt_at)
@@ -157,6 +210,8 @@ int tvh_report_event(void *ctx, const struct tvh_event *ev)
 	const struct trace_event *r = ev->rec;
 	int ret;
 
+	if (!rc->targets.wide)
+		report_cpu_wide(rc);
 	if (ev->kind == TVH_EV_PT_GAP)
 		return pt_gap(rc, ev);
 	/* ptbranch.h: the instructions after a run's last branch. */
@@ -167,20 +222,22 @@ int tvh_report_event(void *ctx, const struct tvh_event *ev)
 	if (r->type != TV_REC_BRANCH && r->type != TV_REC_BRANCH_COMPACT &&
 	    r->type != TV_REC_LBR)
 		return 0;
-	/* Up to the source: its phase, before this branch moves kernel_seen. */
+	/* Before this branch moves kernel_seen: the block's key as it was. */
 	if (ev->pt) {
-		ret = pt_add(rc, r->u.branch.from, ev->insns, ev->pt_offset);
+		ret = pt_branch(rc, ev);
 		if (ret)
 			return ret;
 	}
-	rc->last_to = r->u.branch.to;
 	rc->branches++;
 	/* k2: the target is in the lower half and the CPU was in the kernel before. */
 	if (r->u.branch.to >= TVH_KSYM_UPPER)
 		rc->kernel_seen = true;
-	ret = counts_add(&rc->targets, r->u.branch.to,
-			 rc->kernel_seen && r->u.branch.to < TVH_KSYM_UPPER, 1,
-			 r->u.branch.kind);
+	ret = counts_add3(&rc->targets, r->u.branch.to,
+			  rc->kernel_seen && r->u.branch.to < TVH_KSYM_UPPER, 1, 0, 0,
+			  r->u.branch.kind, &rc->prev_slot);
+	rc->last_to = r->u.branch.to;
+	rc->prev_cap = rc->targets.cap;
+	rc->prev_live = ev->pt;
 	if (!ret)
 		ret = counts_add(&rc->edges, r->u.branch.from, r->u.branch.to, 1,
 				 r->u.branch.kind);
@@ -343,21 +400,29 @@ static void sum_insns(struct tvh_report_cpu *const *rc, size_t n,
 	memset(pi, 0, sizeof(*pi));
 	for (size_t c = 0; c < n; c++) {
 		const struct tvh_counts *s = &rc[c]->srcs, *e = &rc[c]->errs;
+		const struct tvh_counts *t = &rc[c]->targets;
 
 		pi->pt |= rc[c]->pt;
+		for (size_t i = 0; rc[c]->pt && i < t->cap; i++)
+			if (t->used[i] && (t->x[i].n2 || t->x[i].n3)) {
+				enum tvh_phase p = tvh_report_phase(st, t->k1[i], t->k2[i]);
+
+				pi->insns[p] += t->x[i].n2;
+				pi->bytes[p] += t->x[i].n3;
+			}
 		for (size_t i = 0; i < s->cap; i++)
 			if (s->used[i]) {
 				enum tvh_phase p = tvh_report_phase(st, s->k1[i], s->k2[i]);
 
 				pi->insns[p] += s->n[i];
-				pi->bytes[p] += s->n2[i];
+				pi->bytes[p] += s->x[i].n2;
 			}
 		for (size_t i = 0; i < e->cap; i++)
 			if (e->used[i]) {
 				enum tvh_phase p = tvh_report_phase(st, e->k1[i], e->k2[i]);
 
 				pi->errors[p] += e->n[i];
-				pi->skipped[p] += e->n2[i];
+				pi->skipped[p] += e->x[i].n2;
 			}
 	}
 }

@@ -36,7 +36,9 @@
  *
  * Instructions (PT decoded by ptbranch.h only: branch records do not
  * say how many ran; '-' then): a branch's instructions (ev.insns, up to
- * its source) go to the phase of its source; an error's to the phase of
+ * its source) go to the phase of the CPU's previous branch target (the
+ * block they ran in), or of the source when there is none (a run's
+ * first branch, after an error); an error's to the phase of
  * its last IP, with the error and the PT bytes skipped after it; the end
  * of a run's to the phase of the CPU's last branch target.  The PT bytes
  * decoded between two such events go with the second.  Decoded fraction
@@ -55,13 +57,20 @@
 #include "host-tools/lib/sym.h"
 #include "host-tools/lib/walk.h"
 
+/* More counts of a wide table: targets: PT insns, bytes of the block
+ * there; srcs: PT bytes, -; errs: bytes skipped, -.  One cache line. */
+struct tvh_count2 {
+	uint64_t n2, n3;
+};
+
 /* Open-addressing counters keyed by one or two u64 (key 0,0 allowed). */
 struct tvh_counts {
 	uint64_t *k1, *k2, *n;
-	uint64_t *n2;            /* a second count (sources: PT bytes; errors: skipped) */
+	struct tvh_count2 *x;    /* wide only */
 	uint8_t *kind;           /* edges: last branch kind */
 	uint8_t *used;
 	size_t cap, len;
+	bool wide;               /* n2, n3 kept (set before the first add) */
 };
 
 struct tvh_report_cpu {
@@ -72,10 +81,12 @@ struct tvh_report_cpu {
 	bool kernel_seen;        /* a branch went to the upper half already */
 	/* PT (ptbranch.h), keyed (address, late) as targets: */
 	bool pt;                 /* instructions known: PT decoded */
-	struct tvh_counts srcs;  /* n: instructions, n2: PT bytes decoded */
+	struct tvh_counts srcs;  /* by source: n: instructions, n2: PT bytes decoded */
 	struct tvh_counts errs;  /* n: decode errors, n2: PT bytes skipped */
 	uint64_t last_to;        /* the last branch target (0: none yet) */
 	uint64_t pt_at;          /* PT offset the next event's bytes start at */
+	bool prev_live;          /* the next PT branch's block starts at last_to, */
+	size_t prev_slot, prev_cap;   /* targets' slot while targets.cap is prev_cap */
 };
 
 /* A tvh_walk/tvh_pwalk event callback, ctx = struct tvh_report_cpu. */
