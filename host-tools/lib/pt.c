@@ -548,15 +548,24 @@ static int on_insn(struct dec *x, const struct pt_insn *insn)
 	return ret;
 }
 
-/* The last instruction's transfer to `to`, which an event names. */
-static int last_branch_to(struct dec *x, uint64_t to)
+/*
+ * The last instruction's transfer to `to`, which an event names; ev (may
+ * be NULL): an asynchronous event, whose time (at its FUP) the transfer
+ * takes, else the decoder's.
+ */
+static int last_branch_to(struct dec *x, uint64_t to, const struct pt_event *ev)
 {
 	struct tvh_pt_item b = { .kind = TVH_PT_BRANCH, .insn = &x->last,
 				 .from = x->last.ip, .to = to,
 				 .iclass = x->last.iclass,
 				 .offset = dec_offset(x) };
 
-	branch_time(x, &b);
+	if (ev) {
+		b.has_tsc = ev->has_tsc;
+		b.tsc = ev->has_tsc ? ev->tsc : 0;
+	} else {
+		branch_time(x, &b);
+	}
 	x->st->branches++;
 	return report(x, &b);
 }
@@ -570,28 +579,29 @@ static int on_event(struct dec *x, const struct pt_event *ev)
 	x->st->events++;
 	if (x->o->branches && x->pending && ev->type == ptev_disabled &&
 	    !ev->ip_suppressed) {
-		ret = last_branch_to(x, ev->variant.disabled.ip);
+		ret = last_branch_to(x, ev->variant.disabled.ip, NULL);
 		if (ret)
 			return ret;
 	}
 	/*
-	 * Tracing disabled asynchronously (a VM exit: FUP + TIP.PGD) at the
-	 * last transfer's destination: that transfer completed (the exit is
-	 * before the next instruction), e.g. a call whose target page's first
-	 * fetch is an EPT violation (code snapshots).  Without this the call
-	 * would vanish from the branch list.  (An interrupt's FUP + TIP at a
-	 * transfer's destination still drops that transfer, as libipt's flow
-	 * gives no instruction after it; not changed here.)
+	 * An asynchronous event at the last transfer's destination: tracing
+	 * disabled (a VM exit: FUP + TIP.PGD) or an interrupt or exception
+	 * (FUP + TIP).  The FUP names the instruction the event came before
+	 * (SDM 3C 33.4.2.21), so the transfer completed: e.g. a call, or the
+	 * far return into x86_64_start_kernel, whose target page's first
+	 * fetch is an EPT violation (code snapshots).  libipt's flow gives no
+	 * instruction after it; without this the transfer would vanish from
+	 * the branch list.  A conditional jump whose fall-through the event
+	 * names was not taken.  Same rule as ptfast.c's confirm_to.
 	 */
-	if (x->o->branches && x->pending && ev->type == ptev_async_disabled) {
-		uint64_t at = ev->variant.async_disabled.at;
-		/* Direct near CALL/JMP: the fast decoder's walks follow exactly
-		 * those to an event (ptfast.c confirm_to). */
-		uint8_t kind = tvh_ptbr_kind(x->last.iclass, x->last.raw, x->last.size);
-		bool direct = kind == TV_BR_CALL || kind == TV_BR_JMP;
+	if (x->o->branches && x->pending &&
+	    (ev->type == ptev_async_disabled || ev->type == ptev_async_branch)) {
+		uint64_t at = ev->type == ptev_async_disabled ? ev->variant.async_disabled.at :
+			      ev->variant.async_branch.from;
+		bool fallthrough = at == x->last.ip + x->last.size;
 
-		if (direct && at != x->last.ip) {
-			ret = last_branch_to(x, at);
+		if (at != x->last.ip && !(fallthrough && x->last.iclass == ptic_cond_jump)) {
+			ret = last_branch_to(x, at, ev);
 			if (ret)
 				return ret;
 		}

@@ -548,17 +548,25 @@ static inline void drop(struct tvh_ptf_decoder *d)
 }
 
 /*
- * Tracing disabled asynchronously (FUP + TIP.PGD: a VM exit) at `at`: the
- * pending direct CALL/JMP is reported when it led there (it completed
- * before the exit), anything else dropped, as tvh_pt_decode does.
+ * An asynchronous event at `at` (FUP + TIP.PGD: a VM exit; FUP + TIP: an
+ * interrupt or exception): the pending transfer is reported when it led
+ * there (it completed before the event; SDM 3C 33.4.2.21, the FUP names
+ * the next instruction), anything else dropped, as tvh_pt_decode does.
+ * Seen for a direct call, and for the far return into
+ * x86_64_start_kernel, whose targets' first fetches exit (snapshots).
  */
-static inline void confirm_to(struct tvh_ptf_decoder *d, uint64_t at)
+static inline void confirm_to(struct tvh_ptf_decoder *d, uint64_t at, bool have_tsc,
+			      uint64_t tsc)
 {
-	if (d->pend && d->pend_it.to == at && d->pend_it.from != at &&
-	    (d->pend_it.br == TV_BR_CALL || d->pend_it.br == TV_BR_JMP))
-		confirm(d);
-	else
+	if (d->pend && d->pend_it.to == at && d->pend_it.from != at) {
+		/* With the event's time (its FUP's), as tvh_pt_decode gives it. */
+		d->pend = false;
+		d->pend_it.has_tsc = have_tsc;
+		d->pend_it.tsc = have_tsc ? tsc : 0;
+		emit(d, &d->pend_it);
+	} else {
 		drop(d);
+	}
 }
 
 static inline void branch(struct tvh_ptf_decoder *d, uint64_t from, uint64_t to,
@@ -1273,50 +1281,68 @@ static int read_psb(const uint8_t *buf, size_t len, size_t pos, struct psb_hdr *
 }
 
 /*
- * After the PSB+ h (tracing on at its FUP): does an overflow, an
- * asynchronous branch or disable at the FUP's IP or the end of the trace
- * come before libipt decodes the instruction there?  The first packet
- * after PSBEND that is not timing or status tells.
+ * After the PSB+ h (tracing on at its FUP): what comes before libipt
+ * decodes the instruction there?  The first packet after PSBEND that is
+ * not timing or status tells: an overflow or the end of the trace (the
+ * pending transfer is dropped), an asynchronous branch or disable at the
+ * FUP's IP (the transfer led there: reported, as tvh_pt_decode does, with
+ * the time of the last TSC before that event's TIP in *tsc), or anything
+ * else (the instruction is decoded).
  */
-static bool psb_drops(const struct tvh_ptf_decoder *d, const struct psb_hdr *h)
+enum psb_next { PSB_DECODE, PSB_DROP, PSB_EVENT };
+
+static enum psb_next psb_next(const struct tvh_ptf_decoder *d, const struct psb_hdr *h,
+			      bool *have_tsc, uint64_t *tsc)
 {
 	struct tvh_ptf_decoder t;
 	size_t pos = h->end;
-	bool fup = false;
+	bool fup = false, fup_have = false;
+	uint64_t fup_tsc = 0;
 
 	/* IP compression goes on from the PSB+ FUP. */
 	t.last_ip = h->fup_ip;
 	t.have_ip = true;
 	t.ip_suppressed = false;
-
+	*have_tsc = h->tsc;
+	*tsc = h->tsc_v;
 	while (pos < d->len) {
 		struct ptf_pkt pk;
 		int n = ptf_pkt_decode(d->buf + pos, d->buf + d->len, &pk);
 
 		if (n < 0)
-			return false;
+			return PSB_DECODE;
 		pos += (size_t)n;
 		switch (pk.type) {
-		case PTF_PKT_PAD: case PTF_PKT_TSC: case PTF_PKT_MTC: case PTF_PKT_CYC:
+		case PTF_PKT_TSC:
+			*have_tsc = true;
+			*tsc = pk.payload;
+			continue;
+		case PTF_PKT_PAD: case PTF_PKT_MTC: case PTF_PKT_CYC:
 		case PTF_PKT_TMA: case PTF_PKT_CBR: case PTF_PKT_MNT: case PTF_PKT_PIP:
 		case PTF_PKT_VMCS: case PTF_PKT_MODE_EXEC:
 			continue;
 		case PTF_PKT_OVF:
-			return !fup;
+			return fup ? PSB_DECODE : PSB_DROP;
 		case PTF_PKT_FUP:
 			update_ip(&t, &pk);
 			if (fup || t.ip_suppressed || t.last_ip != d->ip)
-				return false;
+				return PSB_DECODE;
 			fup = true;     /* an async event if a TIP or TIP.PGD follows */
+			fup_have = *have_tsc;
+			fup_tsc = *tsc;
 			continue;
 		case PTF_PKT_TIP:
 		case PTF_PKT_TIP_PGD:
-			return fup;
+			if (!fup)
+				return PSB_DECODE;
+			*have_tsc = fup_have;    /* the event's time: at its FUP */
+			*tsc = fup_tsc;
+			return PSB_EVENT;
 		default:
-			return false;
+			return PSB_DECODE;
 		}
 	}
-	return true;             /* the trace ends: libipt stops there */
+	return PSB_DROP;         /* the trace ends: libipt stops there */
 }
 
 /*
@@ -1336,13 +1362,19 @@ static void psb_close(struct tvh_ptf_decoder *d, const struct psb_hdr *h)
 	}
 	if (d->pend) {
 		struct ptf_insn in;
+		bool have_tsc;
+		uint64_t tsc;
+		enum psb_next next = psb_next(d, h, &have_tsc, &tsc);
 
 		/* libipt reads through a PSB+ without a resync: the transfer's
 		 * destination is the instruction at the FUP, decoded with the
 		 * PSB+'s time (its status events are read first), unless an
-		 * event that drops it comes first. */
-		if (!psb_drops(d, h) &&
-		    decode_insn(d, d->ip, h->mode ? h->mode_v : d->mode, &in) == 0) {
+		 * event comes first: one at the FUP's IP names the destination
+		 * (confirm_to's rule), an overflow or the end drops it. */
+		if (next == PSB_EVENT) {
+			confirm_to(d, d->ip, have_tsc, tsc);
+		} else if (next == PSB_DECODE &&
+			   decode_insn(d, d->ip, h->mode ? h->mode_v : d->mode, &in) == 0) {
 			if (h->tsc) {
 				d->tsc = h->tsc_v;
 				d->have_tsc = true;
@@ -1439,7 +1471,8 @@ static int packet(struct tvh_ptf_decoder *d, const struct ptf_pkt *pk, size_t po
 			err = packet_ip(d, &ip);
 			if (err < 0)
 				return -pte_noip;
-			drop(d);        /* tvh_pt_decode: the event names no destination */
+			/* the transfer to where it struck */
+			confirm_to(d, d->fup_ip, d->fup_have_tsc, d->fup_tsc);
 			edge(d, d->fup_ip, ip, TV_BR_INTERRUPT);
 			/* The record has the event's time: at its FUP. */
 			clock_set(d, d->fup_have_tsc, d->fup_tsc);
@@ -1486,7 +1519,7 @@ static int packet(struct tvh_ptf_decoder *d, const struct ptf_pkt *pk, size_t po
 				return err;
 			/* A VM exit at the walk's last transfer's destination:
 			 * that transfer completed (tvh_pt_decode's on_event). */
-			confirm_to(d, d->fup_ip);
+			confirm_to(d, d->fup_ip, d->fup_have_tsc, d->fup_tsc);
 			d->enabled = false;
 			apply_tip_bound(d);
 			return 0;

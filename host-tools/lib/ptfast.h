@@ -168,9 +168,10 @@ struct tvh_ptf_opts {
 	 * libipt (what tools show with --decoder libipt): a transfer only
 	 * when the instruction at its destination is decoded (one whose
 	 * destination only an event names, or that the trace ends after, is
-	 * left out; but a direct CALL/JMP whose destination tracing was
-	 * disabled at asynchronously - FUP + TIP.PGD, a VM exit at the target's
-	 * fetch - is reported, as tvh_pt_decode does), with the time libipt gives then (has_tsc, tsc: the last
+	 * left out; but a transfer to where an asynchronous event struck -
+	 * FUP + TIP.PGD, a VM exit at the target's fetch, or FUP + TIP, an
+	 * interrupt there - is reported, as tvh_pt_decode does), with the
+	 * time libipt gives then (has_tsc, tsc: the last
 	 * TSC packet before the packet libipt read last).  Coverage is not
 	 * affected.
 	 */

@@ -723,6 +723,103 @@ static void test_vm_exit_at_branch_target(void **state)
 	}
 }
 
+/*
+ * The same for an indirect transfer and for an interrupt: 0x5000 call
+ * 0x6000; 0x6000 jmp *%rax (TIP 0x7000), a VM exit at its target (FUP
+ * 0x7000 + TIP.PGD, as Bochs's model gave for the far return into
+ * x86_64_start_kernel when that page's first fetch exited); 0x7000 ret
+ * (TIP 0x5005) and an interrupt right there (FUP 0x5005 + TIP 0x8000).
+ * Both decoders keep the jmp and the ret; the fast one reports the
+ * interrupt as a branch too (pt.c gives it as an event).
+ */
+static int exit2_read(uint8_t *buf, size_t size, const struct pt_asid *asid, uint64_t ip,
+		      void *ctx)
+{
+	static const struct { uint64_t at; uint8_t b[5]; unsigned n; } code[] = {
+		{ 0x5000, { 0xe8, 0xfb, 0x0f, 0x00, 0x00 }, 5 },   /* call 0x6000 */
+		{ 0x5005, { 0xeb, 0xfe }, 2 },                     /* jmp . */
+		{ 0x6000, { 0xff, 0xe0 }, 2 },                     /* jmp *%rax */
+		{ 0x7000, { 0xc3 }, 1 },                           /* ret */
+		{ 0x8000, { 0xeb, 0xfe }, 2 },                     /* jmp . */
+	};
+
+	(void)asid;
+	(void)ctx;
+	for (size_t k = 0; k < sizeof(code) / sizeof(code[0]); k++) {
+		if (ip >= code[k].at && ip < code[k].at + code[k].n) {
+			size_t n = code[k].at + code[k].n - ip;
+
+			n = n < size ? n : size;
+			memcpy(buf, code[k].b + (ip - code[k].at), n);
+			return (int)n;
+		}
+	}
+	return -pte_nomap;
+}
+
+static void test_event_at_indirect_and_ret_target(void **state)
+{
+	struct pt_image *img = pt_image_alloc("exit2");
+	struct tvh_pt_opts opts = { .branches = true };
+	struct tvh_ptf_opts fo = { .read = exit2_read, .libipt_branches = true };
+	struct tvh_ptf_decoder *fd;
+	struct exit_branches lb = { .n = 0 }, fb = { .n = 0 };
+	static const uint64_t from[4] = { 0x5000, 0x6000, 0x7000, 0x5005 },
+			      to[4] = { 0x6000, 0x7000, 0x5005, 0x8000 };
+	struct pt_config cfg;
+	struct pt_encoder *e;
+	struct pt_packet p;
+	uint8_t buf[256];
+	uint64_t off = 0;
+
+	(void)state;
+	assert_non_null(img);
+	assert_int_equal(pt_image_set_callback(img, exit2_read, NULL), 0);
+	pt_config_init(&cfg);
+	cfg.begin = buf;
+	cfg.end = buf + sizeof(buf);
+	e = pt_alloc_encoder(&cfg);
+	assert_non_null(e);
+	memset(&p, 0, sizeof(p));
+	p.type = ppt_psb;
+	assert_true(pt_enc_next(e, &p) > 0);
+	p.type = ppt_mode;
+	p.payload.mode.leaf = pt_mol_exec;
+	p.payload.mode.bits.exec.csl = 1;
+	assert_true(pt_enc_next(e, &p) > 0);
+	memset(&p, 0, sizeof(p));
+	p.type = ppt_psbend;
+	assert_true(pt_enc_next(e, &p) > 0);
+	enc_ip(e, ppt_tip_pge, 0x5000);
+	enc_ip(e, ppt_tip, 0x7000);          /* the indirect jmp */
+	enc_ip(e, ppt_fup, 0x7000);          /* exit at its target */
+	enc_ip(e, ppt_tip_pgd, 0);
+	enc_ip(e, ppt_tip_pge, 0x7000);
+	enc_ip(e, ppt_tip, 0x5005);          /* the ret, not compressed */
+	enc_ip(e, ppt_fup, 0x5005);          /* an interrupt at its destination */
+	enc_ip(e, ppt_tip, 0x8000);
+	enc_ip(e, ppt_tip_pgd, 0);
+	assert_int_equal(pt_enc_get_offset(e, &off), 0);
+	pt_free_encoder(e);
+
+	assert_int_equal(tvh_pt_decode(buf, (size_t)off, 0, img, &opts, exit_collect, &lb, NULL), 0);
+	fd = tvh_ptf_alloc(&fo);
+	assert_non_null(fd);
+	assert_int_equal(tvh_ptf_decode(fd, buf, (size_t)off, 0, exit_collect_fast, &fb, NULL), 0);
+	tvh_ptf_free(fd);
+	pt_image_free(img);
+	assert_true(lb.n >= 3);
+	assert_true(fb.n >= 4);
+	for (unsigned i = 0; i < 3; i++) {
+		assert_int_equal(lb.from[i], from[i]);
+		assert_int_equal(lb.to[i], to[i]);
+	}
+	for (unsigned i = 0; i < 4; i++) {
+		assert_int_equal(fb.from[i], from[i]);
+		assert_int_equal(fb.to[i], to[i]);
+	}
+}
+
 static void test_names_and_cpu_parsing(void **state)
 {
 	struct pt_cpu c;
@@ -759,6 +856,7 @@ int main(void)
 		cmocka_unit_test(test_branch_kinds),
 		cmocka_unit_test(test_endless_loop_bounded),
 		cmocka_unit_test(test_vm_exit_at_branch_target),
+		cmocka_unit_test(test_event_at_indirect_and_ret_target),
 		cmocka_unit_test(test_names_and_cpu_parsing),
 	};
 
