@@ -44,6 +44,14 @@ void rb_marker(struct recbuf *b, uint64_t tsc, uint64_t value, const char *label
 	       size_t len);
 void rb_pt_sync(struct recbuf *b, uint64_t tsc, uint64_t off, uint64_t lost);
 void rb_pad(struct recbuf *b, uint16_t size);
+/* Code snapshots (TV_REC_CODE, TV_REC_CODE_DATA): the record, one chunk,
+ * and a snapshot as the hypervisor writes it (CODE with TV_CODEF_LINEAR,
+ * and the eight chunks when flags has TV_CODEF_NEW). */
+void rb_code(struct recbuf *b, uint8_t flags, uint64_t tsc, uint64_t gpa, uint64_t linear,
+	     uint64_t cr3, uint64_t hash);
+void rb_chunk(struct recbuf *b, uint64_t hash, unsigned chunk, const uint8_t *page);
+void rb_snap(struct recbuf *b, uint8_t flags, uint64_t tsc, uint64_t gpa, uint64_t linear,
+	     uint64_t cr3, const uint8_t *page);
 
 /* A ring header snapshot (little endian bytes) for TVT_KIND_RING. */
 void th_ring(uint8_t out[128], uint32_t cpu, uint32_t source, uint32_t flags,

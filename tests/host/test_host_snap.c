@@ -48,50 +48,6 @@ static bool spill_mode;
 
 /* ---- building records -------------------------------------------------------- */
 
-static void rb_code(struct recbuf *b, uint8_t flags, uint64_t tsc, uint64_t gpa,
-		    uint64_t linear, uint64_t cr3, uint64_t hash)
-{
-	struct tv_rec_code r;
-
-	memset(&r, 0, sizeof(r));
-	r.h.type = TV_REC_CODE;
-	r.h.info = flags;
-	r.h.size = sizeof(r);
-	r.tsc = tsc;
-	r.gpa = gpa;
-	r.linear = linear;
-	r.cr3 = cr3;
-	r.hash = hash;
-	rb_raw(b, &r, sizeof(r));
-	b->count++;
-}
-
-static void rb_chunk(struct recbuf *b, uint64_t hash, unsigned chunk, const uint8_t *page)
-{
-	struct tv_rec_code_data r;
-
-	memset(&r, 0, sizeof(r));
-	r.h.type = TV_REC_CODE_DATA;
-	r.h.size = sizeof(r);
-	r.h.aux = chunk;
-	r.hash = hash;
-	memcpy(r.bytes, page + (size_t)chunk * TV_CODE_CHUNK, TV_CODE_CHUNK);
-	rb_raw(b, &r, sizeof(r));
-	b->count++;
-}
-
-/* A snapshot as the hypervisor writes it: CODE, and the chunks when new. */
-static void rb_snap(struct recbuf *b, uint8_t flags, uint64_t tsc, uint64_t gpa,
-		    uint64_t linear, uint64_t cr3, const uint8_t *page)
-{
-	uint64_t h = tv_code_hash(page);
-
-	rb_code(b, flags | TV_CODEF_LINEAR, tsc, gpa, linear, cr3, h);
-	if (flags & TV_CODEF_NEW)
-		for (unsigned k = 0; k < TV_CODE_CHUNKS; k++)
-			rb_chunk(b, h, k, page);
-}
-
 static void fill(uint8_t *page, uint8_t seed)
 {
 	for (unsigned i = 0; i < PG; i++)

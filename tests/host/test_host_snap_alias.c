@@ -27,40 +27,6 @@
 #define GPA 0x2401000ull                /* its physical page (= identity linear) */
 #define CR3 0x3010000ull
 
-/* A TV_REC_CODE as the hypervisor writes it, with its chunks when new. */
-static void snap_rec(struct recbuf *b, uint8_t flags, uint64_t tsc, uint64_t gpa,
-		     uint64_t linear, uint64_t cr3, const uint8_t *page)
-{
-	struct tv_rec_code r;
-	uint64_t h = tv_code_hash(page);
-
-	memset(&r, 0, sizeof(r));
-	r.h.type = TV_REC_CODE;
-	r.h.info = flags | TV_CODEF_LINEAR;
-	r.h.size = sizeof(r);
-	r.tsc = tsc;
-	r.gpa = gpa;
-	r.linear = linear;
-	r.cr3 = cr3;
-	r.hash = h;
-	rb_raw(b, &r, sizeof(r));
-	b->count++;
-	if (!(flags & TV_CODEF_NEW))
-		return;
-	for (unsigned k = 0; k < TV_CODE_CHUNKS; k++) {
-		struct tv_rec_code_data d;
-
-		memset(&d, 0, sizeof(d));
-		d.h.type = TV_REC_CODE_DATA;
-		d.h.size = sizeof(d);
-		d.h.aux = k;
-		d.hash = h;
-		memcpy(d.bytes, page + (size_t)k * TV_CODE_CHUNK, TV_CODE_CHUNK);
-		rb_raw(b, &d, sizeof(d));
-		b->count++;
-	}
-}
-
 static void fill(uint8_t *page, uint8_t seed)
 {
 	for (unsigned i = 0; i < PG; i++)
@@ -100,8 +66,8 @@ static void test_high_mapping_reads_identity_snapshot(void **state)
 	(void)state;
 	fill(orig, 1);
 	fill(patched, 2);
-	snap_rec(&b, TV_CODEF_NEW, 100, GPA, GPA, 0x3fa01000, orig);
-	snap_rec(&b, TV_CODEF_NEW | TV_CODEF_REARM, 300, GPA, HI, CR3, patched);
+	rb_snap(&b, TV_CODEF_NEW, 100, GPA, GPA, 0x3fa01000, orig);
+	rb_snap(&b, TV_CODEF_NEW | TV_CODEF_REARM, 300, GPA, HI, CR3, patched);
 	s = load(&t, &b);
 
 	assert_int_equal(tvh_snap_lookup(s, CR3, HI + 0x580, 200, &hit), 0);
@@ -162,12 +128,12 @@ static void test_no_alias_when_mapping_unknown(void **state)
 	fill(u, 6);
 	fill(k, 7);
 	/* gpa 0x100000 at `other` (t 50) and at `mod` (t 100); `mod` also maps 0x200000 at 500. */
-	snap_rec(&b, TV_CODEF_NEW, 50, 0x100000, other, CR3, a);
-	snap_rec(&b, TV_CODEF_NEW | TV_CODEF_REARM, 100, 0x100000, mod, CR3, a2);
-	snap_rec(&b, TV_CODEF_NEW, 500, 0x200000, mod, CR3, c);
+	rb_snap(&b, TV_CODEF_NEW, 50, 0x100000, other, CR3, a);
+	rb_snap(&b, TV_CODEF_NEW | TV_CODEF_REARM, 100, 0x100000, mod, CR3, a2);
+	rb_snap(&b, TV_CODEF_NEW, 500, 0x200000, mod, CR3, c);
 	/* gpa 0x300000 as kernel code at its identity address, then as user code. */
-	snap_rec(&b, TV_CODEF_NEW, 10, 0x300000, 0x300000, CR3, k);
-	snap_rec(&b, TV_CODEF_NEW | TV_CODEF_REARM | TV_CODEF_USER, 20, 0x300000, 0x400000,
+	rb_snap(&b, TV_CODEF_NEW, 10, 0x300000, 0x300000, CR3, k);
+	rb_snap(&b, TV_CODEF_NEW | TV_CODEF_REARM | TV_CODEF_USER, 20, 0x300000, 0x400000,
 		 0x5000000, u);
 	s = load(&t, &b);
 
