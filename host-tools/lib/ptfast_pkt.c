@@ -154,7 +154,9 @@ int ptf_pkt_decode(const uint8_t *p, const uint8_t *end, struct ptf_pkt *pk)
 			for (;;) {
 				if (p + size >= end)
 					return -pte_eos;
-				if (++size > 10)
+				/* 5 + 7 bits a byte: 9 bytes hold 61, a 10th
+				 * would pass 64 (libipt refuses it too). */
+				if (++size > 9)
 					return -pte_bad_packet;
 				if (!(p[size - 1] & 1))
 					break;
