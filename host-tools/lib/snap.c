@@ -52,7 +52,6 @@ struct snapshot {
 	const uint8_t *page;     /* the content, NULL when missing */
 	uint32_t cpu;
 	uint8_t flags;
-	bool alias;              /* add_aliases' copy under another linear page */
 };
 
 struct tvh_snap {
@@ -544,7 +543,6 @@ static int add_aliases(struct tvh_snap *s)
 				c = &s->snaps[s->nsnaps++];
 				*c = s->snaps[m];
 				c->linear = p[i].linear;
-				c->alias = true;
 				s->st.aliases++;
 			}
 		}
