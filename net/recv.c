@@ -6,6 +6,7 @@
  */
 #include "net/recv.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #include "vmm/trace/format.h"
@@ -45,6 +46,8 @@ static uint32_t cpu_of(uint16_t stream)
 
 static struct recv_stream *stream_of(struct recv_session *s, uint16_t stream)
 {
+	if (cpu_of(stream) >= s->ncpus)
+		s->ncpus = cpu_of(stream) + 1;   /* close and ACK walk only these */
 	return is_pt(stream) ? &s->pt[cpu_of(stream)] : &s->s[cpu_of(stream)];
 }
 
@@ -52,7 +55,10 @@ void recv_init(struct receiver *r, const struct recv_ops *ops, void *ctx, uint64
 {
 	if (!r)
 		return;
-	memset(r, 0, sizeof(*r));
+	/* Everything but the sessions' slot bytes, written before they are read. */
+	memset(r, 0, offsetof(struct receiver, sess));
+	for (unsigned i = 0; i < RECV_MAX_SESSIONS; i++)
+		memset(&r->sess[i], 0, offsetof(struct recv_session, slot_data));
 	if (ops)
 		r->ops = *ops;
 	r->ctx = ctx;
@@ -100,7 +106,7 @@ static struct recv_session *find_or_create(struct receiver *r, uint64_t id)
 		recv_close(r, lru->id);
 		s = lru;
 	}
-	memset(s, 0, sizeof(*s));
+	memset(s, 0, offsetof(struct recv_session, slot_data));   /* slot bytes: written first */
 	s->used = true;
 	s->id = id;
 	s->ctl_counter = r->ctl_base;
@@ -375,7 +381,7 @@ unsigned recv_flush(struct receiver *r)
 	for (unsigned i = 0; i < RECV_MAX_SESSIONS; i++) {
 		struct recv_session *s = &r->sess[i];
 
-		for (uint32_t cpu = 0; s->used && s->unacked && cpu < RECV_MAX_CPUS; cpu++) {
+		for (uint32_t cpu = 0; s->used && s->unacked && cpu < s->ncpus; cpu++) {
 			if (s->s[cpu].unacked) {
 				send_ack(r, s, (uint16_t)cpu);
 				n++;
@@ -518,7 +524,7 @@ int recv_close(struct receiver *r, uint64_t session)
 
 	if (!s)
 		return PROTO_ERR_INVAL;
-	for (uint32_t cpu = 0; cpu < RECV_MAX_CPUS; cpu++) {
+	for (uint32_t cpu = 0; cpu < s->ncpus; cpu++) {
 		close_stream(r, s, (uint16_t)cpu);
 		close_stream(r, s, (uint16_t)(cpu | TVP_STREAM_PT));
 	}

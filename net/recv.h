@@ -131,6 +131,7 @@ struct recv_session {
 	uint32_t held;               /* used pool slots */
 	uint16_t free_head;          /* free pool slots: index + 1 of the first, 0: none */
 	uint32_t unacked;            /* streams with unacked in-order datagrams */
+	uint32_t ncpus;              /* 1 + the highest CPU index of a stream touched */
 	struct recv_stream s[RECV_MAX_CPUS];    /* record streams */
 	struct recv_stream pt[RECV_MAX_CPUS];   /* PT streams */
 	struct recv_slot pool[RECV_POOL];

@@ -10,12 +10,19 @@
 #include "host-tools/lib/error.h"
 #include "host-tools/lib/ptfast_int.h"
 
-#define PTF_CHUNK 4096u
+/*
+ * Blocks live in chunks that double from PTF_CHUNK_MIN to PTF_CHUNK_MAX
+ * blocks: a short decode (a piece, a fuzz input) touches a few KB, a long
+ * one amortises its mallocs.
+ */
+#define PTF_CHUNK_MIN 64u
+#define PTF_CHUNK_MAX 4096u
+#define PTF_TAB_MIN   256u
 
 struct ptf_chunk {
 	struct ptf_chunk *next;
-	size_t used;
-	struct ptf_block b[PTF_CHUNK];
+	size_t used, cap;
+	struct ptf_block b[];
 };
 
 static inline uint64_t mix(uint64_t ip, uint64_t asid, uint8_t mode)
@@ -100,7 +107,7 @@ struct ptf_block *ptf_cache_insert(struct ptf_cache *c, uint64_t ip, uint64_t as
 		flush(c, fold, ctx);
 	/* Keep the table at most half full. */
 	if ((c->n + 1) * 2 > c->cap) {
-		size_t cap = c->cap ? c->cap * 2 : 4096;
+		size_t cap = c->cap ? c->cap * 2 : PTF_TAB_MIN;
 		struct ptf_block **tab = calloc(cap, sizeof(*tab));
 
 		if (!tab)
@@ -112,13 +119,16 @@ struct ptf_block *ptf_cache_insert(struct ptf_cache *c, uint64_t ip, uint64_t as
 		c->tab = tab;
 		c->cap = cap;
 	}
-	if (!c->chunks || c->chunks->used == PTF_CHUNK) {
-		struct ptf_chunk *k = malloc(sizeof(*k));
+	if (!c->chunks || c->chunks->used == c->chunks->cap) {
+		size_t n = !c->chunks ? PTF_CHUNK_MIN
+			 : c->chunks->cap >= PTF_CHUNK_MAX ? PTF_CHUNK_MAX : c->chunks->cap * 2;
+		struct ptf_chunk *k = malloc(sizeof(*k) + n * sizeof(k->b[0]));
 
 		if (!k)
 			return NULL;
 		k->next = c->chunks;
 		k->used = 0;
+		k->cap = n;
 		c->chunks = k;
 	}
 	b = &c->chunks->b[c->chunks->used++];
@@ -140,11 +150,11 @@ void ptf_cache_free(struct ptf_cache *c)
 
 size_t ptf_cache_bytes(const struct ptf_cache *c)
 {
-	size_t chunks = 0;
+	size_t bytes = c->cap * sizeof(*c->tab);
 
 	for (const struct ptf_chunk *k = c->chunks; k; k = k->next)
-		chunks++;
-	return c->cap * sizeof(*c->tab) + chunks * sizeof(struct ptf_chunk);
+		bytes += sizeof(*k) + k->cap * sizeof(k->b[0]);
+	return bytes;
 }
 
 static inline size_t pair_hash(uint64_t a, uint64_t b, uint32_t extra)

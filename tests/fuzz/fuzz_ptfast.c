@@ -222,8 +222,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	tvh_ptf_decode(d, data, size, 0, fast_item, &fast, NULL);
 	tvh_ptf_free(d);
-	/* Pieces cut at a PSB give the same items. */
-	tvh_ptf_decode_parallel(data, size, 0, &o, 2, fast_item, ctxs, NULL, NULL);
+	/*
+	 * Pieces cut at a PSB give the same items: cut where a two-thread
+	 * tvh_ptf_decode_parallel cuts (the first sync point at or past the
+	 * middle), each piece decoded on this thread (threads cost more than
+	 * the decode at this size; test_host_ptfast runs them threaded).
+	 */
+	{
+		size_t cut = tvh_ptf_first_sync(data, size);
+
+		while (cut < size && cut < size / 2)
+			cut = tvh_ptf_next_sync(data, size, cut);
+		if (cut > size)
+			cut = size;
+		tvh_ptf_decode_range_parallel(data, size, 0, 0, cut, &o, NULL, 1, fast_item,
+					      &ctxs[0], NULL, NULL);
+		if (cut < size)
+			tvh_ptf_decode_range_parallel(data, size, 0, cut, size, &o, NULL, 1,
+						      fast_item, &ctxs[1], NULL, NULL);
+	}
 	for (unsigned i = 0; i < parts[1].n; i++)
 		add(&parts[0], parts[1].v[i][0], parts[1].v[i][1], parts[1].kind[i]);
 	if (!fast.full && !parts[0].full)
