@@ -319,6 +319,12 @@ static void snap_lines(const struct tvh_info *in, FILE *out)
 		fprintf(out, "; bad hash %" PRIu64 ", missing %" PRIu64 " (chunks %"
 			PRIu64 "), bad records %" PRIu64 "\n", ss.bad_hash,
 			ss.missing_data, ss.missing_chunks, ss.bad_records);
+		if (ss.aliases || ss.runtime_maps || ss.runtime_conflicts)
+			fprintf(out, "code snapshots under a second mapping: %" PRIu64
+				" kernel (high and identity), %" PRIu64 " firmware runtime"
+				" (the OS's mapping of its image); %" PRIu64
+				" firmware images mapped at two offsets, not filled\n",
+				ss.aliases, ss.runtime_maps, ss.runtime_conflicts);
 	}
 	/* Summed by name over the CPUs, in the order the first line gives. */
 	for (uint32_t i = 0; i < in->cpus.len; i++) {

@@ -47,6 +47,10 @@ struct content {
 	uint8_t state;           /* enum slot_state */
 };
 
+struct fw_extent {
+	uint64_t lo, hi;         /* pages [lo, hi) */
+};
+
 struct snapshot {
 	uint64_t gpa, linear, cr3, tsc, end, hash;
 	const uint8_t *page;     /* the content, NULL when missing */
@@ -57,6 +61,8 @@ struct snapshot {
 struct tvh_snap {
 	struct content *tab;     /* power-of-two size, at most 1/2 full */
 	size_t tab_size, tab_used;
+	struct fw_extent *fw;    /* firmware IMAGE records: physical extents */
+	size_t nfw, fw_cap;
 	struct snapshot *snaps;
 	size_t nsnaps, cap;
 	const struct snapshot **by_linear;   /* after finish: with linear and content */
@@ -391,6 +397,26 @@ static int add_code(struct tvh_snap *s, uint32_t cpu, const struct trace_event *
 	return 0;
 }
 
+/* A firmware image's physical extent (IMAGE records name firmware by physical base). */
+static int add_fw_image(struct tvh_snap *s, uint64_t base, uint64_t size)
+{
+	uint64_t lo = base & PAGE_MASK, hi = (base + size + TV_CODE_PAGE - 1) & PAGE_MASK;
+
+	if (!size || hi <= lo || hi - lo > (1ull << 32))   /* wrapped or absurd: not an extent */
+		return 0;
+	if (s->nfw == s->fw_cap) {
+		size_t cap = s->fw_cap ? 2 * s->fw_cap : 64;
+		struct fw_extent *v = realloc(s->fw, cap * sizeof(*v));
+
+		if (!v)
+			return -TVH_ERR_NOMEM;
+		s->fw = v;
+		s->fw_cap = cap;
+	}
+	s->fw[s->nfw++] = (struct fw_extent){ lo, hi };
+	return 0;
+}
+
 int tvh_snap_add(struct tvh_snap *s, const struct tvh_event *ev)
 {
 	const struct trace_event *r = ev->rec;
@@ -408,6 +434,8 @@ int tvh_snap_add(struct tvh_snap *s, const struct tvh_event *ev)
 		return 0;
 	if (r->type == TV_REC_CODE)
 		return add_code(s, ev->cpu, r);
+	if (r->type == TV_REC_IMAGE && r->u.image.kind == TV_IMG_FIRMWARE)
+		return add_fw_image(s, r->u.image.base, r->u.image.size);
 	if (r->type != TV_REC_CODE_DATA)
 		return 0;
 	s->st.data_records++;
@@ -561,6 +589,140 @@ static int add_aliases(struct tvh_snap *s)
 	return 0;
 }
 
+/*
+ * Firmware runtime code under the OS's mapping of it.  The firmware runs
+ * its runtime drivers at their physical addresses; SetVirtualAddressMap
+ * then moves each runtime region to one virtual address (Linux: below
+ * 0xffffffff00000000) and applies the images' relocations there.  Pages a
+ * relocation wrote are re-armed and snapshotted again at their first
+ * execution through the new mapping; pages it did not write run through
+ * it with no exit, so the only snapshots of such a page are under its
+ * physical address.  In the fixture's boot, GetVariable at
+ * 0xfffffffeff86d000 called into 0xfffffffeff8a5000 (gpa 0x3f8a5000,
+ * snapshotted only at linear 0x3f8a5000): "no memory mapped", 6 times.
+ * So: within one firmware IMAGE record's physical extent, when every
+ * upper-half kernel snapshot names one offset (linear - gpa), each other
+ * executed page of the extent with no snapshot at gpa + offset gets copies
+ * of its kernel snapshots there (same start and end: its contents in
+ * time, whatever the mapping).  An extent with two offsets (the OS mapped
+ * its regions apart) is left alone and counted; a linear page some other
+ * gpa's snapshot holds is never filled.  nsorted: snaps[0, nsorted) are
+ * sorted by gpa and time.  Returns 0 or -TVH_ERR_NOMEM.
+ */
+static int cmp_extent(const void *a, const void *b)
+{
+	const struct fw_extent *x = a, *y = b;
+
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	return x->hi < y->hi ? -1 : x->hi > y->hi;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static bool has_u64(const uint64_t *v, size_t n, uint64_t key)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid] < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && v[lo] == key;
+}
+
+static int add_runtime_maps(struct tvh_snap *s, size_t nsorted)
+{
+	size_t nall = s->nsnaps, nlin = 0, extra = 0, nfw = 0;
+	uint64_t *lin;
+
+	if (!s->nfw || !nsorted)
+		return 0;
+	/* Upper-half linear pages some snapshot holds (the sorted part and the aliases). */
+	lin = malloc(nall * sizeof(*lin));
+	if (!lin)
+		return -TVH_ERR_NOMEM;
+	for (size_t i = 0; i < nall; i++)
+		if (alias_kernel(&s->snaps[i]) && (s->snaps[i].linear >> 63))
+			lin[nlin++] = s->snaps[i].linear;
+	qsort(lin, nlin, sizeof(*lin), cmp_u64);
+	qsort(s->fw, s->nfw, sizeof(*s->fw), cmp_extent);
+	for (size_t i = 0; i < s->nfw; i++)          /* the same image, recorded again */
+		if (!nfw || s->fw[i].lo != s->fw[nfw - 1].lo || s->fw[i].hi != s->fw[nfw - 1].hi)
+			s->fw[nfw++] = s->fw[i];
+	s->nfw = nfw;
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t e = 0; e < s->nfw; e++) {
+			size_t first = chain_of(s->snaps, nsorted, s->fw[e].lo), m;
+			uint64_t off = 0;
+			bool have = false, two = false;
+
+			for (m = first; m < nsorted && s->snaps[m].gpa < s->fw[e].hi; m++) {
+				const struct snapshot *sn = &s->snaps[m];
+
+				if (!alias_kernel(sn) || !(sn->linear >> 63) || sn->linear == sn->gpa)
+					continue;
+				if (have && sn->linear - sn->gpa != off)
+					two = true;
+				off = sn->linear - sn->gpa;
+				have = true;
+			}
+			if (!have)
+				continue;
+			if (two) {
+				if (pass)
+					s->st.runtime_conflicts++;
+				continue;
+			}
+			for (m = first; m < nsorted && s->snaps[m].gpa < s->fw[e].hi;) {
+				uint64_t gpa = s->snaps[m].gpa, at = gpa + off;
+				size_t end = m;
+
+				while (end < nsorted && s->snaps[end].gpa == gpa)
+					end++;
+				if (!has_u64(lin, nlin, at)) {
+					for (size_t k = m; k < end; k++) {
+						struct snapshot *c;
+
+						if (!alias_kernel(&s->snaps[k]))
+							continue;
+						if (!pass) {
+							extra++;
+							continue;
+						}
+						c = &s->snaps[s->nsnaps++];
+						*c = s->snaps[k];
+						c->linear = at;
+						s->st.runtime_maps++;
+					}
+				}
+				m = end;
+			}
+		}
+		if (!pass && extra && s->nsnaps + extra > s->cap) {
+			struct snapshot *v = realloc(s->snaps, (s->nsnaps + extra) * sizeof(*v));
+
+			if (!v) {
+				free(lin);
+				return -TVH_ERR_NOMEM;
+			}
+			s->snaps = v;
+			s->cap = s->nsnaps + extra;
+		}
+	}
+	free(lin);
+	return 0;
+}
+
 int tvh_snap_finish(struct tvh_snap *s)
 {
 	size_t n = 0;
@@ -606,12 +768,15 @@ int tvh_snap_finish(struct tvh_snap *s)
 			n++;
 	}
 	{
+		size_t nsorted = s->nsnaps;
 		int aret = add_aliases(s);
 
+		if (!aret)
+			aret = add_runtime_maps(s, nsorted);
 		if (aret)
 			return aret;
 	}
-	n += (size_t)s->st.aliases;
+	n += (size_t)(s->st.aliases + s->st.runtime_maps);
 	if (n) {
 		s->by_linear = malloc(n * sizeof(*s->by_linear));
 		if (!s->by_linear)
@@ -677,6 +842,7 @@ void tvh_snap_free(struct tvh_snap *s)
 	free(s->dir);
 	free(s->tab);
 	free(s->snaps);
+	free(s->fw);
 	free(s->by_linear);
 	free(s);
 }

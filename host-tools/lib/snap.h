@@ -83,6 +83,9 @@ struct tvh_snap_stats {
 	uint64_t missing_chunks; /* chunks absent from contents begun but never finished */
 	uint64_t aliases;        /* copies of a kernel page's snapshots under its other
 				    upper-half linear address (snap.c, add_aliases) */
+	uint64_t runtime_maps;   /* copies of firmware runtime pages' snapshots under
+				    the OS's mapping of their image (add_runtime_maps) */
+	uint64_t runtime_conflicts; /* firmware images mapped at two offsets: not filled */
 };
 
 /* Where contents go: the first spill_bytes of them in memory, the rest to a file. */

@@ -155,11 +155,101 @@ static void test_no_alias_when_mapping_unknown(void **state)
 	rb_free(&b);
 }
 
+/*
+ * Firmware runtime code under the OS's mapping (add_runtime_maps): a
+ * runtime image at physical 0x3f860000 (IMAGE record), pages 0x3f861000
+ * and 0x3f863000 run by the firmware at their physical addresses; the OS
+ * maps the image at 0xfffffffec0000000 + physical, and a relocation
+ * rewrote page 0x3f862000, which is snapshotted again under that mapping.
+ * Page 0x3f861000, called through the mapping, has no snapshot there.
+ */
+#define RT_OFF 0xfffffffec0000000ull
+#define EFI_CR3 0x4dcc000ull
+
+static void test_runtime_page_under_os_mapping(void **state)
+{
+	static uint8_t p1[PG], p2[PG], p2r[PG], p3[PG], q[PG], x[PG];
+	struct recbuf b = { 0 };
+	struct th_tvt t = { 0 };
+	struct tvh_snap *s;
+	struct tvh_snap_hit hit;
+	struct tvh_snap_stats st;
+
+	(void)state;
+	fill(p1, 8);
+	fill(p2, 9);
+	fill(p2r, 10);
+	fill(p3, 11);
+	fill(q, 12);
+	fill(x, 13);
+	rb_image(&b, TV_IMG_FIRMWARE, 1, 0x3f860000, 0x4000, "FvFile(rt)");
+	rb_image(&b, TV_IMG_FIRMWARE, 1, 0x3f860000, 0x4000, "FvFile(rt)");  /* again */
+	rb_snap(&b, TV_CODEF_NEW, 10, 0x3f861000, 0x3f861000, 0x3fa01000, p1);
+	rb_snap(&b, TV_CODEF_NEW, 11, 0x3f862000, 0x3f862000, 0x3fa01000, p2);
+	rb_snap(&b, TV_CODEF_NEW, 12, 0x3f863000, 0x3f863000, 0x3fa01000, p3);
+	rb_snap(&b, TV_CODEF_NEW | TV_CODEF_REARM, 500, 0x3f862000, 0x3f862000 + RT_OFF,
+		EFI_CR3, p2r);
+	/* Outside the image: a page the firmware ran, never given the offset. */
+	rb_snap(&b, TV_CODEF_NEW, 13, 0x3f870000, 0x3f870000, 0x3fa01000, q);
+	/* 0x3f863000 + RT_OFF is some other gpa's page: not filled over. */
+	rb_snap(&b, TV_CODEF_NEW, 14, 0x5000000, 0x3f863000 + RT_OFF, EFI_CR3, x);
+	s = load(&t, &b);
+
+	assert_int_equal(tvh_snap_lookup(s, EFI_CR3, 0x3f861000 + RT_OFF + 0x71, 600, &hit), 0);
+	assert_memory_equal(hit.page, p1, PG);
+	assert_int_equal(hit.gpa, 0x3f861000);
+	assert_int_equal(hit.start, 10);
+	assert_int_equal(tvh_snap_lookup(s, EFI_CR3, 0x3f862000 + RT_OFF, 600, &hit), 0);
+	assert_memory_equal(hit.page, p2r, PG);
+	assert_int_equal(tvh_snap_lookup(s, EFI_CR3, 0x3f863000 + RT_OFF, 600, &hit), 0);
+	assert_memory_equal(hit.page, x, PG);
+	assert_int_not_equal(tvh_snap_lookup(s, EFI_CR3, 0x3f870000 + RT_OFF, 600, &hit), 0);
+
+	tvh_snap_get_stats(s, &st);
+	assert_int_equal(st.runtime_maps, 1);
+	assert_int_equal(st.runtime_conflicts, 0);
+	tvh_snap_free(s);
+	th_tvt_free(&t);
+	rb_free(&b);
+}
+
+/* An image whose pages the OS mapped at two offsets: which one a page has is unknown. */
+static void test_runtime_two_offsets_not_filled(void **state)
+{
+	static uint8_t p1[PG], p2[PG], p3[PG];
+	struct recbuf b = { 0 };
+	struct th_tvt t = { 0 };
+	struct tvh_snap *s;
+	struct tvh_snap_hit hit;
+	struct tvh_snap_stats st;
+
+	(void)state;
+	fill(p1, 14);
+	fill(p2, 15);
+	fill(p3, 16);
+	rb_image(&b, TV_IMG_FIRMWARE, 1, 0x3f860000, 0x4000, "FvFile(rt)");
+	rb_snap(&b, TV_CODEF_NEW, 10, 0x3f861000, 0x3f861000, 0x3fa01000, p1);
+	rb_snap(&b, TV_CODEF_NEW, 20, 0x3f862000, 0x3f862000 + RT_OFF, EFI_CR3, p2);
+	rb_snap(&b, TV_CODEF_NEW, 30, 0x3f863000, 0x3f863000 + RT_OFF - 0x200000, EFI_CR3, p3);
+	s = load(&t, &b);
+	assert_int_not_equal(tvh_snap_lookup(s, EFI_CR3, 0x3f861000 + RT_OFF, 600, &hit), 0);
+	assert_int_not_equal(tvh_snap_lookup(s, EFI_CR3, 0x3f861000 + RT_OFF - 0x200000, 600,
+					     &hit), 0);
+	tvh_snap_get_stats(s, &st);
+	assert_int_equal(st.runtime_maps, 0);
+	assert_int_equal(st.runtime_conflicts, 1);
+	tvh_snap_free(s);
+	th_tvt_free(&t);
+	rb_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_high_mapping_reads_identity_snapshot),
 		cmocka_unit_test(test_no_alias_when_mapping_unknown),
+		cmocka_unit_test(test_runtime_page_under_os_mapping),
+		cmocka_unit_test(test_runtime_two_offsets_not_filled),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
