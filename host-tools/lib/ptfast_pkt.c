@@ -90,7 +90,14 @@ static int ext_packet(const uint8_t *p, const uint8_t *end, struct ptf_pkt *pk)
 	case 0x83:
 		return fixed(p, end, pk, PTF_PKT_STOP, 2, 0, 0);
 	case 0x73:
-		return fixed(p, end, pk, PTF_PKT_TMA, 7, 2, 5);
+		n = fixed(p, end, pk, PTF_PKT_TMA, 7, 2, 5);
+		/*
+		 * Byte 4 is reserved and FastCounter is 9 bits (byte 5, bit 0 of
+		 * byte 6): libipt refuses a TMA with any other bit set.
+		 */
+		if (n >= 0 && (p[4] || (p[6] & 0xfe)))
+			return -pte_bad_packet;
+		return n;
 	case 0xc8:
 		n = fixed(p, end, pk, PTF_PKT_VMCS, 7, 2, 5);
 		if (n >= 0)
