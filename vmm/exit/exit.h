@@ -51,6 +51,7 @@
 #define CR4_CET     (1ull << 23)
 
 #define RFLAGS_TF (1ull << 8)
+#define RFLAGS_IF (1ull << 9)
 #define DEBUGCTL_BTF (1ull << 1)
 
 /* CPUID feature bits the handlers touch (SDM 2A CPUID). */

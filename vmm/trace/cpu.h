@@ -78,6 +78,13 @@ struct trace_cpu *trace_cpu_sync(struct per_cpu *cpu);
 bool trace_full_stops(void);
 /* The MTF control stays on for an open window of this CPU (an MTF backend). */
 bool trace_mtf_window(const struct trace_cpu *t);
+/*
+ * trace_wants_mtf - the tracer's own MTF users on cpu: the address
+ * trigger's and kernel_entry's steps, an MTF window.  A step of another
+ * user (a memory watch, a code snapshot) ends by turning MTF off only
+ * when this is false and MTF was off when it began.
+ */
+bool trace_wants_mtf(const struct per_cpu *cpu);
 
 /* guest.c: guest state, the entry view */
 void trace_guest_reset(void);                      /* MAXPHYADDR, at init */

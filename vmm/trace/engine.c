@@ -187,6 +187,13 @@ bool trace_mtf_window(const struct trace_cpu *t)
 	return t && t->b.active && trace_be && (trace_be->events & TRACE_EV_MTF);
 }
 
+bool trace_wants_mtf(const struct per_cpu *cpu)
+{
+	const struct trace_cpu *t = cpu ? cpu->trace : NULL;
+
+	return t && (t->trigger_step || t->kentry_step || trace_mtf_window(t));
+}
+
 /* --- windows ------------------------------------------------------------------ */
 
 int trace_start(struct per_cpu *cpu, enum tv_trigger why)

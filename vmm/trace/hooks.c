@@ -39,11 +39,13 @@ static bool hook_ept_fetch(struct per_cpu *cpu, uint64_t gpa, uint64_t guest_rax
 
 /*
  * Exit reason 37: a memory watch's step ends here (its records go to the
- * ring); then the engine's MTF work (in trace_before_entry).
+ * ring), or a self-writing instruction's (code snapshots); then the
+ * engine's MTF work (in trace_before_entry).
  */
 static enum exit_action hook_mtf_exit(struct exit_ctx *ctx)
 {
 	(void)memwatch_mtf(ctx->cpu);
+	(void)trace_snap_mtf(ctx->cpu);
 	return exit_monitor_trap(ctx);
 }
 

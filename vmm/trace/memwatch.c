@@ -27,7 +27,6 @@
 #define QUAL_LINEAR_VALID   (1ull << 7)
 #define QUAL_TRANSLATED     (1ull << 8)   /* else: an access of the guest's page walk */
 
-#define RFLAGS_IF           (1ull << 9)
 #define SEG_AR_B            (1u << 14)    /* SS.B: 32-bit stack (SDM 3A 3.4.5) */
 #define PAGE                4096ull
 #define PAGE_MASK           (~(PAGE - 1))
@@ -1063,14 +1062,6 @@ bool memwatch_violation(struct exit_ctx *ctx, uint64_t gpa)
 	return true;
 }
 
-/* The tracer's own MTF users: the address trigger's and kernel_entry's steps, an MTF window. */
-static bool tracer_wants_mtf(const struct per_cpu *cpu)
-{
-	const struct trace_cpu *t = cpu->trace;
-
-	return t && (t->trigger_step || t->kentry_step || trace_mtf_window(t));
-}
-
 bool memwatch_mtf(struct per_cpu *cpu)
 {
 	struct mw_cpu *mc = mw_cpu_of(cpu);
@@ -1080,7 +1071,7 @@ bool memwatch_mtf(struct per_cpu *cpu)
 		return false;
 	mc->stepping = false;
 	vmcs_write(VMCS_EPT_POINTER, mw.ept->eptp);
-	if (!mc->mtf_was && !tracer_wants_mtf(cpu))
+	if (!mc->mtf_was && !trace_wants_mtf(cpu))
 		trace_set_mtf(cpu, false);
 	if (mc->set_sti) {
 		uint64_t intr = vmcs_get(VMCS_GUEST_INTERRUPTIBILITY);

@@ -8,13 +8,16 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "vmm/exit/exit.h"
 #include "vmm/exit/exit_ept.h"
 #include "vmm/hw/hw.h"
 #include "vmm/lib/log.h"
 #include "vmm/lib/page_pool.h"
 #include "vmm/trace/cpu.h"
+#include "vmm/trace/memwatch.h"
 #include "vmm/vmx/ept.h"
 #include "vmm/vmx/vcpu.h"
+#include "vmm/vmx/vmx_defs.h"
 
 /* EPT violation exit qualification (SDM 3C 28.2.1, Table 28-7). */
 #define QUAL_LINEAR_VALID   (1ull << 7)   /* guest-linear address field valid */
@@ -51,6 +54,13 @@ struct snap_cpu {
 	uint64_t gen_seen;          /* the generation this CPU's EPT TLB reflects */
 	uint64_t last_write_page;   /* the page its last write exit re-armed, | 1 */
 	uint64_t last_write_rip;    /* ... at this guest RIP */
+	/* A self-writing instruction stepped with MTF (self_step, trace_snap_mtf). */
+	bool stepping;
+	bool step_sti;              /* blocking by STI set for the step */
+	bool step_mtf_was;          /* MTF was on before the step (another user's) */
+	uint64_t step_page;
+	uint64_t step_rip;          /* the instruction stepped */
+	uint64_t step_linear;       /* the fetch's linear page | 1; 0: none */
 	struct trace_snap_stats st;
 };
 
@@ -308,11 +318,12 @@ static void untrack_page(struct snap_cpu *sc, uint64_t page, const struct ept_le
  * The snapshot itself (no lock held): copy the page, hash, and write the
  * CODE record (and the content when new) into cpu's ring.
  */
-static void snapshot(struct per_cpu *cpu, struct snap_cpu *sc, uint64_t page, uint8_t info)
+static void snapshot(struct per_cpu *cpu, struct snap_cpu *sc, uint64_t page, uint8_t info,
+		     uint64_t linear_tag)
 {
 	uint8_t buf[TV_CODE_PAGE];
 	struct tv_trace_ring *r = trace_cpu_ring(cpu);
-	uint64_t qual, linear = 0, hash;
+	uint64_t linear = 0, hash;
 	int claim;
 	bool sent = true;
 
@@ -334,9 +345,8 @@ static void snapshot(struct per_cpu *cpu, struct snap_cpu *sc, uint64_t page, ui
 		count(&snap.g.hash_full, 1);
 	if (claim != 0)
 		info |= TV_CODEF_NEW;
-	qual = vmcs_get(VMCS_EXIT_QUALIFICATION);
-	if ((qual & QUAL_LINEAR_VALID) && (qual & QUAL_TRANSLATED)) {
-		linear = vmcs_get(VMCS_GUEST_LINEAR_ADDRESS);
+	if (linear_tag & 1) {
+		linear = linear_tag & ~0xfffull;
 		info |= TV_CODEF_LINEAR;
 	}
 	if (SS_AR_DPL(vmcs_get(VMCS_GUEST_SS_AR)) == 3)
@@ -399,6 +409,115 @@ static bool retrack_self(uint64_t except)
 	return any;
 }
 
+/* The linear page of this EPT violation's access | 1, or 0 when the exit gives none. */
+static uint64_t exit_linear_tag(void)
+{
+	uint64_t qual = vmcs_get(VMCS_EXIT_QUALIFICATION);
+
+	if (!(qual & QUAL_LINEAR_VALID) || !(qual & QUAL_TRANSLATED))
+		return 0;
+	return (vmcs_get(VMCS_GUEST_LINEAR_ADDRESS) & ~0xfffull) | 1;
+}
+
+/*
+ * Under ept_edit_lock, at the fetch exit of an instruction that writes
+ * the page it runs from (its write exit re-armed the page, its retry
+ * faults on the fetch): let that one instruction run with the page
+ * R+W+X, stepped with the monitor trap flag; at the MTF exit
+ * (trace_snap_mtf) the page goes back to R+X and is snapshotted with
+ * what the instruction wrote, at that time, so the code that runs there
+ * next decodes from the content it has.  Linux's alternatives patch
+ * pv_native_irq_enable's page with the memcpy that lives on it: left
+ * R+W+X until a fetch elsewhere (below), the page executed patched code
+ * against its unpatched snapshot ("bad compressed return" at
+ * pv_native_irq_enable+1).  No interrupt between the entry and the
+ * instruction: blocking by STI as memwatch's step sets it.  Not while a
+ * memory watch steps this CPU; one that begins during this step (a
+ * watched access by the same instruction) ends at the same MTF exit, and
+ * MTF goes off only when neither needs it.  At most TRACE_SNAP_STEP_MAX
+ * times per page (counted as re-arms): a
+ * decompressor moving itself over its own code falls back to the list.
+ * true: stepping.
+ */
+static bool self_step(struct per_cpu *cpu, struct snap_cpu *sc, uint64_t page,
+		      const struct ept_leaf *leaf)
+{
+	uint64_t *slot, intr, rflags;
+	bool fresh;
+
+	if (!sc || sc->stepping || memwatch_stepping(cpu))
+		return false;
+	slot = page_find(page, &fresh);
+	if (!slot || page_count(*slot) >= TRACE_SNAP_STEP_MAX)
+		return false;
+	if (ept_map_4k(snap.ept, snap.pool, page, leaf->hpa & ~0xfffull, EPT_RWX, leaf->memtype))
+		return false;
+	*slot += 1ull << PAGE_COUNT_SHIFT;
+	changed(sc);
+	sc->step_linear = exit_linear_tag();
+	intr = vmcs_get(VMCS_GUEST_INTERRUPTIBILITY);
+	rflags = vmcs_get(VMCS_GUEST_RFLAGS);
+	sc->step_sti = false;
+	if ((rflags & RFLAGS_IF) && !(rflags & RFLAGS_TF) &&
+	    !(intr & (INTERRUPTIBILITY_STI | INTERRUPTIBILITY_MOV_SS))) {
+		vmcs_write(VMCS_GUEST_INTERRUPTIBILITY, intr | INTERRUPTIBILITY_STI);
+		sc->step_sti = true;
+	}
+	sc->step_mtf_was = (cpu->proc & CPU_MONITOR_TRAP_FLAG) != 0;
+	if (!sc->step_mtf_was)
+		trace_set_mtf(cpu, true);
+	sc->stepping = true;
+	sc->step_page = page;
+	sc->step_rip = vmcs_get(VMCS_GUEST_RIP);
+	sc->last_write_page = 0;
+	sc->st.self_steps++;
+	return true;
+}
+
+bool trace_snap_mtf(struct per_cpu *cpu)
+{
+	struct snap_cpu *sc = snap_cpu_of(cpu);
+	struct ept_leaf leaf;
+	bool back = false;
+
+	if (!sc || !sc->stepping)
+		return false;
+	sc->stepping = false;
+	if (!sc->step_mtf_was && !memwatch_stepping(cpu) && !trace_wants_mtf(cpu))
+		trace_set_mtf(cpu, false);
+	if (sc->step_sti) {
+		uint64_t intr = vmcs_get(VMCS_GUEST_INTERRUPTIBILITY);
+
+		if (intr & INTERRUPTIBILITY_STI)
+			vmcs_write(VMCS_GUEST_INTERRUPTIBILITY, intr & ~(uint64_t)INTERRUPTIBILITY_STI);
+		sc->step_sti = false;
+	}
+	ept_edit_lock();
+	if (vmcs_get(VMCS_GUEST_RIP) == sc->step_rip) {
+		/*
+		 * It ends where it began: a REP string iteration (a bulk copy
+		 * over its own code) or an event first.  No more steps here.
+		 */
+		bool fresh;
+		uint64_t *slot = page_find(sc->step_page, &fresh);
+
+		if (slot && page_count(*slot) < TRACE_SNAP_STEP_MAX)
+			*slot = (*slot & ~(PAGE_COUNT_MAX << PAGE_COUNT_SHIFT)) |
+				((uint64_t)TRACE_SNAP_STEP_MAX << PAGE_COUNT_SHIFT);
+	}
+	if (!ept_lookup(snap.ept, sc->step_page, &leaf) && leaf.level == EPT_LEVEL_PT &&
+	    leaf.rwx == EPT_RWX &&
+	    ept_map_4k(snap.ept, snap.pool, sc->step_page, leaf.hpa & ~0xfffull, EPT_R | EPT_X,
+		       leaf.memtype) == 0) {
+		changed(sc);
+		back = true;
+	}
+	ept_edit_unlock();
+	if (back)
+		snapshot(cpu, sc, sc->step_page, TV_CODEF_REARM, sc->step_linear);
+	return true;
+}
+
 bool trace_snap_fetch(struct per_cpu *cpu, uint64_t gpa)
 {
 	struct snap_cpu *sc = snap_cpu_of(cpu);
@@ -433,6 +552,10 @@ bool trace_snap_fetch(struct per_cpu *cpu, uint64_t gpa)
 		 */
 		bool listed = false, logit;
 
+		if (self_step(cpu, sc, page, &leaf)) {
+			ept_edit_unlock();
+			return true;
+		}
 		untrack_page(sc, page, &leaf);
 		if (snap.nself < TRACE_SNAP_SELF_MAX) {
 			snap.self[snap.nself++] = page;
@@ -498,7 +621,7 @@ bool trace_snap_fetch(struct per_cpu *cpu, uint64_t gpa)
 	/* W went away: another CPU's TLB may still allow it (docs/SNAPSHOTS.md). */
 	changed(sc);
 	ept_edit_unlock();
-	snapshot(cpu, sc, page, info);
+	snapshot(cpu, sc, page, info, exit_linear_tag());
 	return true;
 }
 
@@ -577,12 +700,12 @@ size_t trace_snap_stats_text(const struct per_cpu *cpu, char *buf, size_t len)
 	memset(&none, 0, sizeof(none));
 	s = sc ? &sc->st : &none;
 	k = snprintf(buf, len,
-		     "snap: cpu %u: snapshots %llu, new %llu, rearms %llu, fetch exits %llu, write exits %llu, bytes %llu, untracked %llu, lost %llu",
+		     "snap: cpu %u: snapshots %llu, new %llu, rearms %llu, fetch exits %llu, write exits %llu, bytes %llu, untracked %llu, lost %llu, self-write steps %llu",
 		     cpu ? cpu->index : 0u, (unsigned long long)s->snapshots,
 		     (unsigned long long)s->new_contents, (unsigned long long)s->rearms,
 		     (unsigned long long)s->fetch_exits, (unsigned long long)s->write_exits,
 		     (unsigned long long)s->bytes, (unsigned long long)s->untracked,
-		     (unsigned long long)s->lost);
+		     (unsigned long long)s->lost, (unsigned long long)s->self_steps);
 	if (k < 0)
 		return 0;
 	return (size_t)k < len ? (size_t)k : len - 1;

@@ -78,6 +78,14 @@ struct page_pool;
  * are logged.
  */
 #define TRACE_SNAP_SELF_MAX     32u
+/*
+ * Self-writing instructions stepped with MTF per page (each a re-arm and
+ * a snapshot of what it wrote: at most 2 MiB of contents a page); past
+ * this many, or once a step ends where it began (a REP string
+ * instruction's iteration: a bulk copy over its own code), the page is
+ * left R+W+X until a fetch elsewhere, as above.
+ */
+#define TRACE_SNAP_STEP_MAX     512u
 #define TRACE_SNAP_SELF_LOG     16u
 /* CPUs with their own counters and EPT generation (index < this). */
 #define TRACE_SNAP_MAX_CPUS     256u
@@ -104,6 +112,7 @@ struct trace_snap_stats {
 	uint64_t bytes;          /* CODE and CODE_DATA bytes written into the ring */
 	uint64_t untracked;      /* leaves or pages given execute for good */
 	uint64_t lost;           /* CODE / CODE_DATA records the ring refused */
+	uint64_t self_steps;     /* self-writing instructions stepped (snap.c, self_step) */
 };
 
 /* Global: the tables and what did not fit. */
@@ -152,6 +161,11 @@ bool trace_snap_fetch(struct per_cpu *cpu, uint64_t gpa);
  * TLB entry for one it re-armed already; false otherwise.
  */
 bool trace_snap_write(struct per_cpu *cpu, uint64_t gpa);
+/*
+ * trace_snap_mtf - an MTF exit: true when it ends this CPU's step of a
+ * self-writing instruction (the page R+X again, snapshotted).
+ */
+bool trace_snap_mtf(struct per_cpu *cpu);
 
 /* trace_snap_before_entry - INVEPT when another CPU changed rights since this CPU's last. */
 void trace_snap_before_entry(struct per_cpu *cpu);

@@ -519,28 +519,91 @@ static void test_other_cpu_flushes_at_its_entry(void **state)
 	assert_int_equal(events(ev, 12), 9);
 }
 
-static void test_self_writing_instruction_untracked(void **state)
+/* An MTF exit on cpu, then the entry hook. */
+static enum exit_action mtf_exit(void)
+{
+	enum exit_action a;
+
+	hw_fake_vmcs_set(VMCS_EXIT_REASON, EXIT_REASON_MONITOR_TRAP_FLAG);
+	hw_fake_vmcs_set(VMCS_EXIT_QUALIFICATION, 0);
+	a = vmx_exit_dispatch(&cpu, &regs);
+	if (a == EXIT_RESUME)
+		exit_hooks_get()->before_entry(&cpu, EXIT_REASON_MONITOR_TRAP_FLAG);
+	return a;
+}
+
+/* The instruction at 0x2ff0 writes its own page: its write exit re-arms it, its retry faults on the fetch. */
+static void self_write_fault(void)
+{
+	hw_fake_vmcs_set(VMCS_GUEST_RIP, 0x2ff0);
+	assert_int_equal(violation_on(&cpu, 0x2800, QUAL_W, 0), EXIT_RESUME);
+	assert_int_equal(rights(0x2000), EPT_R | EPT_W);
+	assert_int_equal(fetch(0x2ff0), EXIT_RESUME);
+}
+
+/*
+ * Linux's alternatives patch a page with the memcpy that runs from it:
+ * that one instruction runs with the page R+W+X under MTF (no interrupt
+ * first: blocking by STI), and at the MTF exit the page is R+X again and
+ * snapshotted with what it wrote, at its linear address, as a re-arm.
+ */
+static void test_self_writing_instruction_stepped(void **state)
+{
+	struct trace_event ev[32];
+	size_t n0, n;
+
+	(void)state;
+	hw_fake_vmcs_set(VMCS_GUEST_RFLAGS, 0x202);
+	hw_fake_vmcs_set(VMCS_GUEST_INTERRUPTIBILITY, 0);
+	hw_fake_vmcs_set(VMCS_GUEST_RIP, 0x2ff0);
+	assert_int_equal(fetch(0x2ff0), EXIT_RESUME);
+	n0 = events(ev, 32);
+	self_write_fault();
+	assert_int_equal(rights(0x2000), EPT_RWX);
+	assert_true(cpu.proc & CPU_MONITOR_TRAP_FLAG);
+	assert_int_equal(hw_fake_vmcs_get(VMCS_GUEST_INTERRUPTIBILITY), INTERRUPTIBILITY_STI);
+	assert_int_equal(trace_snap_stats_of(&cpu)->self_steps, 1);
+	assert_int_equal(trace_snap_stats_of(&cpu)->untracked, 0);
+	/* the instruction runs: it patches its page */
+	memset(gmem + 0x2800, 0x0f, 16);
+	hw_fake_vmcs_set(VMCS_GUEST_RIP, 0x2ff4);
+	assert_int_equal(mtf_exit(), EXIT_RESUME);
+	assert_int_equal(rights(0x2000), EPT_R | EPT_X);
+	assert_false(cpu.proc & CPU_MONITOR_TRAP_FLAG);
+	assert_int_equal(hw_fake_vmcs_get(VMCS_GUEST_INTERRUPTIBILITY), 0);
+	n = events(ev, 32);
+	assert_int_equal(n, n0 + 9);
+	assert_snapshot(&ev[n0], 0x2000, TV_CODEF_NEW | TV_CODEF_REARM | TV_CODEF_LINEAR);
+	assert_int_equal(ev[n0].u.code.linear, 0x7fff2000ull);
+	/* a later MTF exit is not the step's */
+	assert_false(trace_snap_mtf(&cpu));
+}
+
+/* A REP string instruction copying over its own page: one iteration per step, so no more steps there. */
+static void test_self_writing_rep_string_not_stepped_again(void **state)
 {
 	(void)state;
 	hw_fake_vmcs_set(VMCS_GUEST_RIP, 0x2ff0);
 	assert_int_equal(fetch(0x2ff0), EXIT_RESUME);
-	/* the instruction at 0x2ff0 writes its own page: re-armed ... */
-	assert_int_equal(violation_on(&cpu, 0x2800, QUAL_W, 0), EXIT_RESUME);
-	assert_int_equal(rights(0x2000), EPT_R | EPT_W);
-	/* ... and its retry faults on the fetch at the same RIP: left RWX */
-	assert_int_equal(fetch(0x2ff0), EXIT_RESUME);
+	self_write_fault();
 	assert_int_equal(rights(0x2000), EPT_RWX);
+	gmem[0x2800] ^= 0xff;
+	assert_int_equal(mtf_exit(), EXIT_RESUME);          /* RIP still 0x2ff0 */
+	assert_int_equal(rights(0x2000), EPT_R | EPT_X);
+	assert_false(cpu.proc & CPU_MONITOR_TRAP_FLAG);
+	self_write_fault();
+	assert_int_equal(rights(0x2000), EPT_RWX);
+	assert_false(cpu.proc & CPU_MONITOR_TRAP_FLAG);
+	assert_int_equal(trace_snap_stats_of(&cpu)->self_steps, 1);
 	assert_int_equal(trace_snap_stats_of(&cpu)->untracked, 1);
-	if (!strstr(logbuf, "writes the page 0x2000 it executes from"))
-		fail_msg("log: %s", logbuf);
 }
 
 /*
- * A decompressor moves itself over its own code, then the code it wrote
- * runs there: the page left RWX by the self-writing instruction is re-armed
- * at the next fetch exit elsewhere, and its next execution is snapshotted
- * again (with the content written meanwhile) instead of decoding from the
- * stale one.
+ * A decompressor moves itself over its own code: past
+ * TRACE_SNAP_STEP_MAX steps the page is left R+W+X (untracked) and
+ * listed; at the next fetch exit of another page it loses execute again,
+ * and its next execution is snapshotted again (with the content written
+ * meanwhile) instead of decoding from the stale one.
  */
 static void test_self_writing_page_retracked(void **state)
 {
@@ -550,9 +613,21 @@ static void test_self_writing_page_retracked(void **state)
 	(void)state;
 	hw_fake_vmcs_set(VMCS_GUEST_RIP, 0x2ff0);
 	assert_int_equal(fetch(0x2ff0), EXIT_RESUME);
-	assert_int_equal(violation_on(&cpu, 0x2800, QUAL_W, 0), EXIT_RESUME);
-	assert_int_equal(fetch(0x2ff0), EXIT_RESUME);
+	for (unsigned i = 0; i < TRACE_SNAP_STEP_MAX; i++) {
+		self_write_fault();
+		assert_int_equal(rights(0x2000), EPT_RWX);
+		/* the same bytes written again: 512 CODE records without content fit the ring */
+		hw_fake_vmcs_set(VMCS_GUEST_RIP, 0x2ff4);
+		assert_int_equal(mtf_exit(), EXIT_RESUME);
+		assert_int_equal(rights(0x2000), EPT_R | EPT_X);
+	}
+	assert_int_equal(trace_snap_stats_of(&cpu)->self_steps, TRACE_SNAP_STEP_MAX);
+	self_write_fault();
 	assert_int_equal(rights(0x2000), EPT_RWX);
+	assert_int_equal(trace_snap_stats_of(&cpu)->self_steps, TRACE_SNAP_STEP_MAX);
+	assert_int_equal(trace_snap_stats_of(&cpu)->untracked, 1);
+	if (!strstr(logbuf, "writes the page 0x2000 it executes from"))
+		fail_msg("log: %s", logbuf);
 	snaps = trace_snap_stats_of(&cpu)->snapshots;
 	/* another page's first fetch: 0x2000 loses execute again, keeps write */
 	hw_fake_vmcs_set(VMCS_GUEST_RIP, 0x6010);
@@ -560,10 +635,12 @@ static void test_self_writing_page_retracked(void **state)
 	assert_int_equal(rights(0x2000), EPT_R | EPT_W);
 	assert_int_equal(trace_snap_global()->retracked, 1);
 	/* the new code at 0x2000 runs: a new snapshot, flagged as a re-arm */
+	gmem[0x2100] = 0xc3;
 	hw_fake_vmcs_set(VMCS_GUEST_RIP, 0x2100);
 	assert_int_equal(fetch(0x2100), EXIT_RESUME);
 	assert_int_equal(rights(0x2000), EPT_R | EPT_X);
 	assert_int_equal(trace_snap_stats_of(&cpu)->snapshots, snaps + 2);
+	assert_int_equal(trace_snap_stats_of(&cpu)->lost, 0);
 	assert_true(events(ev, 32) > 0);
 	assert_int_equal(trace_snap_global()->retracked, 1);
 	assert_int_equal(trace_snap_global()->self_full, 0);
@@ -592,7 +669,7 @@ static void test_rearm_limit(void **state)
 static void test_window_stop_line(void **state)
 {
 	struct trace_event ev[16];
-	const char *want = "snap: cpu 1: snapshots 1, new 1, rearms 0, fetch exits 1, write exits 0, bytes 4272, untracked 0, lost 0";
+	const char *want = "snap: cpu 1: snapshots 1, new 1, rearms 0, fetch exits 1, write exits 0, bytes 4272, untracked 0, lost 0, self-write steps 0";
 	size_t n;
 
 	(void)state;
@@ -793,7 +870,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pool_exhausted_leaf_untracked, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hidden_and_mmio_never_snapshotted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_other_cpu_flushes_at_its_entry, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_self_writing_instruction_untracked, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_self_writing_instruction_stepped, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_self_writing_rep_string_not_stepped_again, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_self_writing_page_retracked, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rearm_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_window_stop_line, setup, teardown),
