@@ -124,11 +124,12 @@ void tvh_dump_fields(FILE *out, const struct trace_event *r, struct tvh_symtab *
 			addr(out, r->u.code.linear, st);
 		else
 			fputs("?", out);
-		fprintf(out, " cr3=0x%" PRIx64 " hash=%016" PRIx64 "%s%s%s",
+		fprintf(out, " cr3=0x%" PRIx64 " hash=%016" PRIx64 "%s%s%s%s",
 			r->u.code.cr3, r->u.code.hash,
 			r->info & TV_CODEF_NEW ? " new" : "",
 			r->info & TV_CODEF_REARM ? " rearm" : "",
-			r->info & TV_CODEF_USER ? " user" : "");
+			r->info & TV_CODEF_USER ? " user" : "",
+			r->info & TV_CODEF_PTIP ? " sipi-ip" : "");
 		tsc(out, r);
 		break;
 	case TV_REC_CODE_DATA:

@@ -402,6 +402,18 @@ _Static_assert(sizeof(struct tv_rec_pt_sync) == 32, "pt_sync layout");
 #define TV_CODEF_REARM     (1u << 1)  /* executed again after a write to the page */
 #define TV_CODEF_LINEAR    (1u << 2)  /* linear is valid (else only gpa is known) */
 #define TV_CODEF_USER      (1u << 3)  /* the fetch was at CPL 3 */
+/*
+ * linear is the page as Intel PT reports its IPs, written at a SIPI: PT
+ * payloads are effective addresses (CS-relative) unless
+ * CPUID.(14H,0):ECX[31] (LIP) is 1 (SDM 3C 33.3.1.1), and a CPU started
+ * by a SIPI runs 16-bit code at CS.base = vector << 12, IP 0: its
+ * TIP.PGE says IP 0.  So the SIPI page is recorded again at linear 0
+ * (gpa - linear = CS.base), for the decoder to find the code at the IPs
+ * the trace gives (on a LIP CPU no IP there names it: never looked up).
+ */
+#define TV_CODEF_PTIP      (1u << 4)
+#define TV_CODEF_ALL       (TV_CODEF_NEW | TV_CODEF_REARM | TV_CODEF_LINEAR | TV_CODEF_USER | \
+			    TV_CODEF_PTIP)
 
 struct tv_rec_code {
 	struct tv_rec h;         /* TV_REC_CODE, info = TV_CODEF_*, aux 0 */

@@ -24,6 +24,8 @@
  */
 static void hook_before_entry(struct per_cpu *cpu, uint32_t exit_reason)
 {
+	if (exit_reason == EXIT_REASON_SIPI)
+		trace_snap_sipi(cpu);
 	trace_snap_before_entry(cpu);
 	memwatch_before_entry(cpu);
 	trace_before_entry(cpu, exit_reason);

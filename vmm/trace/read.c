@@ -287,7 +287,7 @@ static int decode_fields(struct trace_reader *rd, const uint8_t *p, struct trace
 		ev->u.code.cr3 = le64(p + 32);
 		ev->u.code.hash = le64(p + 40);
 		/* only the TV_CODEF_* bits; pages are 4 KiB aligned */
-		if (ev->info & ~(TV_CODEF_NEW | TV_CODEF_REARM | TV_CODEF_LINEAR | TV_CODEF_USER))
+		if (ev->info & ~TV_CODEF_ALL)
 			return TRACE_ERR_REC_FIELD;
 		return ((ev->u.code.gpa | ev->u.code.linear) & (TV_CODE_PAGE - 1)) ?
 		       TRACE_ERR_REC_FIELD : 0;

@@ -591,8 +591,7 @@ int trace_append_code(struct tv_trace_ring *r, uint64_t tsc, uint8_t info, uint6
 {
 	struct tv_rec_code c;
 
-	if (!is_ring(r) || (info & ~(unsigned)(TV_CODEF_NEW | TV_CODEF_REARM | TV_CODEF_LINEAR |
-					       TV_CODEF_USER)))
+	if (!is_ring(r) || (info & ~(unsigned)TV_CODEF_ALL))
 		return TRACE_ERR_INVAL;
 	note_tsc(r, tsc);
 	c.h = rec_hdr(TV_REC_CODE, info, sizeof(c), 0);

@@ -518,6 +518,18 @@ bool trace_snap_mtf(struct per_cpu *cpu)
 	return true;
 }
 
+void trace_snap_sipi(struct per_cpu *cpu)
+{
+	uint64_t base;
+
+	if (!__atomic_load_n(&snap.g.armed, __ATOMIC_ACQUIRE))
+		return;
+	base = vmcs_get(VMCS_GUEST_CS_BASE);
+	if (base & 0xfff)
+		return;   /* not what a SIPI sets (vector << 12) */
+	snapshot(cpu, snap_cpu_of(cpu), base, TV_CODEF_PTIP, 0 | 1);
+}
+
 bool trace_snap_fetch(struct per_cpu *cpu, uint64_t gpa)
 {
 	struct snap_cpu *sc = snap_cpu_of(cpu);

@@ -162,6 +162,12 @@ bool trace_snap_fetch(struct per_cpu *cpu, uint64_t gpa);
  */
 bool trace_snap_write(struct per_cpu *cpu, uint64_t gpa);
 /*
+ * trace_snap_sipi - before the entry that follows a SIPI exit: the SIPI
+ * page (CS.base) recorded at linear 0, the IP Intel PT gives there
+ * (TV_CODEF_PTIP; format.h).
+ */
+void trace_snap_sipi(struct per_cpu *cpu);
+/*
  * trace_snap_mtf - an MTF exit: true when it ends this CPU's step of a
  * self-writing instruction (the page R+X again, snapshotted).
  */

@@ -519,6 +519,35 @@ static void test_other_cpu_flushes_at_its_entry(void **state)
 	assert_int_equal(events(ev, 12), 9);
 }
 
+/*
+ * A CPU started by a SIPI runs 16-bit code at CS.base = vector << 12, IP
+ * 0, and Intel PT (without LIP) reports IP 0: the page is recorded at
+ * linear 0 with TV_CODEF_PTIP, whatever its own first fetch records later.
+ */
+static void test_sipi_page_at_pt_ip(void **state)
+{
+	struct trace_event ev[16];
+	size_t n;
+
+	(void)state;
+	memset(gmem + 0x9000, 0xfa, 4096);
+	hw_fake_vmcs_set(VMCS_GUEST_CS_BASE, 0x9000);
+	hw_fake_vmcs_set(VMCS_GUEST_CR3, 0);
+	exit_hooks_get()->before_entry(&cpu, EXIT_REASON_SIPI);
+	n = events(ev, 16);
+	assert_int_equal(n, 9);
+	hw_fake_vmcs_set(VMCS_GUEST_CR3, 0x5000);   /* what assert_snapshot expects */
+	assert_int_equal(ev[0].u.code.cr3, 0);
+	ev[0].u.code.cr3 = 0x5000;
+	assert_snapshot(ev, 0x9000, TV_CODEF_NEW | TV_CODEF_LINEAR | TV_CODEF_PTIP);
+	assert_int_equal(ev[0].u.code.linear, 0);
+	/* EPT rights untouched: the page's first fetch is still a snapshot of its own */
+	assert_int_equal(rights(0x9000), EPT_R | EPT_W);
+	/* another exit reason records nothing */
+	exit_hooks_get()->before_entry(&cpu, EXIT_REASON_EPT_VIOLATION);
+	assert_int_equal(events(ev, 16), 9);
+}
+
 /* An MTF exit on cpu, then the entry hook. */
 static enum exit_action mtf_exit(void)
 {
@@ -870,6 +899,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pool_exhausted_leaf_untracked, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hidden_and_mmio_never_snapshotted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_other_cpu_flushes_at_its_entry, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sipi_page_at_pt_ip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_self_writing_instruction_stepped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_self_writing_rep_string_not_stepped_again, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_self_writing_page_retracked, setup, teardown),
