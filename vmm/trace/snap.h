@@ -79,9 +79,10 @@ struct page_pool;
  */
 #define TRACE_SNAP_SELF_MAX     32u
 /*
- * Self-writing instructions stepped with MTF per page (each a re-arm and
- * a snapshot of what it wrote: at most 2 MiB of contents a page); past
- * this many, or once a step ends where it began (a REP string
+ * Self-writing instructions are stepped with MTF (each step a re-arm and
+ * a snapshot of what it wrote) while the page has been re-armed fewer
+ * times than this, steps included (at most 2 MiB of contents a page);
+ * past it, or once a step ends where it began (a REP string
  * instruction's iteration: a bulk copy over its own code), the page is
  * left R+W+X until a fetch elsewhere, as above.
  */
