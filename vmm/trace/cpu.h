@@ -86,6 +86,24 @@ bool trace_mtf_window(const struct trace_cpu *t);
  */
 bool trace_wants_mtf(const struct per_cpu *cpu);
 
+/*
+ * One guest instruction stepped with the monitor trap flag by a tracer
+ * part (a memory watch, a self-writing code page).  trace_step_begin: no
+ * interrupt between the entry and the instruction (blocking by STI,
+ * allowed only with RFLAGS.IF = 1 and neither STI nor MOV SS blocking
+ * already there; with TF = 1 it would need the pending debug exceptions'
+ * BS bit, SDM 3C 26.3.1.5, so not then), and MTF on.  trace_step_end (at
+ * the MTF exit): blocking by STI taken back when the step set it, MTF
+ * off when it was off before and neither the tracer (trace_wants_mtf)
+ * nor another_step needs it.
+ */
+struct trace_step {
+	bool set_sti;
+	bool mtf_was;
+};
+void trace_step_begin(struct per_cpu *cpu, struct trace_step *s);
+void trace_step_end(struct per_cpu *cpu, struct trace_step *s, bool another_step);
+
 /* guest.c: guest state, the entry view */
 void trace_guest_reset(void);                      /* MAXPHYADDR, at init */
 void trace_guest_set_reader(gmem_read_phys_fn read_phys, void *ctx);

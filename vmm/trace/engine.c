@@ -194,6 +194,35 @@ bool trace_wants_mtf(const struct per_cpu *cpu)
 	return t && (t->trigger_step || t->kentry_step || trace_mtf_window(t));
 }
 
+void trace_step_begin(struct per_cpu *cpu, struct trace_step *s)
+{
+	uint64_t intr = vmcs_get(VMCS_GUEST_INTERRUPTIBILITY);
+	uint64_t rflags = vmcs_get(VMCS_GUEST_RFLAGS);
+
+	s->set_sti = false;
+	if ((rflags & RFLAGS_IF) && !(rflags & RFLAGS_TF) &&
+	    !(intr & (INTERRUPTIBILITY_STI | INTERRUPTIBILITY_MOV_SS))) {
+		vmcs_write(VMCS_GUEST_INTERRUPTIBILITY, intr | INTERRUPTIBILITY_STI);
+		s->set_sti = true;
+	}
+	s->mtf_was = (cpu->proc & CPU_MONITOR_TRAP_FLAG) != 0;
+	if (!s->mtf_was)
+		trace_set_mtf(cpu, true);
+}
+
+void trace_step_end(struct per_cpu *cpu, struct trace_step *s, bool another_step)
+{
+	if (!s->mtf_was && !another_step && !trace_wants_mtf(cpu))
+		trace_set_mtf(cpu, false);
+	if (s->set_sti) {
+		uint64_t intr = vmcs_get(VMCS_GUEST_INTERRUPTIBILITY);
+
+		if (intr & INTERRUPTIBILITY_STI)
+			vmcs_write(VMCS_GUEST_INTERRUPTIBILITY, intr & ~(uint64_t)INTERRUPTIBILITY_STI);
+		s->set_sti = false;
+	}
+}
+
 /* --- windows ------------------------------------------------------------------ */
 
 int trace_start(struct per_cpu *cpu, enum tv_trigger why)

@@ -65,8 +65,7 @@ struct mw_op {
 
 struct mw_cpu {
 	bool stepping;
-	bool mtf_was;               /* MTF was on before the step (the tracer's) */
-	bool set_sti;               /* the step set "blocking by STI" */
+	struct trace_step step;     /* blocking by STI and MTF for the step */
 	bool announced;             /* the config's watches are in this CPU's ring */
 	bool holds_lock;            /* this CPU's step holds mw.step_lock */
 	uint32_t nops;
@@ -889,8 +888,6 @@ static bool prepare(struct exit_ctx *ctx, struct mw_cpu *mc, uint64_t gpa, bool 
 /* Switch cpu into the open view for one instruction (under ept_edit_lock). */
 static int step_start(struct per_cpu *cpu, struct mw_cpu *mc)
 {
-	uint64_t intr, rflags;
-
 	if (!mw.open_valid || mw.open_edits != mw.ept->edits) {
 		int rc = open_sync();
 
@@ -903,23 +900,8 @@ static int step_start(struct per_cpu *cpu, struct mw_cpu *mc)
 		mc->open_seen = mw.open_version;
 	}
 	vmcs_write(VMCS_EPT_POINTER, mw.open_eptp);
-	/*
-	 * No interrupt between the violation and the instruction: blocking
-	 * by STI, allowed only with RFLAGS.IF = 1 and neither STI nor MOV SS
-	 * blocking already there; with TF = 1 it would need the pending
-	 * debug exceptions' BS bit (SDM 3C 26.3.1.5), so not then.
-	 */
-	intr = vmcs_get(VMCS_GUEST_INTERRUPTIBILITY);
-	rflags = vmcs_get(VMCS_GUEST_RFLAGS);
-	mc->set_sti = false;
-	if ((rflags & RFLAGS_IF) && !(rflags & RFLAGS_TF) &&
-	    !(intr & (INTERRUPTIBILITY_STI | INTERRUPTIBILITY_MOV_SS))) {
-		vmcs_write(VMCS_GUEST_INTERRUPTIBILITY, intr | INTERRUPTIBILITY_STI);
-		mc->set_sti = true;
-	}
-	mc->mtf_was = (cpu->proc & CPU_MONITOR_TRAP_FLAG) != 0;
-	if (!mc->mtf_was)
-		trace_set_mtf(cpu, true);
+	/* No interrupt between the violation and the instruction. */
+	trace_step_begin(cpu, &mc->step);
 	mc->stepping = true;
 	mc->st.steps++;
 	return 0;
@@ -1071,15 +1053,7 @@ bool memwatch_mtf(struct per_cpu *cpu)
 		return false;
 	mc->stepping = false;
 	vmcs_write(VMCS_EPT_POINTER, mw.ept->eptp);
-	if (!mc->mtf_was && !trace_wants_mtf(cpu))
-		trace_set_mtf(cpu, false);
-	if (mc->set_sti) {
-		uint64_t intr = vmcs_get(VMCS_GUEST_INTERRUPTIBILITY);
-
-		if (intr & INTERRUPTIBILITY_STI)
-			vmcs_write(VMCS_GUEST_INTERRUPTIBILITY, intr & ~(uint64_t)INTERRUPTIBILITY_STI);
-		mc->set_sti = false;
-	}
+	trace_step_end(cpu, &mc->step, false);
 	if (mc->check_end && mc->nops) {
 		uint64_t rip = vmcs_get(VMCS_GUEST_RIP);
 

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "vmm/exit/exit.h"
 #include "vmm/exit/exit_ept.h"
 #include "vmm/hw/hw.h"
 #include "vmm/lib/log.h"
@@ -17,7 +16,6 @@
 #include "vmm/trace/memwatch.h"
 #include "vmm/vmx/ept.h"
 #include "vmm/vmx/vcpu.h"
-#include "vmm/vmx/vmx_defs.h"
 
 /* EPT violation exit qualification (SDM 3C 28.2.1, Table 28-7). */
 #define QUAL_LINEAR_VALID   (1ull << 7)   /* guest-linear address field valid */
@@ -56,8 +54,7 @@ struct snap_cpu {
 	uint64_t last_write_rip;    /* ... at this guest RIP */
 	/* A self-writing instruction stepped with MTF (self_step, trace_snap_mtf). */
 	bool stepping;
-	bool step_sti;              /* blocking by STI set for the step */
-	bool step_mtf_was;          /* MTF was on before the step (another user's) */
+	struct trace_step step;     /* blocking by STI and MTF for the step */
 	uint64_t step_page;
 	uint64_t step_rip;          /* the instruction stepped */
 	uint64_t step_linear;       /* the fetch's linear page | 1; 0: none */
@@ -442,7 +439,7 @@ static uint64_t exit_linear_tag(void)
 static bool self_step(struct per_cpu *cpu, struct snap_cpu *sc, uint64_t page,
 		      const struct ept_leaf *leaf)
 {
-	uint64_t *slot, intr, rflags;
+	uint64_t *slot;
 	bool fresh;
 
 	if (!sc || sc->stepping || memwatch_stepping(cpu))
@@ -455,17 +452,7 @@ static bool self_step(struct per_cpu *cpu, struct snap_cpu *sc, uint64_t page,
 	*slot += 1ull << PAGE_COUNT_SHIFT;
 	changed(sc);
 	sc->step_linear = exit_linear_tag();
-	intr = vmcs_get(VMCS_GUEST_INTERRUPTIBILITY);
-	rflags = vmcs_get(VMCS_GUEST_RFLAGS);
-	sc->step_sti = false;
-	if ((rflags & RFLAGS_IF) && !(rflags & RFLAGS_TF) &&
-	    !(intr & (INTERRUPTIBILITY_STI | INTERRUPTIBILITY_MOV_SS))) {
-		vmcs_write(VMCS_GUEST_INTERRUPTIBILITY, intr | INTERRUPTIBILITY_STI);
-		sc->step_sti = true;
-	}
-	sc->step_mtf_was = (cpu->proc & CPU_MONITOR_TRAP_FLAG) != 0;
-	if (!sc->step_mtf_was)
-		trace_set_mtf(cpu, true);
+	trace_step_begin(cpu, &sc->step);
 	sc->stepping = true;
 	sc->step_page = page;
 	sc->step_rip = vmcs_get(VMCS_GUEST_RIP);
@@ -483,15 +470,7 @@ bool trace_snap_mtf(struct per_cpu *cpu)
 	if (!sc || !sc->stepping)
 		return false;
 	sc->stepping = false;
-	if (!sc->step_mtf_was && !memwatch_stepping(cpu) && !trace_wants_mtf(cpu))
-		trace_set_mtf(cpu, false);
-	if (sc->step_sti) {
-		uint64_t intr = vmcs_get(VMCS_GUEST_INTERRUPTIBILITY);
-
-		if (intr & INTERRUPTIBILITY_STI)
-			vmcs_write(VMCS_GUEST_INTERRUPTIBILITY, intr & ~(uint64_t)INTERRUPTIBILITY_STI);
-		sc->step_sti = false;
-	}
+	trace_step_end(cpu, &sc->step, memwatch_stepping(cpu));
 	ept_edit_lock();
 	if (vmcs_get(VMCS_GUEST_RIP) == sc->step_rip) {
 		/*
