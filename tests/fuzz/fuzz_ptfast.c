@@ -122,8 +122,16 @@ static void libipt(const uint8_t *data, size_t size, struct pt_image *img, struc
 	for (;;) {
 		int st = pt_insn_sync_forward(d);
 
-		if (st < 0)
+		if (st < 0) {
+			/*
+			 * Not the end: libipt refused what follows its sync
+			 * point (a PSB inside a PSB+: -pte_bad_context), an
+			 * error, so the branch lists are not compared.
+			 */
+			if (st != -pte_eos)
+				b->errors++;
 			break;
+		}
 		for (;;) {
 			struct pt_insn in;
 			struct pt_event ev;
